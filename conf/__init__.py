@@ -1,0 +1,1 @@
+"""Mill's Hydra configs (installed as ``mill.conf``)."""

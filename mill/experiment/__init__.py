@@ -1,0 +1,5 @@
+"""The experiment folder: resolved config, manifest, incremental samples, results, report."""
+
+from mill.experiment.folder import ExperimentFolder
+
+__all__ = ["ExperimentFolder"]

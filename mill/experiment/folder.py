@@ -1,0 +1,87 @@
+"""One experiment folder per run. Nothing half-written can pass for a result:
+
+* ``results.json`` appears only when a run succeeds (written atomically, last);
+* samples stream into ``samples/<task>.partial.jsonl`` and are renamed to
+  ``samples/<task>.jsonl`` only when the run succeeds;
+* ``manifest.json`` carries ``status``: running, succeeded or failed (with the error).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonlines
+
+from mill.errors import ExperimentExists
+from mill.record import SampleRecord
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (temp file + rename)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+class ExperimentFolder:
+    """Owns the files of one run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.samples_dir = self.path / "samples"
+        self._writers: dict[str, jsonlines.Writer] = {}
+        self._handles: dict[str, Any] = {}
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / "results.json"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / "manifest.json"
+
+    def claim(self) -> None:
+        """Refuse a folder that already holds a finished or started run."""
+        for existing in (self.results_path, self.manifest_path):
+            if existing.exists():
+                raise ExperimentExists(
+                    f"{existing} already exists; Mill never overwrites a run. Choose another "
+                    "folder (hydra.run.dir=...) or remove it"
+                )
+        self.samples_dir.mkdir(parents=True, exist_ok=True)
+
+    def write_sample(self, record: SampleRecord) -> None:
+        """Append one sample line (flushed, so an interrupted run keeps what it had)."""
+        task = record.task
+        if task not in self._writers:
+            handle = (self.samples_dir / f"{task}.partial.jsonl").open("a", encoding="utf-8")
+            self._handles[task] = handle
+            self._writers[task] = jsonlines.Writer(handle, flush=True)
+        self._writers[task].write(record.to_json())
+
+    def close_samples(self, success: bool) -> None:
+        """Close sample files; on success give them their final names, sorted by doc."""
+        for task, writer in self._writers.items():
+            writer.close()
+            self._handles[task].close()
+            partial = self.samples_dir / f"{task}.partial.jsonl"
+            if success:
+                with jsonlines.open(partial) as reader:
+                    rows = sorted(reader, key=lambda r: (r["subject"], r["doc_id"]))
+                with jsonlines.open(self.samples_dir / f"{task}.jsonl", "w") as out:
+                    out.write_all(rows)
+                partial.unlink()
+        self._writers.clear()
+        self._handles.clear()
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        write_json(self.manifest_path, manifest)
+
+    def write_results(self, results: dict[str, Any]) -> None:
+        write_json(self.results_path, results)
+
+    def write_text(self, name: str, text: str) -> None:
+        (self.path / name).write_text(text, encoding="utf-8")

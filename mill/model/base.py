@@ -1,0 +1,43 @@
+"""The model interface: one method per output type (seed 000)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mill.types import Request, Response
+
+OnResponse = Callable[[Request, Response], None]
+"""Called once per finished request, in completion order (for incremental writing)."""
+
+
+def _ignore(request: Request, response: Response) -> None:
+    return None
+
+
+class LanguageModel(ABC):
+    """A model that answers requests. Each method returns responses in request order and
+    calls ``on_response`` as each one finishes."""
+
+    @abstractmethod
+    def loglikelihood(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        """LOGPROBS: (log P(continuation | context), is_greedy) per request."""
+
+    @abstractmethod
+    def loglikelihood_rolling(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        """PERPLEXITY: total log-probability of each request's whole text."""
+
+    @abstractmethod
+    def generate_until(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        """GENERATIVE: greedy continuation of each context until a stop string or EOS."""
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """What identifies this model's scores: weights, revision, dtype, scoring options."""

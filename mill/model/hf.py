@@ -1,0 +1,359 @@
+"""Hugging Face transformers causal LMs, scored with lm-evaluation-harness 0.4.13 semantics.
+
+Only this module (and the scoring/generation helpers it drives) imports torch and
+transformers, and only when a model is instantiated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mill.errors import ModelError
+from mill.model.base import LanguageModel, OnResponse, _ignore
+from mill.types import Request, Response
+
+log = logging.getLogger(__name__)
+
+_DTYPES = ("float32", "float16", "bfloat16", "auto")
+
+
+def _fingerprint(directory: Path) -> str:
+    """sha256 over the weight and config files of a model folder (name, size, content of
+    files up to 64 MiB; name and size beyond, to keep start-up fast for big models)."""
+    digest = hashlib.sha256()
+    for path in sorted(directory.iterdir()):
+        if not path.is_file() or path.suffix not in {".safetensors", ".bin", ".json", ".model"}:
+            continue
+        size = path.stat().st_size
+        digest.update(f"{path.name}:{size}".encode())
+        if size <= 64 << 20:
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class HFCausalLM(LanguageModel):
+    """A ``transformers`` causal LM from the hub (id + revision) or a local folder.
+
+    Args:
+        pretrained: hub id or local folder.
+        revision: hub revision (branch, tag or commit).
+        dtype: float32, float16, bfloat16 or auto.
+        device: ``auto`` (CUDA if present, else CPU), ``cpu``, ``cuda:0``, ...
+        batch_size: ``auto`` (batches by ``token_budget``) or a maximum number of rows.
+        token_budget: padded tokens per forward pass when ``batch_size=auto``.
+        max_length: context window; default from the model config (as lm-eval).
+        max_gen_toks: default generation length when a request does not set one.
+        share_prefix: run each shared context once for all its choices.
+        trust_remote_code: passed to transformers.
+        name: short name for experiment folders and reports.
+    """
+
+    def __init__(
+        self,
+        pretrained: str,
+        revision: str | None = None,
+        dtype: str = "float32",
+        device: str = "auto",
+        batch_size: int | str = "auto",
+        token_budget: int = 16384,
+        max_length: int | None = None,
+        max_gen_toks: int = 256,
+        share_prefix: bool = True,
+        trust_remote_code: bool = False,
+        name: str | None = None,
+    ) -> None:
+        import torch
+        import transformers
+
+        transformers.utils.logging.disable_progress_bar()
+        if dtype not in _DTYPES:
+            raise ModelError(f"model.dtype={dtype!r} is unknown; choose one of {_DTYPES}")
+        self.pretrained = str(pretrained)
+        self.revision = revision
+        self.name = name or Path(self.pretrained).name
+        self.batch_size = batch_size
+        self.token_budget = int(token_budget)
+        self.max_gen_toks = int(max_gen_toks)
+        self.share_prefix = bool(share_prefix)
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        local = Path(os.path.expanduser(self.pretrained))
+        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+                str(local) if local.is_dir() else self.pretrained,
+                revision=revision,
+                trust_remote_code=trust_remote_code,
+            )
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(
+                str(local) if local.is_dir() else self.pretrained,
+                revision=revision,
+                dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
+                trust_remote_code=trust_remote_code,
+            )
+        except (OSError, ValueError) as err:
+            where = "local folder" if local.is_dir() else "hub model"
+            if local.is_dir():
+                hint = " Check that the folder holds config.json, weights and tokenizer files."
+            elif offline:
+                hint = (
+                    " HF_HUB_OFFLINE is set and the model is not in the Hugging Face cache: "
+                    "download it once with network, or point model.pretrained at a local "
+                    "folder."
+                )
+            else:
+                hint = (
+                    " The hub was unreachable, or the id/revision is wrong, or the model is "
+                    "gated (accept its license and run `hf auth login`). Offline, point "
+                    "model.pretrained at a local folder."
+                )
+            raise ModelError(
+                f"cannot load {where} {self.pretrained!r} (revision {revision}): "
+                f"{type(err).__name__}.{hint}"
+            ) from err
+        self.model.to(self.device).eval()
+        self.dtype = str(self.model.dtype).removeprefix("torch.")
+        self.max_length = int(max_length or self._default_max_length())
+        self.prefix_token_id = (
+            self.tokenizer.bos_token_id
+            if self.tokenizer.bos_token_id is not None
+            else self.tokenizer.eos_token_id
+        )
+        commit = getattr(self.model.config, "_commit_hash", None)
+        self._identity = {
+            "backend": "hf",
+            "pretrained": self.pretrained,
+            "revision": revision,
+            "commit": commit,
+            "weights_fingerprint": _fingerprint(local) if local.is_dir() else commit,
+            "dtype": self.dtype,
+            "max_length": self.max_length,
+            "class": type(self.model).__name__,
+            "num_parameters": sum(p.numel() for p in self.model.parameters()),
+        }
+        from mill.model.hf_forward import HFForward
+
+        self._forward = HFForward(self.model, self.device)
+
+    def _default_max_length(self) -> int:
+        config = self.model.config
+        config = getattr(config, "text_config", None) or config
+        for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+            if getattr(config, attr, None):
+                return int(getattr(config, attr))
+        limit = getattr(self.tokenizer, "model_max_length", None)
+        if limit and limit < 1_000_000_000:
+            return int(limit)
+        return 2048
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    # ----- tokenization (lm-eval TemplateLM semantics) --------------------------------------
+    def _encode(self, text: str, add_special_tokens: bool | None = None) -> list[int]:
+        kwargs: dict[str, Any] = {}
+        if add_special_tokens is not None:
+            kwargs["add_special_tokens"] = add_special_tokens
+        elif self.tokenizer.bos_token and text.startswith(self.tokenizer.bos_token):
+            kwargs["add_special_tokens"] = False
+        return list(self.tokenizer.encode(text, **kwargs))
+
+    def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """Context and continuation tokens: trailing whitespace of the context moves to the
+        continuation; continuation tokens are those of context+continuation after the
+        context's; an empty context becomes the prefix (BOS, else EOS) token."""
+        if context == "":
+            cont = self._encode(continuation, add_special_tokens=False)
+            if cont and cont[0] == self.prefix_token_id:
+                return cont[:1], cont[1:]
+            return [int(self.prefix_token_id)], cont
+        n_spaces = len(context) - len(context.rstrip())
+        if n_spaces:
+            continuation = context[-n_spaces:] + continuation
+            context = context[:-n_spaces]
+        whole = self._encode(context + continuation)
+        ctx = self._encode(context)
+        return ctx, whole[len(ctx) :]
+
+    # ----- request methods --------------------------------------------------------------
+    def _max_rows(self) -> int | None:
+        return None if self.batch_size == "auto" else int(self.batch_size)
+
+    def _budget(self) -> int | None:
+        return self.token_budget if self.batch_size == "auto" else None
+
+    def loglikelihood(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        from mill.model.scoring import score_continuations
+
+        pairs = [self.encode_pair(r.context, r.continuation) for r in requests]
+        for request, (_, cont) in zip(requests, pairs, strict=True):
+            if not cont:
+                raise ModelError(f"request {request.id}: the continuation has no tokens")
+            if len(cont) > self.max_length:
+                raise ModelError(
+                    f"request {request.id}: continuation of {len(cont)} tokens exceeds "
+                    f"model.max_length={self.max_length}"
+                )
+        responses: list[Response | None] = [None] * len(requests)
+
+        def done(i: int, scored: Any) -> None:
+            responses[i] = self._check(
+                requests[i],
+                Response(
+                    request_id=requests[i].id,
+                    input_tokens=scored.input_tokens,
+                    output_tokens=pairs[i][1],
+                    logprob=scored.logprob,
+                    is_greedy=scored.is_greedy,
+                    truncated_tokens_count=scored.truncated,
+                    padded_tokens_count=scored.padded,
+                ),
+            )
+            on_response(requests[i], responses[i])
+
+        score_continuations(
+            self._forward,
+            pairs,
+            self.max_length,
+            self._budget(),
+            self._max_rows(),
+            self.share_prefix,
+            done,
+        )
+        return [r for r in responses if r is not None]
+
+    def loglikelihood_rolling(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        from mill.model.rolling import rolling_windows
+        from mill.model.scoring import score_continuations
+
+        pairs: list[tuple[list[int], list[int]]] = []
+        owner: list[int] = []
+        for i, request in enumerate(requests):
+            windows = rolling_windows(
+                self._encode(request.continuation), int(self.prefix_token_id), self.max_length
+            )
+            pairs.extend(windows)
+            owner.extend([i] * len(windows))
+        remaining = [owner.count(i) for i in range(len(requests))]
+        totals = [0.0] * len(requests)
+        padded = [0] * len(requests)
+        responses: list[Response | None] = [None] * len(requests)
+
+        def done(w: int, scored: Any) -> None:
+            i = owner[w]
+            totals[i] += scored.logprob
+            padded[i] += scored.padded
+            remaining[i] -= 1
+            if remaining[i] == 0:
+                tokens = [t for j, (_, cont) in enumerate(pairs) if owner[j] == i for t in cont]
+                responses[i] = self._check(
+                    requests[i],
+                    Response(
+                        request_id=requests[i].id,
+                        output_tokens=tokens,
+                        logprob=totals[i],
+                        padded_tokens_count=padded[i],
+                    ),
+                )
+                on_response(requests[i], responses[i])
+
+        # windows never share contexts, so each takes one full pass, all docs batched together
+        score_continuations(
+            self._forward, pairs, self.max_length, self._budget(), self._max_rows(), False, done
+        )
+        for i, request in enumerate(requests):
+            if responses[i] is None:  # empty text: nothing to score
+                responses[i] = Response(request_id=request.id, logprob=0.0)
+                on_response(request, responses[i])
+        return [r for r in responses if r is not None]
+
+    def generate_until(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        from mill.model.batching import budget_batches
+        from mill.model.generation import generate_batch
+
+        eos_ids = self._eos_ids()
+        eos_text = (
+            self.tokenizer.decode([self.tokenizer.eos_token_id])
+            if (self.tokenizer.eos_token_id is not None)
+            else None
+        )
+        jobs = []
+        for i, request in enumerate(requests):
+            args = request.generation
+            if args is None or args.do_sample:
+                raise ModelError(f"request {request.id}: only greedy generation is supported")
+            max_gen = args.max_gen_toks or self.max_gen_toks
+            until = list(args.until)
+            if eos_text and eos_text not in until:
+                until.append(eos_text)
+            tokens = self._encode(request.context)
+            keep = self.max_length - max_gen
+            if keep <= 0:
+                raise ModelError(
+                    f"request {request.id}: max_gen_toks={max_gen} leaves no room "
+                    f"for context in max_length={self.max_length}"
+                )
+            jobs.append((i, tokens[-keep:], max(0, len(tokens) - keep), tuple(until), max_gen))
+        jobs.sort(key=lambda j: (-len(j[1]), j[0]))
+        responses: list[Response | None] = [None] * len(requests)
+        groups: dict[tuple[tuple[str, ...], int], list[Any]] = {}
+        for job in jobs:
+            groups.setdefault((job[3], job[4]), []).append(job)
+        for (until, max_gen), group in groups.items():
+            for batch in budget_batches(
+                group, lambda j: (1, len(j[1]) + j[4]), self._budget(), self._max_rows()
+            ):
+                outputs = generate_batch(
+                    self._forward,
+                    [j[1] for j in batch],
+                    [j[2] for j in batch],
+                    until,
+                    max_gen,
+                    eos_ids,
+                    self._decode,
+                )
+                for job, out in zip(batch, outputs, strict=True):
+                    i = job[0]
+                    responses[i] = Response(
+                        request_id=requests[i].id,
+                        input_tokens=out.input_tokens,
+                        output_tokens=out.tokens,
+                        text=out.text,
+                        truncated_tokens_count=out.truncated,
+                        padded_tokens_count=out.padded,
+                    )
+                    on_response(requests[i], responses[i])
+        return [r for r in responses if r is not None]
+
+    def _decode(self, tokens: list[int]) -> str:
+        return self.tokenizer.decode(tokens, skip_special_tokens=True)
+
+    def _eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        config_eos = getattr(self.model.generation_config, "eos_token_id", None)
+        for value in (config_eos, self.tokenizer.eos_token_id):
+            if isinstance(value, int):
+                ids.add(value)
+            elif isinstance(value, list):
+                ids.update(int(v) for v in value)
+        return ids
+
+    @staticmethod
+    def _check(request: Request, response: Response) -> Response:
+        import math
+
+        if response.logprob is not None and not math.isfinite(response.logprob):
+            raise ModelError(f"request {request.id}: non-finite log-probability {response.logprob}")
+        return response

@@ -1,0 +1,36 @@
+"""A seeded random GPT-2-shaped model with the real GPT-2 tokenizer, built once and cached."""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from mill.model.hf import HFCausalLM
+
+
+def cache_root() -> Path:
+    """``$MILL_CACHE`` or ``~/.cache/mill``."""
+    return Path(os.environ.get("MILL_CACHE", Path.home() / ".cache" / "mill"))
+
+
+def random_gpt2_dir(n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: int = 0) -> Path:
+    """Folder of the random model, built on first use."""
+    from mill.tools.random_model import build_random_gpt2
+
+    out = cache_root() / "models" / f"random-gpt2-l{n_layer}-d{n_embd}-h{n_head}-s{seed}"
+    if not (out / "model.safetensors").exists():
+        tokenizer = Path(str(resources.files("mill.resources").joinpath("tokenizers/gpt2")))
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        build_random_gpt2(tokenizer, tmp, n_layer, n_embd, n_head, seed=seed)
+        tmp.replace(out) if not out.exists() else None
+    return out
+
+
+def random_gpt2(
+    n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: int = 0, **kwargs: Any
+) -> HFCausalLM:
+    """An :class:`HFCausalLM` over the cached random GPT-2 (other args go to HFCausalLM)."""
+    kwargs.setdefault("name", f"gpt2_random_l{n_layer}_d{n_embd}")
+    return HFCausalLM(str(random_gpt2_dir(n_layer, n_embd, n_head, seed)), **kwargs)

@@ -1,0 +1,1 @@
+"""Console output: progress with ETA per phase and the results table (rich)."""

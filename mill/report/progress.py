@@ -1,0 +1,76 @@
+"""Progress per phase: a rich bar with ETA on a terminal, plain periodic lines otherwise."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+class PhaseProgress:
+    """Reports the evaluator's phases (building requests, scoring requests, ...)."""
+
+    def __init__(self, console: Console, interactive: bool, every_s: float = 10.0) -> None:
+        self.console = console
+        self.interactive = interactive
+        self.every_s = every_s
+        self._bar: Progress | None = None
+        self._task_id: int | None = None
+        self._name = ""
+        self._total = 0
+        self._count = 0
+        self._start = self._last = 0.0
+
+    def phase(self, name: str, total: int) -> None:
+        self.done()
+        self._name, self._total, self._count = name, total, 0
+        self._start = self._last = time.monotonic()
+        if self.interactive:
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=False,
+            )
+            self._bar.start()
+            self._task_id = self._bar.add_task(name, total=total)
+        else:
+            self.console.print(f"[mill] {name}: 0/{total}")
+
+    def advance(self, n: int = 1) -> None:
+        self._count += n
+        if self._bar is not None and self._task_id is not None:
+            self._bar.advance(self._task_id, n)
+            return
+        now = time.monotonic()
+        if now - self._last >= self.every_s and self._count < self._total:
+            self._last = now
+            rate = self._count / max(now - self._start, 1e-9)
+            eta = (self._total - self._count) / rate if rate else float("nan")
+            self.console.print(
+                f"[mill] {self._name}: {self._count}/{self._total} "
+                f"({100 * self._count / max(self._total, 1):.0f}%, eta {eta:.0f}s)"
+            )
+
+    def done(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+        elif self._name:
+            elapsed = time.monotonic() - self._start
+            self.console.print(
+                f"[mill] {self._name}: {self._count}/{self._total} in {elapsed:.1f}s"
+            )
+        self._name = ""

@@ -1,0 +1,1 @@
+"""Running one experiment: build everything from the config, evaluate, write the folder."""

@@ -1,0 +1,6 @@
+"""The task API: a base class with the seed-001 hooks, docs, and few-shot samplers."""
+
+from mill.task.base import Task, TaskGroup
+from mill.task.doc import Doc
+
+__all__ = ["Doc", "Task", "TaskGroup"]

@@ -1,0 +1,1 @@
+"""Offline developer tools (model conversion and similar one-off utilities)."""

@@ -1,0 +1,92 @@
+"""Metrics against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mill.metrics import (
+    Accuracy,
+    AccuracyNorm,
+    BitsPerByte,
+    BytePerplexity,
+    ExactMatch,
+    WordPerplexity,
+)
+from mill.metrics.stats import bootstrap_stderr, mean_stderr
+from mill.task.doc import Doc
+from mill.types import Response
+
+
+def _mc(lls: list[float], choices: list[str], gold: int) -> tuple[Doc, list[Response]]:
+    doc = Doc(task="t", id=0, subject="default", context="Q:", choices=tuple(choices), gold=gold)
+    return doc, [Response(request_id=str(i), logprob=ll) for i, ll in enumerate(lls)]
+
+
+def test_acc_and_acc_norm_disagree_on_length() -> None:
+    # raw: choice 0 (-2.0) wins; per char: -2/2=-1.0 vs -3/10=-0.3 -> choice 1 wins
+    doc, resp = _mc([-2.0, -3.0], ["ab", "abcdefghij"], gold=1)
+    assert Accuracy().score(doc, resp) == 0.0
+    assert AccuracyNorm().score(doc, resp) == 1.0
+
+
+def test_acc_ties_go_to_first_choice() -> None:
+    doc, resp = _mc([-1.0, -1.0], ["a", "b"], gold=0)
+    assert Accuracy().score(doc, resp) == 1.0
+
+
+def test_mean_metric_aggregate_and_stderr() -> None:
+    values = [1.0, 0.0, 1.0, 1.0]
+    # mean .75, sample std sqrt(((.25^2)*3 + .75^2)/3) = 0.5, stderr 0.5/2
+    assert Accuracy().aggregate(values) == 0.75
+    assert Accuracy().stderr(values, iters=0, seed=0) == pytest.approx(0.25)
+    assert mean_stderr([1.0]) is None
+
+
+def test_gsm8k_exact_match_strict_and_flexible() -> None:
+    regexes = [",", "\\$", "(?s).*#### ", "\\.$"]
+    strict = ExactMatch(
+        extract_pattern=r"#### (\-?[0-9\.\,]+)", ignore_case=True, regexes_to_ignore=regexes
+    )
+    flexible = ExactMatch(
+        extract_pattern=r"(-?[$0-9.,]{2,})|(-?[0-9]+)",
+        extract_group=-1,
+        ignore_case=True,
+        regexes_to_ignore=regexes,
+    )
+    doc = Doc(task="t", id=0, subject="default", context="", gold="Steps...\n#### 1,200")
+    good = [Response(request_id="0", text=" She earns 3 * 400 = 1200.\n#### 1,200")]
+    loose = [Response(request_id="0", text=" The answer is $1,200.")]
+    assert strict.score(doc, good) == 1.0 and flexible.score(doc, good) == 1.0
+    assert strict.prediction(loose[0]) == "[invalid]" and strict.score(doc, loose) == 0.0
+    assert flexible.prediction(loose[0]) == "$1,200." and flexible.score(doc, loose) == 1.0
+
+
+def test_exact_match_options() -> None:
+    doc = Doc(task="t", id=0, subject="default", context="", gold=("Paris!", "paris"))
+    resp = [Response(request_id="0", text="PARIS")]
+    assert ExactMatch().score(doc, resp) == 0.0
+    assert ExactMatch(ignore_case=True).score(doc, resp) == 1.0  # any reference matches
+
+
+def test_perplexities_from_sums() -> None:
+    docs = [
+        Doc(task="t", id=i, subject="default", context="", gold=g)
+        for i, g in enumerate(["a b c", "héllo"])
+    ]  # 3 words/5 bytes, 1 word/6 bytes
+    resp = [[Response(request_id="0", logprob=-6.0)], [Response(request_id="1", logprob=-5.0)]]
+    wp, bp, bpb = WordPerplexity(), BytePerplexity(), BitsPerByte()
+    w = [wp.score(d, r) for d, r in zip(docs, resp, strict=True)]
+    b = [bp.score(d, r) for d, r in zip(docs, resp, strict=True)]
+    assert w == [(-6.0, 3.0), (-5.0, 1.0)] and b == [(-6.0, 5.0), (-5.0, 6.0)]
+    assert wp.aggregate(w) == pytest.approx(math.exp(11 / 4))
+    assert bp.aggregate(b) == pytest.approx(math.exp(11 / 11))
+    assert bpb.aggregate(b) == pytest.approx(11 / (11 * math.log(2)))
+    assert wp.stderr(w, iters=200, seed=1) == wp.stderr(w, iters=200, seed=1)  # seeded
+
+
+def test_bootstrap_stderr_of_mean_is_close_to_closed_form() -> None:
+    values = [float(i % 3 == 0) for i in range(300)]
+    boot = bootstrap_stderr(values, lambda v: sum(v) / len(v), iters=2000, seed=0)
+    assert boot == pytest.approx(mean_stderr(values), rel=0.1)

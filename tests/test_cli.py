@@ -1,0 +1,101 @@
+"""The CLI end to end in a subprocess: files and values, not only exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonlines
+import pytest
+
+from tests.conftest import run_mill
+
+
+def _results(folder: Path) -> dict:
+    return json.loads((folder / "results.json").read_text())
+
+
+def test_default_job_is_the_offline_demo(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = run_mill(f"hydra.run.dir={out}")
+    assert proc.returncode == 0, proc.stderr
+    results = _results(out)
+    acc = results["tasks"]["arc_easy"]["metrics"]["acc"]
+    assert acc["n"] == 100 and 0.0 <= acc["value"] <= 1.0 and acc["stderr"] > 0
+    assert results["data_source"]["source"] == "bundled"
+    for name in (
+        ".hydra/config.yaml",
+        ".hydra/overrides.yaml",
+        "resolved.yaml",
+        "manifest.json",
+        "report.txt",
+        "samples/arc_easy.jsonl",
+    ):
+        assert (out / name).is_file(), name
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "succeeded"
+    assert manifest["model"]["class"] == "LlamaForCausalLM"
+    assert manifest["versions"]["torch"] and manifest["datasets"]["arc_easy"]
+    with jsonlines.open(out / "samples" / "arc_easy.jsonl") as reader:
+        rows = list(reader)
+    assert [r["doc_id"] for r in rows] == list(range(100))
+    # the per-sample accuracies average to the reported value
+    assert sum(r["metrics"]["acc"] for r in rows) / 100 == pytest.approx(acc["value"])
+    first = rows[0]["response"]
+    assert len(first["logprobs"]) == len(rows[0]["choices"]) == len(first["output_tokens"])
+    assert rows[0]["prediction"] == max(range(4), key=lambda i: first["logprobs"][i])
+    # the table went to stdout, plain (CI set): no ANSI escape codes anywhere
+    assert "arc_easy" in proc.stdout and "\x1b[" not in proc.stdout + proc.stderr
+    assert (out / "report.txt").read_text().strip() in proc.stdout
+
+
+def test_metrics_selection_computes_exactly_those(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = run_mill("task=arc_easy", "+metrics=[acc_norm]", "task.limit=10", f"hydra.run.dir={out}")
+    assert proc.returncode == 0, proc.stderr
+    assert list(_results(out)["tasks"]["arc_easy"]["metrics"]) == ["acc_norm"]
+
+
+def test_multirun_sweep_writes_one_folder_per_job(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    proc = run_mill("-m", "task=arc_easy,wikitext", "task.limit=5", f"hydra.sweep.dir={sweep}")
+    assert proc.returncode == 0, proc.stderr
+    jobs = sorted(p.name for p in sweep.iterdir() if p.is_dir())
+    assert jobs == ["0_arc_easy_stories260k", "1_wikitext_stories260k"]
+    assert _results(sweep / jobs[0])["tasks"]["arc_easy"]["metrics"]["acc"]["n"] == 5
+    ppl = _results(sweep / jobs[1])["tasks"]["wikitext"]["metrics"]
+    assert ppl["word_perplexity"]["value"] > 1 and ppl["bits_per_byte"]["n"] == 3
+
+
+def test_bad_input_is_one_line_exit_2_and_no_results(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = run_mill("task=arc_easy", "+metrics=[word_perplexity]", f"hydra.run.dir={out}")
+    assert proc.returncode == 2
+    assert "word_perplexity" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (out / "results.json").exists()
+    assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+
+
+def test_existing_folder_is_never_overwritten(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert run_mill("task.limit=3", f"hydra.run.dir={out}").returncode == 0
+    before = (out / "results.json").read_text()
+    proc = run_mill("task.limit=4", f"hydra.run.dir={out}")
+    assert proc.returncode == 2 and "already exists" in proc.stderr
+    assert (out / "results.json").read_text() == before
+    assert "limit=3" in (out / ".hydra" / "overrides.yaml").read_text()
+
+
+def test_hub_model_offline_fails_clearly(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = run_mill("task=arc", "model=llama3", "+metrics=[acc,acc_norm]", f"hydra.run.dir={out}")
+    assert proc.returncode == 2
+    assert "meta-llama/Meta-Llama-3-8B" in proc.stderr and "offline" in proc.stderr.lower()
+    assert not (out / "results.json").exists()
+
+
+def test_help_is_fast_and_lists_groups() -> None:
+    proc = run_mill("--help")
+    assert proc.returncode == 0
+    for group in ("task:", "model:", "metrics:", "runner:", "data:"):
+        assert group in proc.stdout

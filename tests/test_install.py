@@ -1,0 +1,57 @@
+"""The built wheel (not the source tree) finds its configs, tasks, model and data."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_non_editable_install_runs_the_demo(tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    assert not (target / "tasks").exists()  # no generic top-level `tasks` package
+    for path in (
+        "mill/conf/mill.yaml",
+        "mill/conf/task/arc.yaml",
+        "mill/tasks/arc.py",
+        "mill/resources/models/stories260k/model.safetensors",
+        "mill/resources/data/arc_easy/ARC-Easy-Test.jsonl",
+    ):
+        assert (target / path).is_file(), path
+    env = {**os.environ, "PYTHONPATH": str(target), "CI": "1"}
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mill", "task.limit=5", f"hydra.run.dir={out}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "results.json").is_file()
+    assert str(target) in (out / "results.json").read_text()  # bundled data read from the wheel
