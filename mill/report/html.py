@@ -254,19 +254,45 @@ def pivot_table(entries: Sequence[tuple[str, Score]], labels: Sequence[str]) -> 
         best = None
         if len(present) > 1:
             pick = max if present[0].higher_is_better else min
-            best = pick(present, key=lambda s: s.value)  # type: ignore[arg-type,return-value]
+            top = pick(s.value for s in present)  # type: ignore[type-var]
+            winners = [s for s in present if s.value == top]
+            best = winners[0] if len(winners) == 1 else None  # a tie has no best
         cells = [esc(row_name), esc(metric)]
         for s in found:
             if s is None:
                 cells.append("<span class='small'>–</span>")
                 continue
             text = fmt(s.value) + (f" ± {fmt(s.stderr)}" if s.stderr is not None else "")
-            cell = f"{text}<br><span class='small'>n={esc(s.n)}</span>"
+            n = {"micro": f"{s.n} docs", "macro": f"{s.n} tasks"}.get(s.kind, f"n={s.n}")
+            cell = f"{text}<br><span class='small'>{esc(n)}</span>"
             cells.append(f"<b>{cell}</b>" if s is best else cell)
         rows.append(cells)
         sample = next(s for s in found if s is not None)
         classes.append("" if sample.kind == "task" else "group")
     return table(["task", "metric", *labels], rows, range(2, 2 + len(labels)), classes)
+
+
+def ece_table(calibration: Sequence[tuple[str, Reliability]], labels: Sequence[str]) -> str:
+    """Rows LOGPROBS task, one column per model: ECE, with accuracy and mean confidence."""
+    tasks = list(dict.fromkeys(rel.task for _, rel in calibration))
+    lookup = {(label, rel.task): rel for label, rel in calibration}
+    rows = []
+    for task in tasks:
+        cells = [esc(task)]
+        for label in labels:
+            rel = lookup.get((label, task))
+            cells.append(
+                "<span class='small'>–</span>"
+                if rel is None
+                else f"{rel.ece:.3f}<br><span class='small'>acc {rel.accuracy:.3f} · "
+                f"conf {rel.mean_confidence:.3f} · n={rel.n}</span>"
+            )
+        rows.append(cells)
+    return (
+        "<h2>Calibration (ECE)</h2><p class='small'>Expected calibration error of the argmax "
+        "choice (10 bins); reliability diagrams are in each run's report.</p>"
+        + table(["task", *labels], rows, range(1, 1 + len(labels)))
+    )
 
 
 def sweep_page(
@@ -275,12 +301,17 @@ def sweep_page(
     entries: Sequence[tuple[str, Score]],
     chart_png: bytes | None,
     failed: Sequence[tuple[str, str]],
+    calibration: Sequence[tuple[str, Reliability]] = (),
 ) -> str:
-    """Several runs side by side: ``runs`` = (label, run, link to its report)."""
+    """Several runs side by side: ``runs`` = (label, run, link to its report);
+    ``calibration`` = (label, reliability) of every LOGPROBS task of every run."""
     labels = list(dict.fromkeys(label for label, _, _ in runs))
+    tasks = list(dict.fromkeys(run.task_label for _, run, _ in runs))
     meta = [
         (f"{len(runs)} succeeded", "ok"),
         (f"{len(failed)} failed", "fail") if failed else None,
+        (f"tasks: {', '.join(tasks)}", ""),
+        (f"models: {', '.join(labels)}", ""),
     ]
     parts = [
         f"<h1>{esc(title)}</h1>",
@@ -298,6 +329,8 @@ def sweep_page(
         parts.append(
             figure(chart_png, "task by model chart", "Task × model with ±1 SE and 95% CIs.")
         )
+    if calibration:
+        parts.append(ece_table(calibration, labels))
     job_rows = []
     for label, run, link in runs:
         job_rows.append(

@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from mill.report.calibration import Reliability
 from mill.report.load import ReportInputError, RunFolder, Score, Sweep, is_run, open_sweep
 
 log = logging.getLogger("mill")
@@ -39,22 +40,31 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
+def calibrations(run: RunFolder) -> list[Reliability]:
+    """Reliability data of every LOGPROBS task of ``run`` that has samples."""
+    from mill.report.calibration import reliability
+
+    found = []
+    for task in run.task_names:
+        if run.output_type(task) != "logprobs" or not run.samples_path(task).is_file():
+            continue
+        rel = reliability(task, run.samples(task))
+        if rel is not None:
+            found.append(rel)
+    return found
+
+
 def write_run_report(path: str | Path) -> Path:
     """Plots (``plots/scores.png``, ``plots/calibration_<task>.png``) and ``report.html``."""
     from mill.report import html, plots
-    from mill.report.calibration import reliability
 
     run = RunFolder.open(path)
     out = run.path / PLOTS
     out.mkdir(exist_ok=True)
     calibration = []
     chance: dict[str, float] = {}
-    for task in run.task_names:
-        if run.output_type(task) != "logprobs" or not run.samples_path(task).is_file():
-            continue
-        rel = reliability(task, run.samples(task))
-        if rel is None:
-            continue
+    for rel in calibrations(run):
+        task = rel.task
         png = plots.reliability_png(rel)
         _write(out / f"calibration_{_safe(task)}.png", png)
         calibration.append((rel, png))
@@ -127,8 +137,9 @@ def write_multi_report(
         for name, run in zip(names, runs, strict=True)
     ]
     fails = [(str(os.path.relpath(job, out)), why) for job, why in failed]
+    ece = [(name, rel) for name, run in zip(names, runs, strict=True) for rel in calibrations(run)]
     target = out / HTML
-    _write(target, html.sweep_page(title, links, rows, chart, fails))
+    _write(target, html.sweep_page(title, links, rows, chart, fails, ece))
     return target
 
 
