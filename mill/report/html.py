@@ -16,7 +16,7 @@ from mill.report.calibration import Reliability
 from mill.report.load import RunFolder, Score, flatten
 
 CSS = """
-:root { --ink:#1d2329; --muted:#66707a; --line:#e2e6ea; --soft:#f5f7f9; --accent:#1f6fb4;
+:root { --ink:#1d2329; --muted:#66707a; --line:#e2e6ea; --soft:#f5f7f9; --accent:#2b5797;
   --good:#1e7d3c; --bad:#b3261e; }
 * { box-sizing: border-box; }
 body { margin:0; background:#fff; color:var(--ink);
@@ -132,11 +132,6 @@ def chips(items: Iterable[tuple[str, str]]) -> str:
     )
 
 
-def _status_chip(manifest: dict[str, Any]) -> tuple[str, str]:
-    status = str(manifest.get("status", "succeeded"))
-    return status, "ok" if status == "succeeded" else "fail"
-
-
 def _bundled_note(sources: Iterable[str]) -> str:
     if "bundled" in set(sources):
         return (
@@ -207,7 +202,7 @@ def run_page(
     started = str(m.get("started", ""))[:19].replace("T", " ")
     meta = [
         (f"data={run.data_source}", ""),
-        _status_chip(m),
+        ("succeeded", "ok"),  # results.json exists only for a run that succeeded
         (f"{started} UTC", "") if started else None,
         (f"{run.results.get('seconds', m.get('seconds', '?'))} s", ""),
         (f"git {str(m['git_sha'])[:10]}", "") if m.get("git_sha") else None,
