@@ -33,16 +33,10 @@ from typing import Any
 import numpy as np
 
 from mill.report.load import ReportInputError, RunFolder, flatten
+from mill.report.table import num
 
 CHUNK = 1000
 FEW_DOCS = 30  # below this, say that bootstrap intervals and p-values are unreliable
-
-
-def num(value: float, sign: bool = False) -> str:
-    """4 decimals, or none for numbers of 1000 and more (perplexities)."""
-    if math.isfinite(value) and abs(value) >= 1000:
-        return f"{value:+.0f}" if sign else f"{value:.0f}"
-    return f"{value:+.4f}" if sign else f"{value:.4f}"
 
 
 @dataclass
@@ -168,11 +162,11 @@ def compare_metric(
     counts = f" (right only in A: {n10}, only in B: {n01})" if binary else ""
     few = "; few docs: bootstrap numbers are unreliable" if not binary and n < FEW_DOCS else ""
     numbers = (
-        f"B − A = {num(diff, True)}, {level}% CI [{num(lo, True)}, {num(hi, True)}], "
+        f"B - A = {num(diff, True)}, {level}% CI [{num(lo, True)}, {num(hi, True)}], "
         f"{test} p={p:.4g}{counts}, {n} shared docs{few}"
     )
     if better is None:
-        verdict = f"{task} {metric.name}: no significant difference (α={alpha}): {numbers}"
+        verdict = f"{task} {metric.name}: no significant difference (alpha={alpha}): {numbers}"
     else:
         name = label_b if better == "B" else label_a
         verdict = f"{task} {metric.name}: {better} ({name}) is better: {numbers}"
@@ -323,6 +317,15 @@ def compare_table(rows: Sequence[Paired], title: str, alpha: float) -> Any:
     return table
 
 
+def _names(value: Any) -> list[str]:
+    """A list override (``[a,b]``) or a single name (``a``) as a list of strings."""
+    from omegaconf import OmegaConf
+
+    if value is None or value == "":
+        return []
+    return [str(v) for v in value] if OmegaConf.is_list(value) else [str(value)]
+
+
 def compare_command(cfg: Any) -> None:
     """``mill -cn compare a=<run> b=<run>``: print the table and verdicts; write ``out``."""
     from omegaconf import OmegaConf
@@ -338,8 +341,8 @@ def compare_command(cfg: Any) -> None:
     run_a, run_b = RunFolder.open(str(cfg.a)), RunFolder.open(str(cfg.b))
     if run_a.path.resolve() == run_b.path.resolve():
         raise ReportInputError(f"a and b are the same folder ({run_a.path}); give two runs")
-    tasks = [str(t) for t in cfg.tasks] if cfg.get("tasks") else None
-    ignore = [str(k) for k in cfg.get("ignore_settings") or []]
+    tasks = _names(cfg.get("tasks")) or None
+    ignore = _names(cfg.get("ignore_settings"))
     iters, seed, alpha = int(cfg.iters), int(cfg.seed), float(cfg.alpha)
     labels = _labels(run_a, run_b)
     rows = compare_runs(
@@ -372,7 +375,7 @@ def write_compare(
     """``compare.json``, ``compare.txt``, ``plots/compare.png`` and ``compare.html``."""
     from mill.report import html, plots
     from mill.report.console import make_console
-    from mill.report.rebuild import _write
+    from mill.report.rebuild import write_file
 
     params = {"iters": int(cfg.iters), "seed": int(cfg.seed), "alpha": float(cfg.alpha)}
     out.mkdir(parents=True, exist_ok=True)
@@ -383,10 +386,10 @@ def write_compare(
         **params,
         "rows": dicts,
     }
-    _write(out / "compare.json", json.dumps(blob, indent=2) + "\n")
-    _write(out / "compare.txt", text)
+    write_file(out / "compare.json", json.dumps(blob, indent=2) + "\n")
+    write_file(out / "compare.txt", text)
     png = plots.compare_png(dicts, *labels)
     (out / "plots").mkdir(exist_ok=True)
-    _write(out / "plots" / "compare.png", png)
-    _write(out / "compare.html", html.compare_page(*labels, run_a, run_b, dicts, png, params))
+    write_file(out / "plots" / "compare.png", png)
+    write_file(out / "compare.html", html.compare_page(*labels, run_a, run_b, dicts, png, params))
     make_console(stderr=True).print(f"[mill] wrote {out / 'compare.html'}")

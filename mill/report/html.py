@@ -14,6 +14,7 @@ from typing import Any
 
 from mill.report.calibration import Reliability
 from mill.report.load import RunFolder, Score, flatten
+from mill.report.table import num
 
 CSS = """
 :root { --ink:#1d2329; --muted:#66707a; --line:#e2e6ea; --soft:#f5f7f9; --accent:#2b5797;
@@ -347,12 +348,6 @@ def sweep_page(
             table(["job", "why"], [[esc(name), esc(why)] for name, why in failed]),
         ]
     return page(f"{title} — Mill report", "".join(parts))
-
-
-def num(value: float, sign: bool = False) -> str:
-    from mill.report.compare import num as _num
-
-    return _num(value, sign)
 
 
 def compare_page(

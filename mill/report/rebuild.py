@@ -26,7 +26,7 @@ HTML = "report.html"
 TEXT = "report.txt"
 
 
-def _write(path: Path, data: bytes | str) -> None:
+def write_file(path: Path, data: bytes | str) -> None:
     """Write atomically, so a reader never sees half a file."""
     tmp = path.with_name(path.name + ".tmp")
     if isinstance(data, bytes):
@@ -66,13 +66,13 @@ def write_run_report(path: str | Path) -> Path:
     for rel in calibrations(run):
         task = rel.task
         png = plots.reliability_png(rel)
-        _write(out / f"calibration_{_safe(task)}.png", png)
+        write_file(out / f"calibration_{_safe(task)}.png", png)
         calibration.append((rel, png))
         chance[task] = rel.chance
     scores_png = plots.scores_png(run.scores(), chance)
-    _write(out / "scores.png", scores_png)
+    write_file(out / "scores.png", scores_png)
     target = run.path / HTML
-    _write(target, html.run_page(run, scores_png, calibration))
+    write_file(target, html.run_page(run, scores_png, calibration))
     return target
 
 
@@ -128,10 +128,10 @@ def write_multi_report(
         console.print(sweep_table(rows, title))
         chart = plots.sweep_png(rows)
         (out / PLOTS).mkdir(exist_ok=True)
-        _write(out / PLOTS / "sweep.png", chart)
+        write_file(out / PLOTS / "sweep.png", chart)
     for job, why in failed:
         console.print(f"failed: {job.name}: {why}")
-    _write(out / TEXT, console.export_text())
+    write_file(out / TEXT, console.export_text())
     links = [
         (name, run, os.path.relpath(run.path / HTML, out))
         for name, run in zip(names, runs, strict=True)
@@ -139,7 +139,7 @@ def write_multi_report(
     fails = [(str(os.path.relpath(job, out)), why) for job, why in failed]
     ece = [(name, rel) for name, run in zip(names, runs, strict=True) for rel in calibrations(run)]
     target = out / HTML
-    _write(target, html.sweep_page(title, links, rows, chart, fails, ece))
+    write_file(target, html.sweep_page(title, links, rows, chart, fails, ece))
     return target
 
 
@@ -216,7 +216,7 @@ def report_command(cfg: Any) -> None:
     for runs, _ in opened:
         for run in runs:  # the table of a lone run is printed; of several, only written
             console = make_console(False, mode, record=True) if single else _silent_console()
-            _write(run.path / TEXT, run_table_text(run, console))
+            write_file(run.path / TEXT, run_table_text(run, console))
             written.append(write_run_report(run.path))
     if len(opened) == 1 and opened[0][1] is not None:
         sweep = opened[0][1]

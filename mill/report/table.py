@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich import box
@@ -16,6 +17,13 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4f}"
     return str(value)
+
+
+def num(value: float, sign: bool = False) -> str:
+    """4 decimals, or none for numbers of 1000 and more (perplexities)."""
+    if math.isfinite(value) and abs(value) >= 1000:
+        return f"{value:+.0f}" if sign else f"{value:.0f}"
+    return f"{value:+.4f}" if sign else f"{value:.4f}"
 
 
 def results_table(results: dict[str, Any], title: str) -> Table:

@@ -137,7 +137,7 @@ def test_paired_statistics_match_a_hand_computation(pair, tmp_path: Path) -> Non
 
     lines = proc.stdout.splitlines()
     verdict = next(line for line in lines if line.startswith("arc_easy acc:"))
-    assert verdict.startswith("arc_easy acc: B (model-b) is better: B − A = +0.3000")
+    assert verdict.startswith("arc_easy acc: B (model-b) is better: B - A = +0.3000")
     assert "McNemar p=0.01182 (right only in A: 4, only in B: 16), 40 shared docs" in verdict
     assert any(line.startswith("arc_easy word_perplexity: B (model-b) is better") for line in lines)
     for name in ("compare.html", "compare.txt", "plots/compare.png"):
