@@ -24,6 +24,7 @@ log = logging.getLogger("mill")
 PLOTS = "plots"
 HTML = "report.html"
 TEXT = "report.txt"
+SWEEP_PNG = "sweep.png"
 
 
 def write_file(path: Path, data: bytes | str) -> None:
@@ -127,8 +128,7 @@ def write_multi_report(
     if rows:
         console.print(sweep_table(rows, title))
         chart = plots.sweep_png(rows)
-        (out / PLOTS).mkdir(exist_ok=True)
-        write_file(out / PLOTS / "sweep.png", chart)
+        write_file(out / SWEEP_PNG, chart)  # a file, not plots/: a sweep's folders are its jobs
     for job, why in failed:
         console.print(f"failed: {job.name}: {why}")
     write_file(out / TEXT, console.export_text())

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import run_mill
 
-DERIVED = ("report.html", "report.txt", "plots")
+DERIVED = ("report.html", "report.txt", "plots", "sweep.png")
 
 
 def _strip(folder: Path) -> dict[str, bytes]:
@@ -48,8 +48,8 @@ def test_rebuilding_a_sweep_reproduces_every_file(sweep, tmp_path: Path) -> None
                 data = data.replace(str(copy).encode(), str(sweep.path).encode())
             assert data == before[job.name][name], f"{job.name}/{name}"
     # the sweep's task x model table is printed again, and the page is rebuilt
-    assert set(sweep_before) == {"report.html", "report.txt", "plots/sweep.png"}
-    assert (copy / "plots" / "sweep.png").read_bytes() == sweep_before["plots/sweep.png"]
+    assert set(sweep_before) == {"report.html", "report.txt", "sweep.png"}
+    assert (copy / "sweep.png").read_bytes() == sweep_before["sweep.png"]
     table = [line for line in proc.stdout.splitlines() if line.startswith(("|", "+"))]
     old = [line for line in sweep_before["report.txt"].decode().splitlines() if line[:1] in "|+"]
     assert table == old and any("| gpt2_random |" in line for line in table)
@@ -70,7 +70,7 @@ def test_several_runs_get_a_combined_page(sweep, single_run: Path, tmp_path: Pat
     proc = run_mill("-cn", "report", f"runs=[{runs[0]},{runs[1]}]", f"out={out}")
     assert proc.returncode == 0, proc.stderr
     html = (out / "report.html").read_text()
-    assert (out / "plots" / "sweep.png").is_file() and "../" in html
+    assert (out / "sweep.png").is_file() and "../" in html
     # one row per task x model: arc_easy has both models; arc_challenge only stories260k
     lines = [line for line in proc.stdout.splitlines() if line.startswith("| arc_easy ")]
     assert sum("stories260k" in line for line in lines) == 2  # acc, acc_norm

@@ -123,7 +123,9 @@ def test_sweep_end_prints_one_row_per_task_and_model_and_writes_the_sweep_page(s
     assert (sweep.path / "report.txt").read_text().strip() in sweep.stdout
     html = (sweep.path / "report.html").read_text()
     _assert_self_contained(html)
-    assert _inline_pngs(html) == [(sweep.path / "plots" / "sweep.png").read_bytes()]
+    assert _inline_pngs(html) == [(sweep.path / "sweep.png").read_bytes()]
+    # beside the job folders only files: the sweep's folders are its jobs
+    assert all(p.name[0].isdigit() for p in sweep.path.iterdir() if p.is_dir())
     for job in sorted(p.name for p in sweep.path.iterdir() if p.is_dir() and p.name[0].isdigit()):
         assert f"href='{job}/report.html'" in html
     assert "Calibration (ECE)" in html
