@@ -259,7 +259,7 @@ def pivot_table(entries: Sequence[tuple[str, Score]], labels: Sequence[str]) -> 
                 cells.append("<span class='small'>–</span>")
                 continue
             text = fmt(s.value) + (f" ± {fmt(s.stderr)}" if s.stderr is not None else "")
-            n = {"micro": f"{s.n} docs", "macro": f"{s.n} tasks"}.get(s.kind, f"n={s.n}")
+            n = {"micro": f"{s.n} samples", "macro": f"{s.n} tasks"}.get(s.kind, f"n={s.n}")
             cell = f"{text}<br><span class='small'>{esc(n)}</span>"
             cells.append(f"<b>{cell}</b>" if s is best else cell)
         rows.append(cells)

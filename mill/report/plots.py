@@ -144,7 +144,7 @@ def scores_png(scores: Sequence[Score], chance: dict[str, float] | None = None) 
                     zorder=1,
                 )
             se = f" ± {_fmt(score.stderr)}" if score.stderr is not None else ""
-            n = {"micro": f"{score.n} docs", "macro": f"{score.n} tasks"}.get(
+            n = {"micro": f"{score.n} samples", "macro": f"{score.n} tasks"}.get(
                 score.kind, f"n={score.n}"
             )
             ax.annotate(
