@@ -14,6 +14,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 _failures: list[str] = []
+_sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end
 
 
 def _resource(path: str) -> str:
@@ -36,7 +37,15 @@ def _job(cfg: DictConfig) -> float | None:
     hydra_cfg = HydraConfig.get()
     output_dir = Path(hydra_cfg.runtime.output_dir)
     multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
+    if multirun and "command" not in cfg:
+        _sweeps[Path(str(hydra_cfg.sweep.dir))] = str(
+            OmegaConf.select(cfg, "report.progress", default="auto")
+        )
     try:
+        if "command" in cfg:  # mill -cn compare / -cn report (mill.report.command)
+            from mill.report.command import run_command
+
+            return run_command(cfg)
         results = run_job(cfg, output_dir, HydraConfig.instance().cfg)
     except MillError as err:
         print(f"mill: error: {err}", file=sys.stderr)
@@ -52,6 +61,11 @@ def _job(cfg: DictConfig) -> float | None:
 def main() -> None:
     """Console-script entry point."""
     _job()
+    if _sweeps:
+        from mill.report.rebuild import report_after_sweep
+
+        for sweep, mode in _sweeps.items():
+            report_after_sweep(sweep, mode)
     if _failures:
         print(f"mill: {len(_failures)} job(s) failed:", file=sys.stderr)
         for line in _failures:

@@ -1,11 +1,14 @@
-"""The results table: task, metric, value, stderr, n."""
+"""Console tables: one run (task, metric, value, stderr, n) and several runs (task x model)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich import box
 from rich.table import Table
+
+from mill.report.load import Score
 
 
 def _fmt(value: Any) -> str:
@@ -14,6 +17,13 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4f}"
     return str(value)
+
+
+def num(value: float, sign: bool = False) -> str:
+    """4 decimals, or none for numbers of 1000 and more (perplexities)."""
+    if math.isfinite(value) and abs(value) >= 1000:
+        return f"{value:+.0f}" if sign else f"{value:.0f}"
+    return f"{value:+.4f}" if sign else f"{value:.4f}"
 
 
 def results_table(results: dict[str, Any], title: str) -> Table:
@@ -41,4 +51,31 @@ def results_table(results: dict[str, Any], title: str) -> Table:
                     _fmt(row["stderr"]),
                     f"{row['n']} {unit}",
                 )
+    return table
+
+
+def sweep_table(entries: list[tuple[str, Score]], title: str) -> Table:
+    """Several runs: one row per task x model (x metric), models of a task next to each other.
+
+    ``entries``: (model label, score) pairs, in run order."""
+    table = Table(title=title, box=box.ASCII, safe_box=True)
+    for col in ("task", "metric", "model"):
+        table.add_column(col)
+    for col in ("value", "stderr", "n"):
+        table.add_column(col, justify="right", no_wrap=True)
+    keys = list(dict.fromkeys((s.row_name, s.metric) for _, s in entries))
+    for k, (row_name, metric) in enumerate(keys):
+        rows = [(label, s) for label, s in entries if (s.row_name, s.metric) == (row_name, metric)]
+        for i, (label, s) in enumerate(rows):
+            arrow = "^" if s.higher_is_better else "v"
+            unit = {"micro": " samples", "macro": " tasks"}.get(s.kind, "")
+            table.add_row(
+                row_name,
+                f"{metric} {arrow}",
+                label,
+                _fmt(s.value),
+                _fmt(s.stderr),
+                f"{s.n}{unit}",
+                end_section=i == len(rows) - 1 and k < len(keys) - 1,
+            )
     return table

@@ -16,6 +16,7 @@ from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import base_manifest, device_info
 from mill.report.console import interactive, make_console
 from mill.report.progress import PhaseProgress
+from mill.report.rebuild import report_after_run
 from mill.report.table import results_table
 
 log = logging.getLogger("mill")
@@ -133,6 +134,7 @@ def run_job(
         out_console.print(results_table(results, title))
         folder.write_text("report.txt", out_console.export_text())
         folder.write_results(results)
+        report_after_run(folder.path)  # plots/ and report.html, from the files just written
         success = True
         return results
     except MillError as err:

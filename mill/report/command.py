@@ -1,0 +1,30 @@
+"""The report-side commands behind Mill's second primary configs (``conf/compare.yaml``,
+``conf/report.yaml``), chosen with Hydra's ``-cn``/``--config-name``:
+
+    mill -cn compare a=<run dir> b=<run dir>
+    mill -cn report runs=[<run or sweep dir>,...]
+
+Each config sets ``command``; :func:`run_command` dispatches on it. Neither command loads a
+model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mill.errors import ConfigError
+
+
+def run_command(cfg: Any) -> None:
+    """Run ``cfg.command`` (``compare`` or ``report``)."""
+    command = str(cfg.command)
+    if command == "compare":
+        from mill.report.compare import compare_command
+
+        compare_command(cfg)
+    elif command == "report":
+        from mill.report.rebuild import report_command
+
+        report_command(cfg)
+    else:
+        raise ConfigError(f"command={command!r} is unknown; use mill -cn compare or -cn report")

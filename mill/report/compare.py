@@ -1,0 +1,395 @@
+"""Paired comparison of two runs, task by task, on the docs both runs scored.
+
+For each task both runs have, and each metric both report, on the shared doc ids
+(subject, doc_id), with A = ``a`` and B = ``b``:
+
+* difference: metric(B) - metric(A), each the metric's own corpus aggregate over the
+  shared docs (a mean for accuracies, e.g. exp(-sum ll / sum words) for word perplexity);
+* confidence interval: paired bootstrap. ``rng = numpy.random.default_rng(seed)``; for
+  each of ``iters`` resamples, ``idx = rng.integers(0, n, size=n)`` picks the same docs
+  from both runs and the difference is recomputed; the interval is the
+  (alpha/2, 1 - alpha/2) quantiles of those differences (numpy's default, linear);
+* p-value: for metrics whose per-doc values are all 0 or 1, McNemar's exact test:
+  with n10 docs right in A only and n01 right in B only, the two-sided binomial test of
+  n01 successes in n01 + n10 trials at 1/2 (``scipy.stats.binomtest``); 1 when
+  n01 + n10 = 0. Otherwise a two-sided paired bootstrap test on the same resamples,
+  p = (1 + #{|d* - d| >= |d|}) / (iters + 1);
+* verdict: significant when p < alpha; then the better run is the one the metric's
+  direction (higher/lower is better) favours.
+
+Runs whose task settings differ (``results.json`` tasks.<task>.settings, compared key by
+key) are refused with the differing keys named; ``ignore_settings`` lists keys to skip.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mill.report.load import ReportInputError, RunFolder, flatten
+from mill.report.table import num
+
+CHUNK = 1000
+FEW_DOCS = 30  # below this, say that bootstrap intervals and p-values are unreliable
+
+
+@dataclass
+class Paired:
+    """One task x metric comparison."""
+
+    task: str
+    metric: str
+    n: int
+    a: float
+    b: float
+    diff: float
+    ci: tuple[float, float]
+    p_value: float
+    test: str
+    higher_is_better: bool
+    better: str | None  # "A", "B" or None (not significant)
+    verdict: str
+    n10: int | None = None  # McNemar: docs right in A only
+    n01: int | None = None  # McNemar: docs right in B only
+
+
+def settings_diff(
+    a: dict[str, Any], b: dict[str, Any], ignore: Sequence[str] = ()
+) -> list[tuple[str, Any, Any]]:
+    """(dotted key, value in A, value in B) for every key whose values differ."""
+    fa, fb = flatten(a), flatten(b)
+
+    def ignored(key: str) -> bool:
+        return any(key == i or key.startswith(i + ".") for i in ignore)
+
+    return [
+        (key, fa.get(key), fb.get(key))
+        for key in dict.fromkeys([*fa, *fb])
+        if not ignored(key) and fa.get(key) != fb.get(key)
+    ]
+
+
+def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
+    """(n10, n01, two-sided exact p) for paired 0/1 outcomes."""
+    from scipy.stats import binomtest
+
+    a, b = a.astype(bool), b.astype(bool)
+    n10, n01 = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    if n10 + n01 == 0:
+        return n10, n01, 1.0
+    return n10, n01, float(binomtest(n01, n10 + n01, 0.5).pvalue)
+
+
+Statistic = Callable[[np.ndarray], np.ndarray]
+
+
+def _statistic(metric: Any, values: list[Any]) -> tuple[np.ndarray, Statistic]:
+    """Per-doc values as an array, and the corpus aggregate of rows of doc indices."""
+    from mill.metrics.base import MeanMetric, RatioMetric
+
+    if isinstance(metric, RatioMetric):
+        arr = np.asarray(values, dtype=np.float64).reshape(len(values), 2)
+        from_sums = np.vectorize(metric.from_sums, otypes=[np.float64])
+        return arr, lambda idx: from_sums(arr[idx, 0].sum(-1), arr[idx, 1].sum(-1))
+    if isinstance(metric, MeanMetric):
+        arr = np.asarray(values, dtype=np.float64)
+        return arr, lambda idx: arr[idx].mean(-1)
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+
+    def generic(idx: np.ndarray) -> np.ndarray:
+        rows = np.atleast_2d(idx)
+        out = np.asarray([metric.aggregate(list(arr[r])) for r in rows], dtype=np.float64)
+        return out if idx.ndim > 1 else out[0]
+
+    return arr, generic
+
+
+def paired_bootstrap(
+    stat_a: Statistic, stat_b: Statistic, n: int, iters: int, seed: int
+) -> np.ndarray:
+    """Differences stat_b - stat_a over ``iters`` paired resamples (see module doc)."""
+    rng = np.random.default_rng(seed)
+    out = np.empty(iters, dtype=np.float64)
+    for start in range(0, iters, CHUNK):
+        rows = min(CHUNK, iters - start)
+        idx = np.stack([rng.integers(0, n, size=n) for _ in range(rows)])
+        out[start : start + rows] = stat_b(idx) - stat_a(idx)
+    return out
+
+
+def compare_metric(
+    task: str,
+    metric: Any,
+    a_values: list[Any],
+    b_values: list[Any],
+    *,
+    iters: int,
+    seed: int,
+    alpha: float,
+    label_a: str = "A",
+    label_b: str = "B",
+) -> Paired:
+    """The paired statistics of one metric over docs given in the same order in A and B."""
+    n = len(a_values)
+    arr_a, stat_a = _statistic(metric, a_values)
+    arr_b, stat_b = _statistic(metric, b_values)
+    all_docs = np.arange(n)
+    value_a, value_b = float(stat_a(all_docs)), float(stat_b(all_docs))
+    diff = value_b - value_a
+    diffs = paired_bootstrap(stat_a, stat_b, n, iters, seed)
+    lo, hi = (float(q) for q in np.quantile(diffs, [alpha / 2, 1 - alpha / 2]))
+    binary = arr_a.dtype != object and arr_a.ndim == 1
+    binary = binary and bool(np.isin(arr_a, (0.0, 1.0)).all() and np.isin(arr_b, (0.0, 1.0)).all())
+    n10 = n01 = None
+    if binary:
+        n10, n01, p = mcnemar_exact(arr_a, arr_b)
+        test = "McNemar"
+    else:
+        p = float((1 + np.sum(np.abs(diffs - diff) >= abs(diff))) / (iters + 1))
+        test = "bootstrap"
+    higher = bool(getattr(metric, "higher_is_better", True))
+    better = None
+    if p < alpha and diff != 0 and not math.isnan(diff):
+        better = "B" if (diff > 0) == higher else "A"
+    level = round(100 * (1 - alpha))
+    counts = f" (right only in A: {n10}, only in B: {n01})" if binary else ""
+    few = "; few docs: bootstrap numbers are unreliable" if not binary and n < FEW_DOCS else ""
+    numbers = (
+        f"B - A = {num(diff, True)}, {level}% CI [{num(lo, True)}, {num(hi, True)}], "
+        f"{test} p={p:.4g}{counts}, {n} shared docs{few}"
+    )
+    if better is None:
+        verdict = f"{task} {metric.name}: no significant difference (alpha={alpha}): {numbers}"
+    else:
+        name = label_b if better == "B" else label_a
+        verdict = f"{task} {metric.name}: {better} ({name}) is better: {numbers}"
+    return Paired(
+        task, metric.name, n, value_a, value_b, diff, (lo, hi), p, test, higher, better,
+        verdict, n10, n01,
+    )  # fmt: skip
+
+
+def _metric(run: RunFolder, name: str) -> Any:
+    """The run's own metric object (its config in resolved.yaml, else the built-in one)."""
+    from omegaconf import OmegaConf
+
+    from mill.errors import MillError
+    from mill.runner.build import build_metric, metric_config
+
+    chosen = (run.config.get("metrics") or {}).get(name)
+    allow = [str(a) for a in run.config.get("allow_targets", [])]
+    try:
+        node = OmegaConf.create(chosen) if chosen else metric_config(name)
+        return build_metric(name, node, allow)
+    except MillError as err:
+        raise ReportInputError(f"{run.path}: cannot rebuild metric {name!r}: {err}") from err
+
+
+def _by_doc(run: RunFolder, task: str) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(str(r.get("subject")), int(r["doc_id"])): r for r in run.samples(task)}
+
+
+def check_settings(
+    run_a: RunFolder, run_b: RunFolder, tasks: Sequence[str], ignore: Sequence[str]
+) -> None:
+    """Refuse when any shared task's settings differ, naming every differing key."""
+    found = []
+    for task in tasks:
+        for key, va, vb in settings_diff(run_a.settings(task), run_b.settings(task), ignore):
+            found.append(f"{task}.{key} (a={json.dumps(va)}, b={json.dumps(vb)})")
+    if found:
+        raise ReportInputError(
+            "cannot compare: task settings differ: "
+            + ", ".join(found)
+            + "; rerun with matching settings, or skip keys with ignore_settings=[...]"
+        )
+
+
+def compare_runs(
+    run_a: RunFolder,
+    run_b: RunFolder,
+    *,
+    iters: int,
+    seed: int,
+    alpha: float,
+    tasks: Sequence[str] | None = None,
+    ignore: Sequence[str] = (),
+    labels: tuple[str, str] = ("A", "B"),
+) -> list[Paired]:
+    """Every shared task x metric of two runs (ReportInputError on anything unusable)."""
+    if iters < 1:
+        raise ReportInputError(f"iters={iters}: give a positive number of bootstrap resamples")
+    if not 0 < alpha < 1:
+        raise ReportInputError(f"alpha={alpha}: give a level between 0 and 1, e.g. 0.05")
+    shared = [t for t in run_a.task_names if t in run_b.task_names]
+    if tasks:
+        unknown = [t for t in tasks if t not in shared]
+        if unknown:
+            raise ReportInputError(
+                f"tasks={list(tasks)}: {', '.join(unknown)} not in both runs (shared: "
+                f"{', '.join(shared) or 'none'})"
+            )
+        shared = [t for t in shared if t in tasks]
+    if not shared:
+        raise ReportInputError(
+            f"cannot compare: no task in common (a has {', '.join(run_a.task_names)}; "
+            f"b has {', '.join(run_b.task_names)})"
+        )
+    check_settings(run_a, run_b, shared, ignore)
+    out: list[Paired] = []
+    for task in shared:
+        docs_a, docs_b = _by_doc(run_a, task), _by_doc(run_b, task)
+        keys = sorted(set(docs_a) & set(docs_b))
+        if not keys:
+            raise ReportInputError(f"cannot compare {task}: the two runs share no doc ids")
+        changed = [
+            k
+            for k in keys
+            if docs_a[k].get("doc_hash")
+            and docs_b[k].get("doc_hash")
+            and docs_a[k]["doc_hash"] != docs_b[k]["doc_hash"]
+        ]
+        if changed:
+            subject, doc_id = changed[0]
+            raise ReportInputError(
+                f"cannot compare {task}: {len(changed)} shared doc ids hold different documents "
+                f"(doc_hash differs, first {subject}/{doc_id}); the runs used different data"
+            )
+        metrics_a = run_a.results["tasks"][task].get("metrics", {})
+        metrics_b = run_b.results["tasks"][task].get("metrics", {})
+        for name in [m for m in metrics_a if m in metrics_b]:
+            metric = _metric(run_a, name)
+            a_vals = [docs_a[k]["metrics"][name] for k in keys]
+            b_vals = [docs_b[k]["metrics"][name] for k in keys]
+            out.append(
+                compare_metric(
+                    task,
+                    metric,
+                    a_vals,
+                    b_vals,
+                    iters=iters,
+                    seed=seed,
+                    alpha=alpha,
+                    label_a=labels[0],
+                    label_b=labels[1],
+                )  # fmt: skip
+            )
+    if not out:
+        raise ReportInputError("cannot compare: the runs share no metric on their shared tasks")
+    return out
+
+
+def _labels(run_a: RunFolder, run_b: RunFolder) -> tuple[str, str]:
+    a, b = run_a.model_label, run_b.model_label
+    return (run_a.path.name, run_b.path.name) if a == b else (a, b)
+
+
+def compare_table(rows: Sequence[Paired], title: str, alpha: float) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.ASCII, safe_box=True)
+    level = round(100 * (1 - alpha))
+    for col in ("task", "metric"):
+        table.add_column(col, no_wrap=True)
+    for col in ("n", "A", "B", "B-A", f"{level}% CI", "p"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("test", no_wrap=True)
+    for r in rows:
+        table.add_row(
+            r.task,
+            f"{r.metric} {'^' if r.higher_is_better else 'v'}",
+            str(r.n),
+            num(r.a),
+            num(r.b),
+            num(r.diff, True),
+            f"[{num(r.ci[0], True)}, {num(r.ci[1], True)}]",
+            f"{r.p_value:.4g}",
+            r.test,
+        )
+    return table
+
+
+def _names(value: Any) -> list[str]:
+    """A list override (``[a,b]``) or a single name (``a``) as a list of strings."""
+    from omegaconf import OmegaConf
+
+    if value is None or value == "":
+        return []
+    return [str(v) for v in value] if OmegaConf.is_list(value) else [str(value)]
+
+
+def compare_command(cfg: Any) -> None:
+    """``mill -cn compare a=<run> b=<run>``: print the table and verdicts; write ``out``."""
+    from omegaconf import OmegaConf
+
+    from mill.report.console import make_console
+
+    for key in ("a", "b"):
+        if OmegaConf.is_missing(cfg, key) or cfg.get(key) in (None, ""):
+            raise ReportInputError(
+                f"compare needs two run folders: mill -cn compare a=<run dir> b=<run dir> "
+                f"({key}= is missing)"
+            )
+    run_a, run_b = RunFolder.open(str(cfg.a)), RunFolder.open(str(cfg.b))
+    if run_a.path.resolve() == run_b.path.resolve():
+        raise ReportInputError(f"a and b are the same folder ({run_a.path}); give two runs")
+    tasks = _names(cfg.get("tasks")) or None
+    ignore = _names(cfg.get("ignore_settings"))
+    iters, seed, alpha = int(cfg.iters), int(cfg.seed), float(cfg.alpha)
+    labels = _labels(run_a, run_b)
+    rows = compare_runs(
+        run_a, run_b, iters=iters, seed=seed, alpha=alpha, tasks=tasks, ignore=ignore,
+        labels=labels,
+    )  # fmt: skip
+    console = make_console(stderr=False, mode=str(cfg.get("progress", "auto")), record=True)
+    only_a = [t for t in run_a.task_names if t not in run_b.task_names]
+    only_b = [t for t in run_b.task_names if t not in run_a.task_names]
+    console.print(f"A = {labels[0]}: {run_a.path}", soft_wrap=True)
+    console.print(f"B = {labels[1]}: {run_b.path}", soft_wrap=True)
+    console.print(compare_table(rows, f"{labels[1]} (B) - {labels[0]} (A)", alpha))
+    for row in rows:
+        console.print(row.verdict, soft_wrap=True)
+    if only_a or only_b:
+        console.print(f"not compared (in one run only): {', '.join(only_a + only_b)}")
+    if cfg.get("out"):
+        write_compare(Path(str(cfg.out)), run_a, run_b, labels, rows, cfg, console.export_text())
+
+
+def write_compare(
+    out: Path,
+    run_a: RunFolder,
+    run_b: RunFolder,
+    labels: tuple[str, str],
+    rows: Sequence[Paired],
+    cfg: Any,
+    text: str,
+) -> None:
+    """``compare.json``, ``compare.txt``, ``plots/compare.png`` and ``compare.html``."""
+    from mill.report import html, plots
+    from mill.report.console import make_console
+    from mill.report.rebuild import write_file
+
+    params = {"iters": int(cfg.iters), "seed": int(cfg.seed), "alpha": float(cfg.alpha)}
+    out.mkdir(parents=True, exist_ok=True)
+    dicts = [asdict(r) for r in rows]
+    blob = {
+        "a": {"path": str(run_a.path), "label": labels[0]},
+        "b": {"path": str(run_b.path), "label": labels[1]},
+        **params,
+        "rows": dicts,
+    }
+    write_file(out / "compare.json", json.dumps(blob, indent=2) + "\n")
+    write_file(out / "compare.txt", text)
+    png = plots.compare_png(dicts, *labels)
+    (out / "plots").mkdir(exist_ok=True)
+    write_file(out / "plots" / "compare.png", png)
+    write_file(out / "compare.html", html.compare_page(*labels, run_a, run_b, dicts, png, params))
+    make_console(stderr=True).print(f"[mill] wrote {out / 'compare.html'}")

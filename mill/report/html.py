@@ -1,0 +1,408 @@
+"""Self-contained HTML pages: inline CSS, images inlined as base64 PNG, no network at all.
+
+The builders take already-computed numbers and PNG bytes; they do no statistics.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import shlex
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from mill.report.calibration import Reliability
+from mill.report.load import RunFolder, Score, flatten
+from mill.report.table import num
+
+CSS = """
+:root { --ink:#1d2329; --muted:#66707a; --line:#e2e6ea; --soft:#f5f7f9; --accent:#2b5797;
+  --good:#1e7d3c; --bad:#b3261e; }
+* { box-sizing: border-box; }
+body { margin:0; background:#fff; color:var(--ink);
+  font:14px/1.45 -apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif; }
+main { max-width:1000px; margin:0 auto; padding:28px 28px 60px; }
+h1 { font-size:24px; margin:0 0 6px; letter-spacing:-0.01em; }
+h2 { font-size:17px; margin:34px 0 10px; padding-bottom:4px; border-bottom:1px solid var(--line); }
+h3 { font-size:14px; margin:18px 0 6px; }
+.meta { color:var(--muted); display:flex; flex-wrap:wrap; gap:6px 8px; margin:6px 0 0; }
+.chip { background:var(--soft); border:1px solid var(--line); border-radius:999px;
+  padding:1px 10px; font-size:12.5px; white-space:nowrap; }
+.chip.ok { color:var(--good); border-color:#b9dcc4; background:#eef8f1; }
+.chip.fail { color:var(--bad); border-color:#efc2be; background:#fdf0ef; }
+.note { background:#fff8e6; border:1px solid #f1d9a0; border-radius:6px; padding:8px 12px;
+  margin:16px 0 0; font-size:13px; }
+table { border-collapse:collapse; width:100%; margin:6px 0 4px; font-size:13px; }
+th, td { padding:5px 10px; border-bottom:1px solid var(--line); text-align:left;
+  vertical-align:top; }
+th { background:var(--soft); font-weight:600; font-size:12.5px; color:#3a434c; }
+td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
+tr.group td { color:#444; font-style:italic; }
+tbody tr:hover td { background:#fafbfc; }
+.small { color:var(--muted); font-size:11.5px; }
+figure { margin:10px 0 0; }
+figure img { max-width:100%; height:auto; display:block; border:1px solid var(--line);
+  border-radius:6px; }
+figcaption { color:var(--muted); font-size:12.5px; margin-top:4px; }
+.grid { display:grid; grid-template-columns:repeat(auto-fill,minmax(440px,1fr)); gap:14px; }
+details { margin:8px 0; border:1px solid var(--line); border-radius:6px; padding:4px 12px; }
+details > summary { cursor:pointer; font-weight:600; padding:4px 0; }
+code, pre { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:12.5px; }
+pre { background:var(--soft); border:1px solid var(--line); border-radius:6px; padding:8px 10px;
+  overflow-x:auto; white-space:pre-wrap; word-break:break-all; }
+.verdict { margin:4px 0; padding:6px 10px; border-left:4px solid #aab2ba; background:var(--soft); }
+.verdict.B, .verdict.A { border-left-color:var(--accent); }
+a { color:var(--accent); }
+footer { margin-top:40px; color:var(--muted); font-size:12px; }
+"""
+
+
+def esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """Numbers as in the console table: 4 decimals, '-' for missing."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def img(png: bytes, alt: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return f'<img alt="{esc(alt)}" src="data:image/png;base64,{data}">'
+
+
+def figure(png: bytes, alt: str, caption: str = "") -> str:
+    cap = f"<figcaption>{caption}</figcaption>" if caption else ""
+    return f"<figure>{img(png, alt)}{cap}</figure>"
+
+
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    numeric: Iterable[int] = (),
+    row_classes: Sequence[str] | None = None,
+) -> str:
+    """A table of already-escaped cell HTML; columns in ``numeric`` are right-aligned."""
+    num = set(numeric)
+
+    def cls(i: int) -> str:
+        return ' class="num"' if i in num else ""
+
+    head = "".join(f"<th{cls(i)}>{esc(h)}</th>" for i, h in enumerate(headers))
+    body = []
+    for r, row in enumerate(rows):
+        rc = f' class="{row_classes[r]}"' if row_classes and row_classes[r] else ""
+        cells = "".join(f"<td{cls(i)}>{cell}</td>" for i, cell in enumerate(row))
+        body.append(f"<tr{rc}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def kv_table(data: dict[str, Any]) -> str:
+    rows = []
+    for key, value in flatten(data).items():
+        shown = value if isinstance(value, str) else json.dumps(value, default=str)
+        rows.append([f"<code>{esc(key)}</code>", esc(shown)])
+    return table(["key", "value"], rows)
+
+
+REBUILD = "rebuild with <code>mill -cn report runs=[&lt;folder&gt;]</code>"
+
+
+def page(title: str, body: str, how: str = REBUILD) -> str:
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head>"
+        f"<body><main>{body}<footer>Written by Mill from the files of the runs; {how}."
+        "</footer>"
+        "</main></body></html>\n"
+    )
+
+
+def chips(items: Iterable[tuple[str, str]]) -> str:
+    return (
+        '<div class="meta">'
+        + "".join(f'<span class="chip {c}">{esc(t)}</span>' for t, c in items)
+        + "</div>"
+    )
+
+
+def _bundled_note(sources: Iterable[str]) -> str:
+    if "bundled" in set(sources):
+        return (
+            '<p class="note"><b>Bundled sample data.</b> These numbers come from the small '
+            "excerpts shipped with Mill (data=bundled); they are not benchmark scores.</p>"
+        )
+    return ""
+
+
+def scores_table(scores: Sequence[Score]) -> str:
+    rows, classes = [], []
+    for s in scores:
+        ci = s.ci()
+        arrow = "↑" if s.higher_is_better else "↓"
+        unit = {"micro": " samples", "macro": " tasks"}.get(s.kind, "")
+        rows.append(
+            [
+                esc(s.row_name),
+                f"{esc(s.metric)} <span class='small'>{arrow}</span>",
+                fmt(s.value),
+                fmt(s.stderr),
+                f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "-",
+                f"{esc(s.n)}{unit}",
+            ]
+        )
+        classes.append("" if s.kind == "task" else "group")
+    return table(["task", "metric", "value", "stderr", "95% CI", "n"], rows, (2, 3, 4, 5), classes)
+
+
+def calibration_section(items: Sequence[tuple[Reliability, bytes]]) -> str:
+    if not items:
+        return ""
+    rows = [
+        [
+            esc(rel.task),
+            str(rel.n),
+            fmt(rel.accuracy, 3),
+            fmt(rel.mean_confidence, 3),
+            f"<b>{rel.ece:.3f}</b>",
+            fmt(rel.chance, 3),
+        ]
+        for rel, _ in items
+    ]
+    figs = "".join(
+        figure(png, f"reliability diagram {rel.task}", f"{esc(rel.task)}: ECE {rel.ece:.3f}")
+        for rel, png in items
+    )
+    return (
+        "<h2>Calibration</h2>"
+        "<p class='small'>Confidence = the largest probability of a softmax over the choices' "
+        "log-likelihoods; a doc is correct when that choice is gold (the answer <code>acc</code> "
+        "scores). 10 equal-width bins; ECE = Σ (n<sub>b</sub>/N)·|accuracy<sub>b</sub> − "
+        "confidence<sub>b</sub>|. Dotted line: chance.</p>"
+        + table(
+            ["task", "n", "accuracy", "mean confidence", "ECE", "chance"], rows, (1, 2, 3, 4, 5)
+        )
+        + f"<div class='grid'>{figs}</div>"
+    )
+
+
+def run_page(
+    run: RunFolder,
+    scores_png: bytes,
+    calibration: Sequence[tuple[Reliability, bytes]],
+) -> str:
+    """The report of one run."""
+    m = run.manifest
+    started = str(m.get("started", ""))[:19].replace("T", " ")
+    meta = [
+        (f"data={run.data_source}", ""),
+        ("succeeded", "ok"),  # results.json exists only for a run that succeeded
+        (f"{started} UTC", "") if started else None,
+        (f"{run.results.get('seconds', m.get('seconds', '?'))} s", ""),
+        (f"git {str(m['git_sha'])[:10]}", "") if m.get("git_sha") else None,
+        (str(run.path), ""),
+    ]
+    parts = [
+        f"<h1>{esc(run.task_label)} · {esc(run.model_label)}</h1>",
+        chips(c for c in meta if c),
+        _bundled_note([run.data_source]),
+        "<h2>Results</h2>",
+        scores_table(run.scores()),
+        figure(scores_png, "scores with standard errors", "Scores with ±1 SE and 95% CIs."),
+        calibration_section(calibration),
+        "<h2>Details</h2>",
+    ]
+    for task in run.task_names:
+        parts.append(
+            f"<details><summary>Task settings: {esc(task)}</summary>"
+            f"{kv_table(run.settings(task))}</details>"
+        )
+    parts.append(f"<details><summary>Model</summary>{kv_table(run.results.get('model', {}))}")
+    parts.append("</details>")
+    data = {t: b.get("data", {}) for t, b in run.results.get("tasks", {}).items()}
+    parts.append(f"<details><summary>Data</summary>{kv_table(data)}</details>")
+    repro = []
+    if m.get("argv"):
+        repro.append(f"<h3>Command</h3><pre>{esc(shlex.join(m['argv']))}</pre>")
+    env = {k: m[k] for k in ("git_sha", "seeds", "versions", "device") if k in m}
+    if env:
+        repro.append(kv_table(env))
+    if repro:
+        parts.append(f"<details><summary>Reproduce</summary>{''.join(repro)}</details>")
+    return page(f"{run.title} — Mill report", "".join(parts))
+
+
+def pivot_table(entries: Sequence[tuple[str, Score]], labels: Sequence[str]) -> str:
+    """Rows task x metric, one column per model: value ± stderr (best of a row in bold)."""
+    keys = list(dict.fromkeys((s.row_name, s.metric) for _, s in entries))
+    lookup = {(lab, s.row_name, s.metric): s for lab, s in entries}
+    rows, classes = [], []
+    for row_name, metric in keys:
+        found = [lookup.get((lab, row_name, metric)) for lab in labels]
+        present = [s for s in found if s is not None and s.value is not None]
+        best = None
+        if len(present) > 1:
+            pick = max if present[0].higher_is_better else min
+            top = pick(s.value for s in present)  # type: ignore[type-var]
+            winners = [s for s in present if s.value == top]
+            best = winners[0] if len(winners) == 1 else None  # a tie has no best
+        cells = [esc(row_name), esc(metric)]
+        for s in found:
+            if s is None:
+                cells.append("<span class='small'>–</span>")
+                continue
+            text = fmt(s.value) + (f" ± {fmt(s.stderr)}" if s.stderr is not None else "")
+            n = {"micro": f"{s.n} samples", "macro": f"{s.n} tasks"}.get(s.kind, f"n={s.n}")
+            cell = f"{text}<br><span class='small'>{esc(n)}</span>"
+            cells.append(f"<b>{cell}</b>" if s is best else cell)
+        rows.append(cells)
+        sample = next(s for s in found if s is not None)
+        classes.append("" if sample.kind == "task" else "group")
+    return table(["task", "metric", *labels], rows, range(2, 2 + len(labels)), classes)
+
+
+def ece_table(calibration: Sequence[tuple[str, Reliability]], labels: Sequence[str]) -> str:
+    """Rows LOGPROBS task, one column per model: ECE, with accuracy and mean confidence."""
+    tasks = list(dict.fromkeys(rel.task for _, rel in calibration))
+    lookup = {(label, rel.task): rel for label, rel in calibration}
+    rows = []
+    for task in tasks:
+        cells = [esc(task)]
+        for label in labels:
+            rel = lookup.get((label, task))
+            cells.append(
+                "<span class='small'>–</span>"
+                if rel is None
+                else f"{rel.ece:.3f}<br><span class='small'>acc {rel.accuracy:.3f} · "
+                f"conf {rel.mean_confidence:.3f} · n={rel.n}</span>"
+            )
+        rows.append(cells)
+    return (
+        "<h2>Calibration (ECE)</h2><p class='small'>Expected calibration error of the argmax "
+        "choice (10 bins); reliability diagrams are in each run's report.</p>"
+        + table(["task", *labels], rows, range(1, 1 + len(labels)))
+    )
+
+
+def sweep_page(
+    title: str,
+    runs: Sequence[tuple[str, RunFolder, str]],
+    entries: Sequence[tuple[str, Score]],
+    chart_png: bytes | None,
+    failed: Sequence[tuple[str, str]],
+    calibration: Sequence[tuple[str, Reliability]] = (),
+) -> str:
+    """Several runs side by side: ``runs`` = (label, run, link to its report);
+    ``calibration`` = (label, reliability) of every LOGPROBS task of every run."""
+    labels = list(dict.fromkeys(label for label, _, _ in runs))
+    tasks = list(dict.fromkeys(run.task_label for _, run, _ in runs))
+    meta = [
+        (f"{len(runs)} succeeded", "ok"),
+        (f"{len(failed)} failed", "fail") if failed else None,
+        (f"tasks: {', '.join(tasks)}", ""),
+        (f"models: {', '.join(labels)}", ""),
+    ]
+    parts = [
+        f"<h1>{esc(title)}</h1>",
+        chips(c for c in meta if c),
+        _bundled_note(run.data_source for _, run, _ in runs),
+    ]
+    if entries:
+        parts += [
+            "<h2>Results</h2>",
+            "<p class='small'>value ± stderr; best of each row in bold (not a significance test:"
+            " use <code>mill -cn compare a=… b=…</code> for a paired test).</p>",
+            pivot_table(entries, labels),
+        ]
+    if chart_png is not None:
+        parts.append(
+            figure(chart_png, "task by model chart", "Task × model with ±1 SE and 95% CIs.")
+        )
+    if calibration:
+        parts.append(ece_table(calibration, labels))
+    job_rows = []
+    for label, run, link in runs:
+        job_rows.append(
+            [
+                esc(label),
+                esc(run.task_label),
+                esc(run.data_source),
+                fmt(run.results.get("seconds")),
+                f"<a href='{esc(link)}'>{esc(run.path.name)}</a>",
+            ]
+        )
+    parts += [
+        "<h2>Runs</h2>",
+        table(["model", "task", "data", "seconds", "report"], job_rows, (3,)),
+    ]
+    if failed:
+        parts += [
+            "<h2>Failed jobs</h2>",
+            table(["job", "why"], [[esc(name), esc(why)] for name, why in failed]),
+        ]
+    return page(f"{title} — Mill report", "".join(parts))
+
+
+def compare_page(
+    label_a: str,
+    label_b: str,
+    run_a: RunFolder,
+    run_b: RunFolder,
+    rows: Sequence[dict[str, Any]],
+    chart_png: bytes,
+    params: dict[str, Any],
+) -> str:
+    """A paired comparison of two runs."""
+    level = round(100 * (1 - float(params["alpha"])))
+    table_rows = [
+        [
+            esc(r["task"]),
+            esc(r["metric"]),
+            str(r["n"]),
+            num(r["a"]),
+            num(r["b"]),
+            num(r["diff"], True),
+            f"[{num(r['ci'][0], True)}, {num(r['ci'][1], True)}]",
+            f"{r['p_value']:.4g}",
+            esc(r["test"]),
+        ]
+        for r in rows
+    ]
+    verdicts = "".join(
+        f"<div class='verdict {esc(r['better'] or '')}'>{esc(r['verdict'])}</div>" for r in rows
+    )
+    parts = [
+        f"<h1>{esc(label_a)} vs {esc(label_b)}</h1>",
+        chips(
+            [
+                (f"A = {run_a.path}", ""),
+                (f"B = {run_b.path}", ""),
+                (f"{params['iters']} bootstrap resamples", ""),
+                (f"seed {params['seed']}", ""),
+                (f"α = {params['alpha']}", ""),
+            ]
+        ),
+        _bundled_note([run_a.data_source, run_b.data_source]),
+        "<h2>Verdicts</h2>",
+        verdicts,
+        "<h2>Paired differences</h2>",
+        table(
+            ["task", "metric", "shared docs", "A", "B", "B − A", f"{level}% CI", "p", "test"],
+            table_rows,
+            (2, 3, 4, 5, 6, 7),
+        ),
+        figure(chart_png, "paired differences", f"B − A with {level}% paired bootstrap CIs."),
+        "<p class='small'>CI: percentile interval of the metric difference over paired "
+        "bootstrap resamples of the shared docs. p: McNemar's exact (binomial) test for 0/1 "
+        "metrics, else a two-sided paired bootstrap test. No correction for multiple "
+        "comparisons.</p>",
+    ]
+    how = "rerun with <code>mill -cn compare a=&lt;run&gt; b=&lt;run&gt; out=&lt;folder&gt;</code>"
+    return page(f"{label_a} vs {label_b} — Mill comparison", "".join(parts), how)

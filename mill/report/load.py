@@ -1,0 +1,229 @@
+"""Read finished experiment folders back: results, manifest, config and samples.
+
+Nothing here loads a model or imports torch: reports and comparisons work from the files a
+run left behind (see README, "The experiment folder").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonlines
+
+from mill.errors import MillError
+
+
+class ReportInputError(MillError):
+    """A folder given to ``report`` or ``compare`` is not a usable experiment folder."""
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ReportInputError(
+            f"{path} is not valid JSON ({err.msg} at line {err.lineno})"
+        ) from err
+
+
+@dataclass
+class Score:
+    """One reported number: a task (or group aggregate) x metric of one run."""
+
+    task: str
+    metric: str
+    value: float | None
+    stderr: float | None
+    n: int | str
+    higher_is_better: bool = True
+    kind: str = "task"  # task, micro or macro
+
+    @property
+    def row_name(self) -> str:
+        return self.task if self.kind == "task" else f"{self.task} ({self.kind})"
+
+    def ci(self, z: float = 1.96) -> tuple[float, float] | None:
+        """Normal-approximation interval value +- z * stderr (None without a stderr)."""
+        if self.value is None or self.stderr is None:
+            return None
+        return self.value - z * self.stderr, self.value + z * self.stderr
+
+
+@dataclass
+class RunFolder:
+    """A finished run: ``results.json`` plus whatever else the folder holds."""
+
+    path: Path
+    results: dict[str, Any]
+    manifest: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    _samples_cache: dict[str, list[dict[str, Any]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    @classmethod
+    def open(cls, path: str | Path) -> RunFolder:
+        """Open a run folder; ReportInputError when it has no ``results.json``."""
+        path = Path(path)
+        if not path.is_dir():
+            raise ReportInputError(f"{path} is not a folder; give the path of a run folder")
+        manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
+        results_path = path / "results.json"
+        if not results_path.is_file():
+            status = manifest.get("status")
+            why = f"its manifest says {status!r}" if status else "it has no manifest.json either"
+            if manifest.get("error"):
+                why += f" ({manifest['error']})"
+            raise ReportInputError(
+                f"{path} has no results.json ({why}); only a succeeded run can be reported"
+            )
+        config: dict[str, Any] = {}
+        resolved = path / "resolved.yaml"
+        if resolved.is_file():
+            from omegaconf import OmegaConf
+
+            loaded = OmegaConf.to_container(OmegaConf.load(resolved))
+            config = loaded if isinstance(loaded, dict) else {}
+        return cls(path, _read_json(results_path), manifest, config)
+
+    # --- identity -------------------------------------------------------------------
+
+    @property
+    def task_names(self) -> list[str]:
+        return list(self.results.get("tasks", {}))
+
+    @property
+    def task_label(self) -> str:
+        name = (self.config.get("task") or {}).get("name")
+        return str(name) if name else "+".join(self.task_names)
+
+    @property
+    def model_label(self) -> str:
+        name = (self.config.get("model") or {}).get("name")
+        if name:
+            return str(name)
+        pretrained = (self.results.get("model") or {}).get("pretrained")
+        return Path(str(pretrained)).name if pretrained else self.path.name
+
+    @property
+    def data_source(self) -> str:
+        return str((self.results.get("data_source") or {}).get("source", "?"))
+
+    @property
+    def title(self) -> str:
+        return f"{self.task_label} | {self.model_label} | data={self.data_source}"
+
+    def settings(self, task: str) -> dict[str, Any]:
+        return dict(self.results["tasks"][task].get("settings") or {})
+
+    def output_type(self, task: str) -> str:
+        return str(self.settings(task).get("output_type", ""))
+
+    # --- numbers --------------------------------------------------------------------
+
+    def scores(self) -> list[Score]:
+        """Per task and metric, then group aggregates (micro and macro)."""
+        out: list[Score] = []
+        for task, body in self.results.get("tasks", {}).items():
+            for metric, row in body.get("metrics", {}).items():
+                out.append(
+                    Score(
+                        task,
+                        metric,
+                        row.get("value"),
+                        row.get("stderr"),
+                        row.get("n", 0),
+                        bool(row.get("higher_is_better", True)),
+                    )
+                )
+        for group, body in self.results.get("groups", {}).items():
+            for metric, rows in body.get("metrics", {}).items():
+                for kind in ("micro", "macro"):
+                    if kind in rows:
+                        row = rows[kind]
+                        out.append(
+                            Score(
+                                group,
+                                metric,
+                                row.get("value"),
+                                row.get("stderr"),
+                                row.get("n", 0),
+                                bool(rows.get("higher_is_better", True)),
+                                kind,
+                            )
+                        )
+        return out
+
+    def samples_path(self, task: str) -> Path:
+        return self.path / "samples" / f"{task}.jsonl"
+
+    def samples(self, task: str) -> list[dict[str, Any]]:
+        """The per-doc records of ``task``, read once (ReportInputError when missing)."""
+        if task not in self._samples_cache:
+            path = self.samples_path(task)
+            if not path.is_file():
+                raise ReportInputError(f"{path} is missing; the run folder is incomplete")
+            with jsonlines.open(path) as reader:
+                self._samples_cache[task] = list(reader)
+        return self._samples_cache[task]
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts -> dotted keys (lists stay values)."""
+    if not isinstance(data, dict):
+        return {prefix: data}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, name))
+        else:
+            out[name] = value
+    return out
+
+
+def _job_order(path: Path) -> tuple[int, str]:
+    match = re.match(r"(\d+)_", path.name)
+    return (int(match.group(1)) if match else 1 << 30, path.name)
+
+
+@dataclass
+class Sweep:
+    """A multirun folder: one sub-folder per job; failed jobs have no results.json."""
+
+    path: Path
+    runs: list[RunFolder]
+    failed: list[tuple[Path, str]]
+
+
+def open_sweep(path: str | Path) -> Sweep:
+    """Open ``outputs/multiruns/<date>/<time>`` (job sub-folders with a manifest or results)."""
+    path = Path(path)
+    jobs = sorted(
+        (
+            p
+            for p in path.iterdir()
+            if p.is_dir() and ((p / "manifest.json").is_file() or (p / "results.json").is_file())
+        ),
+        key=_job_order,
+    )
+    if not jobs:
+        raise ReportInputError(
+            f"{path} holds no run folders (no */manifest.json); give a run folder or a sweep folder"
+        )
+    runs: list[RunFolder] = []
+    failed: list[tuple[Path, str]] = []
+    for job in jobs:
+        try:
+            runs.append(RunFolder.open(job))
+        except ReportInputError as err:
+            failed.append((job, str(err)))
+    return Sweep(path, runs, failed)
+
+
+def is_run(path: Path) -> bool:
+    return (path / "results.json").is_file() or (path / "manifest.json").is_file()

@@ -1,0 +1,233 @@
+"""Write plots, ``report.html`` and tables for finished folders: one run, a sweep, several runs.
+
+Used at the end of a run (:func:`report_after_run`), at the end of a sweep
+(:func:`report_after_sweep`) and by ``mill -cn report`` (:func:`report_command`). Works from
+the files alone; no model is loaded and torch is never imported.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from mill.report.calibration import Reliability
+from mill.report.load import ReportInputError, RunFolder, Score, Sweep, is_run, open_sweep
+
+log = logging.getLogger("mill")
+
+PLOTS = "plots"
+HTML = "report.html"
+TEXT = "report.txt"
+SWEEP_PNG = "sweep.png"
+
+
+def write_file(path: Path, data: bytes | str) -> None:
+    """Write atomically, so a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def calibrations(run: RunFolder) -> list[Reliability]:
+    """Reliability data of every LOGPROBS task of ``run`` that has samples."""
+    from mill.report.calibration import reliability
+
+    found = []
+    for task in run.task_names:
+        if run.output_type(task) != "logprobs" or not run.samples_path(task).is_file():
+            continue
+        rel = reliability(task, run.samples(task))
+        if rel is not None:
+            found.append(rel)
+    return found
+
+
+def write_run_report(path: str | Path) -> Path:
+    """Plots (``plots/scores.png``, ``plots/calibration_<task>.png``) and ``report.html``."""
+    from mill.report import html, plots
+
+    run = RunFolder.open(path)
+    out = run.path / PLOTS
+    out.mkdir(exist_ok=True)
+    calibration = []
+    chance: dict[str, float] = {}
+    for rel in calibrations(run):
+        task = rel.task
+        png = plots.reliability_png(rel)
+        write_file(out / f"calibration_{_safe(task)}.png", png)
+        calibration.append((rel, png))
+        chance[task] = rel.chance
+    scores_png = plots.scores_png(run.scores(), chance)
+    write_file(out / "scores.png", scores_png)
+    target = run.path / HTML
+    write_file(target, html.run_page(run, scores_png, calibration))
+    return target
+
+
+def _silent_console() -> Console:
+    """Records like the non-interactive console but prints nothing."""
+    import io
+
+    return Console(
+        file=io.StringIO(), width=120, no_color=True, record=True, highlight=False, markup=False
+    )
+
+
+def run_table_text(run: RunFolder, console: Console) -> str:
+    """Print the run's results table and return it as plain text (``report.txt``)."""
+    from mill.report.table import results_table
+
+    console.print(results_table(run.results, run.title))
+    return console.export_text()
+
+
+def labels(runs: Sequence[RunFolder]) -> list[str]:
+    """Model names; the folder name where two runs of one task share a model name."""
+    names = [r.model_label for r in runs]
+    seen: dict[tuple[str, str], int] = {}
+    clash = False
+    for run, name in zip(runs, names, strict=True):
+        for task in run.task_names:
+            seen[(task, name)] = seen.get((task, name), 0) + 1
+            clash = clash or seen[(task, name)] > 1
+    return [r.path.name for r in runs] if clash else names
+
+
+def entries(runs: Sequence[RunFolder], names: Sequence[str]) -> list[tuple[str, Score]]:
+    return [(name, s) for run, name in zip(runs, names, strict=True) for s in run.scores()]
+
+
+def write_multi_report(
+    title: str,
+    out: Path,
+    runs: Sequence[RunFolder],
+    failed: Sequence[tuple[Path, str]],
+    console: Console,
+) -> Path:
+    """The task x model table (printed, ``report.txt``), chart and page for several runs."""
+    from mill.report import html, plots
+    from mill.report.table import sweep_table
+
+    out.mkdir(parents=True, exist_ok=True)
+    names = labels(runs)
+    rows = entries(runs, names)
+    chart = None
+    if rows:
+        console.print(sweep_table(rows, title))
+        chart = plots.sweep_png(rows)
+        write_file(out / SWEEP_PNG, chart)  # a file, not plots/: a sweep's folders are its jobs
+    for job, why in failed:
+        console.print(f"failed: {job.name}: {why}")
+    write_file(out / TEXT, console.export_text())
+    links = [
+        (name, run, os.path.relpath(run.path / HTML, out))
+        for name, run in zip(names, runs, strict=True)
+    ]
+    fails = [(str(os.path.relpath(job, out)), why) for job, why in failed]
+    ece = [(name, rel) for name, run in zip(names, runs, strict=True) for rel in calibrations(run)]
+    target = out / HTML
+    write_file(target, html.sweep_page(title, links, rows, chart, fails, ece))
+    return target
+
+
+def write_sweep_report(sweep: Sweep, console: Console) -> Path:
+    return write_multi_report(
+        f"sweep {sweep.path.parent.name}/{sweep.path.name}",
+        sweep.path,
+        sweep.runs,
+        sweep.failed,
+        console,
+    )
+
+
+def _warn(what: str, err: Exception, path: Path) -> None:
+    log.warning("%s not written: %s: %s", what, type(err).__name__, err)
+    print(
+        f"mill: warning: {what} not written ({type(err).__name__}: {err}); the results are "
+        f"complete. Retry with: mill -cn report runs=[{path}]",
+        file=sys.stderr,
+    )
+
+
+def report_after_run(path: Path) -> None:
+    """End of a successful run: plots and ``report.html`` beside ``results.json``.
+
+    A failure here never turns a finished run into a failed one; it is reported on stderr."""
+    try:
+        write_run_report(path)
+    except Exception as err:  # noqa: BLE001 - the run's results are already complete
+        _warn("report.html", err, path)
+
+
+def report_after_sweep(path: Path, mode: str = "auto") -> None:
+    """End of a multirun: print the task x model table, write the sweep's plots and page."""
+    from mill.report.console import make_console
+
+    try:
+        write_sweep_report(open_sweep(path), make_console(stderr=False, mode=mode, record=True))
+    except Exception as err:  # noqa: BLE001 - every job's results are already complete
+        _warn("sweep report", err, path)
+
+
+def _expand(path: Path) -> tuple[list[RunFolder], Sweep | None]:
+    if not path.exists():
+        raise ReportInputError(f"{path} does not exist; give a run folder or a sweep folder")
+    if is_run(path):
+        return [RunFolder.open(path)], None
+    sweep = open_sweep(path)
+    return sweep.runs, sweep
+
+
+def report_command(cfg: Any) -> None:
+    """``mill -cn report runs=[...]``: rebuild reports from existing folders.
+
+    One run folder: its plots, ``report.html`` and ``report.txt``. One sweep folder: every
+    job's, then the sweep's task x model table, chart and page. Several folders: each
+    one's, then a combined page in ``out``."""
+    from omegaconf import OmegaConf
+
+    from mill.report.console import make_console
+
+    if OmegaConf.is_missing(cfg, "runs"):
+        raise ReportInputError(
+            "report needs folders: mill -cn report runs=[<run or sweep folder>,...]"
+        )
+    given = cfg.runs
+    paths = [Path(str(p)) for p in (given if OmegaConf.is_list(given) else [given])]
+    if not paths:
+        raise ReportInputError("runs=[] is empty; give at least one run or sweep folder")
+    opened = [_expand(p) for p in paths]  # every folder checked before anything is written
+    mode = str(cfg.get("progress", "auto"))
+    written: list[Path] = []
+    single = len(opened) == 1 and opened[0][1] is None
+    for runs, _ in opened:
+        for run in runs:  # the table of a lone run is printed; of several, only written
+            console = make_console(False, mode, record=True) if single else _silent_console()
+            write_file(run.path / TEXT, run_table_text(run, console))
+            written.append(write_run_report(run.path))
+    if len(opened) == 1 and opened[0][1] is not None:
+        sweep = opened[0][1]
+        written.append(write_sweep_report(sweep, make_console(False, mode, record=True)))
+    elif len(paths) > 1:
+        runs = [run for found, _ in opened for run in found]
+        failed = [f for _, sweep in opened if sweep is not None for f in sweep.failed]
+        out = Path(str(cfg.out))
+        title = f"{len(runs)} runs: " + ", ".join(sorted({r.task_label for r in runs}))
+        console = make_console(stderr=False, mode=mode, record=True)
+        written.append(write_multi_report(title, out, runs, failed, console))
+    err = make_console(stderr=True, mode=mode)
+    for target in written:
+        err.print(f"[mill] wrote {target}")

@@ -1,0 +1,166 @@
+"""Reports written by real runs and sweeps: files, self-containment, numbers, tables."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import jsonlines
+import numpy as np
+import pytest
+from scipy.special import softmax
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _inline_pngs(html: str) -> list[bytes]:
+    found = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)">', html)
+    return [base64.b64decode(b) for b in found]
+
+
+def _assert_self_contained(html: str) -> None:
+    """No request can leave the page: no external src/href/url(), no link or script tags."""
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html)
+    assert "url(" not in html and "@import" not in html
+    assert "<link" not in html and "<script" not in html
+    assert html.count("<img") == len(_inline_pngs(html)) > 0
+
+
+def test_every_run_of_a_sweep_gets_plots_and_a_self_contained_page(sweep) -> None:
+    for job in ("0_arc_stories260k", "1_arc_gpt2_random"):
+        folder = sweep.path / job
+        html = (folder / "report.html").read_text()
+        _assert_self_contained(html)
+        names = sorted(p.name for p in (folder / "plots").iterdir())
+        assert names == ["calibration_arc_challenge.png", "calibration_arc_easy.png", "scores.png"]
+        pngs = _inline_pngs(html)
+        # the page inlines exactly the plot files, scores first
+        assert pngs[0] == (folder / "plots" / "scores.png").read_bytes()
+        assert set(pngs) == {p.read_bytes() for p in (folder / "plots").iterdir()}
+        assert all(p.startswith(PNG_MAGIC) for p in pngs)
+        assert "Calibration" in html and "reliability diagram arc_easy" in html
+    wiki = sweep.path / "2_wikitext_stories260k"
+    html = (wiki / "report.html").read_text()
+    _assert_self_contained(html)
+    # PERPLEXITY tasks have no reliability diagram
+    assert [p.name for p in (wiki / "plots").iterdir()] == ["scores.png"]
+    assert "Calibration" not in html
+
+
+def test_run_page_shows_every_number_of_results_json(sweep) -> None:
+    folder = sweep.path / "0_arc_stories260k"
+    results = json.loads((folder / "results.json").read_text())
+    html = (folder / "report.html").read_text()
+    for task, body in results["tasks"].items():
+        for metric, row in body["metrics"].items():
+            cells = f"<td>{task}</td><td>{metric} <span class='small'>↑</span></td>"
+            assert cells in html
+            after = html.split(cells, 1)[1]
+            assert after.startswith(
+                f'<td class="num">{row["value"]:.4f}</td><td class="num">{row["stderr"]:.4f}</td>'
+            )
+    micro = results["groups"]["arc"]["metrics"]["acc"]["micro"]
+    assert f"{micro['value']:.4f}" in html and "40 samples" in html
+
+
+def _ece_by_hand(samples: list[dict], bins: int = 10) -> float:
+    conf, right = [], []
+    for s in samples:
+        p = softmax(np.array(s["response"]["logprobs"]))
+        conf.append(p.max())
+        right.append(int(np.argmax(p)) == s["gold"])
+    total = 0.0
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        idx = [i for i, c in enumerate(conf) if lo <= c < hi or (b == bins - 1 and c == 1.0)]
+        if idx:
+            acc = sum(right[i] for i in idx) / len(idx)
+            mean_conf = sum(conf[i] for i in idx) / len(idx)
+            total += len(idx) / len(conf) * abs(acc - mean_conf)
+    return total
+
+
+def test_reliability_numbers_on_the_page_match_the_samples(sweep) -> None:
+    for job in ("0_arc_stories260k", "1_arc_gpt2_random"):
+        folder = sweep.path / job
+        html = (folder / "report.html").read_text()
+        for task in ("arc_easy", "arc_challenge"):
+            with jsonlines.open(folder / "samples" / f"{task}.jsonl") as reader:
+                samples = list(reader)
+            ece = _ece_by_hand(samples)
+            assert f"{task}: ECE {ece:.3f}" in html
+            # the argmax accuracy used for calibration is the run's acc
+            acc = json.loads((folder / "results.json").read_text())["tasks"][task]["metrics"]
+            assert f'<td class="num">{acc["acc"]["value"]:.3f}</td>' in html
+
+
+def test_sweep_end_prints_one_row_per_task_and_model_and_writes_the_sweep_page(sweep) -> None:
+    table = sweep.stdout[sweep.stdout.index(f"sweep {sweep.path.parent.name}/sweep") :]
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in table.splitlines()
+        if line.startswith("| ") and not line.startswith("| task ")
+    ]
+    assert all(len(r) == 6 for r in rows)
+    pairs = {(r[0], r[1].split()[0], r[2]): r for r in rows}
+    for task, metric in [
+        ("arc_easy", "acc"),
+        ("arc_challenge", "acc_norm"),
+        ("arc (micro)", "acc"),
+        ("wikitext", "bits_per_byte"),
+    ]:
+        for model in ("stories260k", "gpt2_random"):
+            assert (task, metric, model) in pairs
+    # numbers in the table are the jobs' own
+    wiki = json.loads((sweep.path / "3_wikitext_gpt2_random" / "results.json").read_text())
+    bpb = wiki["tasks"]["wikitext"]["metrics"]["bits_per_byte"]
+    row = pairs[("wikitext", "bits_per_byte", "gpt2_random")]
+    assert row[3:] == [f"{bpb['value']:.4f}", f"{bpb['stderr']:.4f}", str(bpb["n"])]
+    # 2 models x (2 arc tasks x 2 metrics + 2 metrics x micro/macro + 3 wikitext metrics)
+    assert len(rows) == 2 * (2 * 2 + 2 * 2 + 3)
+    assert (sweep.path / "report.txt").read_text().strip() in sweep.stdout
+    html = (sweep.path / "report.html").read_text()
+    _assert_self_contained(html)
+    assert _inline_pngs(html) == [(sweep.path / "sweep.png").read_bytes()]
+    # beside the job folders only files: the sweep's folders are its jobs
+    assert all(p.name[0].isdigit() for p in sweep.path.iterdir() if p.is_dir())
+    for job in sorted(p.name for p in sweep.path.iterdir() if p.is_dir() and p.name[0].isdigit()):
+        assert f"href='{job}/report.html'" in html
+    assert "Calibration (ECE)" in html
+
+
+def test_report_txt_of_a_run_is_the_printed_table(sweep) -> None:
+    text = (sweep.path / "0_arc_stories260k" / "report.txt").read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| task"))
+    assert [c.strip() for c in header.strip("|").split("|")] == [
+        "task",
+        "metric",
+        "value",
+        "stderr",
+        "n",
+    ]
+
+
+@pytest.mark.parametrize("name", ["scores.png", "calibration_arc_easy.png"])
+def test_plots_are_real_images(sweep, name: str) -> None:
+    from matplotlib.image import imread
+
+    pixels = imread(sweep.path / "0_arc_stories260k" / "plots" / name)
+    assert pixels.shape[0] > 300 and pixels.shape[1] > 400
+    assert pixels[..., :3].std() > 0.05  # not a blank canvas
+
+
+def test_sweep_with_a_failed_job_lists_it(tmp_path: Path) -> None:
+    from tests.conftest import run_mill
+
+    sweep = tmp_path / "sweep"
+    proc = run_mill(
+        "-m", "task=arc_easy", "task.limit=5", "+metrics=[acc],[word_perplexity]",
+        f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
+    assert proc.returncode == 2
+    html = (sweep / "report.html").read_text()
+    assert "1 failed" in html and "1_arc_easy_stories260k" in html and "word_perplexity" in html
+    assert "failed: 1_arc_easy_stories260k" in proc.stdout
