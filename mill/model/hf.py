@@ -155,6 +155,11 @@ class HFCausalLM(LanguageModel):
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
 
+    def chat_template(self) -> Any:
+        from mill.task.chat import tokenizer_chat_template
+
+        return tokenizer_chat_template(self.tokenizer)
+
     # ----- tokenization (lm-eval TemplateLM semantics) --------------------------------------
     def _encode(self, text: str, add_special_tokens: bool | None = None) -> list[int]:
         kwargs: dict[str, Any] = {}
