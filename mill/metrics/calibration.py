@@ -42,7 +42,8 @@ class ExpectedCalibrationError(CorpusMetric):
             return math.nan
         conf = np.array([v[0] for v in values], dtype=float)
         correct = np.array([v[1] for v in values], dtype=float)
-        index = np.clip(np.ceil(conf * self.bins).astype(int) - 1, 0, self.bins - 1)
+        # right-inclusive bins; the tolerance keeps e.g. 0.3 * 10 = 3.0000000000000004 in bin 3
+        index = np.clip(np.ceil(conf * self.bins - 1e-9).astype(int) - 1, 0, self.bins - 1)
         total = 0.0
         for b in range(self.bins):
             members = index == b
