@@ -45,6 +45,8 @@ class TaskResult:
     name: str
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     values: dict[str, list[Any]] = field(default_factory=dict)
+    keys: list[tuple[str, int]] = field(default_factory=list)
+    """(subject, doc id) of each value, in completion order until :func:`evaluate` sorts."""
     subjects: dict[str, TaskResult] = field(default_factory=dict)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -142,6 +144,8 @@ def evaluate(
         scores = {m.name: m.score(doc, responses) for m in task_metrics}
         result = results[task.name]
         subject = result.subjects.setdefault(doc.subject, TaskResult(doc.subject))
+        result.keys.append((doc.subject, doc.id))
+        subject.keys.append((doc.subject, doc.id))
         for name, value in scores.items():
             result.values.setdefault(name, []).append(value)
             subject.values.setdefault(name, []).append(value)
@@ -162,6 +166,11 @@ def evaluate(
 
     for task in tasks:
         result = results[task.name]
+        # aggregates (sums, bootstrap resamples) must not depend on completion order
+        for part in (result, *result.subjects.values()):
+            order = sorted(range(len(part.keys)), key=part.keys.__getitem__)
+            part.keys = [part.keys[i] for i in order]
+            part.values = {k: [v[i] for i in order] for k, v in part.values.items()}
         for metric in metrics[task.name]:
             values = result.values.get(metric.name, [])
             result.metrics[metric.name] = row(metric, values, bootstrap_iters, seed)
