@@ -88,7 +88,8 @@ class Task:
         self.chat_template = bool(chat_template)
         self.system_prompt = system_prompt
         self.fewshot_as_multiturn = bool(fewshot_as_multiturn)
-        overrides = dict(dataset or {})
+        # null values mean "the task's default" (configs list the keys so they can be set)
+        overrides = {k: v for k, v in (dataset or {}).items() if v is not None}
         self.dataset = DatasetSpec(
             path=overrides.pop("path", self.DATASET_PATH),
             name=overrides.pop("name", self.DATASET_NAME),
@@ -96,7 +97,9 @@ class Task:
             local_files=dict(overrides.pop("local_files", self.LOCAL_FILES)),
             local_builder=overrides.pop("builder", self.LOCAL_BUILDER),
             builder_kwargs=dict(overrides.pop("builder_kwargs", self.LOCAL_BUILDER_KWARGS)),
-            data_files=dict(overrides.pop("data_files", {}) or {}),
+            data_files={
+                k: v for k, v in (overrides.pop("data_files", {}) or {}).items() if v is not None
+            },
         )
         if overrides:
             raise TaskError(f"task {self.name!r}: unknown dataset keys {sorted(overrides)}")
