@@ -6,7 +6,8 @@ Run with the dev-only lm-eval venv (never imported by Mill or its default tests)
 
 spec.json: {"task": lm-eval task name, "data_files": {split: jsonl}, "overrides": {...},
 "num_fewshot": int, "limit": int, "chat_tokenizer": dir or null, "multiturn": bool}.
-out.json: per doc, the request arguments [context, continuation-or-stop-strings].
+out.json: per doc, the request arguments [context, continuation-or-stop-strings]; with
+"model": a model folder, lm-eval's metrics and per-doc responses instead.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def main(spec_path: str, out_path: str) -> None:
     for key in ("tag", "group", "task_list"):
         config.pop(key, None)
     task = ConfigurableTask(config=config)
+    if spec.get("model"):
+        _evaluate(task, spec, out_path)
+        return
     chat = None
     if spec.get("chat_tokenizer"):
         import transformers
@@ -64,6 +68,29 @@ def main(spec_path: str, out_path: str) -> None:
             args = ["", args[0]]
         out.setdefault(inst.doc_id, []).append(args)
     open(out_path, "w").write(json.dumps([out[k] for k in sorted(out)]))
+
+
+def _evaluate(task, spec: dict, out_path: str) -> None:
+    """Score the task with lm-eval's HF backend: metrics and per-request responses."""
+    from lm_eval.evaluator import simple_evaluate
+
+    results = simple_evaluate(
+        model="hf",
+        model_args=f"pretrained={spec['model']},dtype=float32",
+        tasks=[task],
+        limit=spec["limit"],
+        device="cpu",
+        batch_size=1,
+        log_samples=True,
+        bootstrap_iters=0,
+    )
+    name = task.config.task
+    metrics = {k: v for k, v in results["results"][name].items() if "," in k and "_stderr" not in k}
+    by_doc: dict[int, dict] = {}
+    for sample in results["samples"][name]:  # one per (doc, filter): keep one per doc
+        by_doc.setdefault(sample["doc_id"], sample)
+    resps = [[r[0] for r in by_doc[d]["resps"]] for d in sorted(by_doc)]
+    open(out_path, "w").write(json.dumps({"metrics": metrics, "resps": resps}))
 
 
 if __name__ == "__main__":

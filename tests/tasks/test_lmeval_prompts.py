@@ -208,3 +208,172 @@ def test_requests_match_lm_eval(
     assert len(ours) == len(theirs) > 0
     for doc_id, (mine, lm) in enumerate(zip(ours, theirs, strict=True)):
         assert mine == lm, f"doc {doc_id}"
+
+
+# (id, Mill task, Mill metrics, lm-eval task, splits, overrides, {Mill metric: lm-eval key})
+SCORED: list[tuple[str, Any, list[str], str, dict[str, str], dict[str, Any], dict[str, str]]] = [
+    (
+        "arc_easy",
+        lambda: ArcEasy(limit=8),
+        ["acc", "acc_norm", "acc_bytes", "acc_mutual_info", "brier"],
+        "arc_easy",
+        {"test": "test"},
+        NO_SPLITS
+        | {"test_split": "test"}
+        | {
+            "metric_list": [
+                {"metric": m}
+                for m in ("acc", "acc_norm", "acc_bytes", "acc_mutual_info", "brier_score")
+            ]
+        },
+        {
+            "acc": "acc,none",
+            "acc_norm": "acc_norm,none",
+            "acc_bytes": "acc_bytes,none",
+            "acc_mutual_info": "acc_mutual_info,none",
+            "brier": "brier_score,none",
+        },
+    ),
+    (
+        "piqa",
+        lambda: PIQA(limit=8),
+        ["acc", "acc_norm"],
+        "piqa",
+        {"validation": "validation"},
+        NO_SPLITS | {"validation_split": "validation"},
+        {"acc": "acc,none", "acc_norm": "acc_norm,none"},
+    ),
+    (
+        "winogrande",
+        lambda: WinoGrande(limit=8),
+        ["acc"],
+        "winogrande",
+        {"validation": "validation"},
+        NO_SPLITS | {"validation_split": "validation"},
+        {"acc": "acc,none"},
+    ),
+    (
+        "lambada_openai",
+        lambda: LambadaOpenAI(limit=8),
+        ["perplexity", "acc"],
+        "lambada_openai",
+        {"test": "test"},
+        {},
+        {"perplexity": "perplexity,none", "acc": "acc,none"},
+    ),
+    (
+        "mmlu_anatomy",
+        lambda: MMLU(subjects=["anatomy"], num_fewshot=5, fewshot_sampler="first_n"),
+        ["acc"],
+        "mmlu_anatomy",
+        {"test": "test", "dev": "dev"},
+        {},
+        {"acc": "acc,none"},
+    ),
+    (
+        "wikitext",
+        lambda: WikiText(limit=2),
+        ["word_perplexity", "byte_perplexity", "bits_per_byte"],
+        "wikitext",
+        {"test": "test"},
+        NO_SPLITS | {"test_split": "test"},
+        {
+            "word_perplexity": "word_perplexity,none",
+            "byte_perplexity": "byte_perplexity,none",
+            "bits_per_byte": "bits_per_byte,none",
+        },
+    ),
+    (
+        "gsm8k_cot",
+        lambda: GSM8KCoT(limit=2, num_fewshot=8, fewshot_sampler="first_n"),
+        ["exact_match_strict_cot", "exact_match_flexible"],
+        "gsm8k_cot",
+        {"test": "test"},
+        {},
+        {
+            "exact_match_strict_cot": "exact_match,strict-match",
+            "exact_match_flexible": "exact_match,flexible-extract",
+        },
+    ),
+]
+
+
+class _Quiet:
+    def phase(self, name: str, total: int) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def done(self) -> None: ...
+
+
+@pytest.mark.skipif(not LMEVAL_PYTHON.is_file(), reason="needs the lm-eval dev virtualenv")
+@pytest.mark.parametrize(
+    ("case", "make", "metrics", "lm_task", "splits", "overrides", "keys"),
+    SCORED,
+    ids=[c[0] for c in SCORED],
+)
+def test_scores_match_lm_eval(
+    tmp_path: Path,
+    case: str,
+    make: Any,
+    metrics: list[str],
+    lm_task: str,
+    splits: dict,
+    overrides: dict,
+    keys: dict,
+) -> None:
+    """Same rows, same demo model: per-request log-likelihoods to 1e-4, metrics equal."""
+    from mill.evaluator import evaluate
+    from mill.model.hf import HFCausalLM
+    from mill.runner.build import build_metric, metric_config
+
+    task: Task = make()
+    model_dir = BUNDLED.root.parent / "models" / "stories260k"  # type: ignore[union-attr]
+    files = {}
+    for lm_split, mill_split in splits.items():
+        rows = task._load_split(mill_split, BUNDLED, task.subjects[0])
+        path = tmp_path / f"{lm_split}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        files[lm_split] = str(path)
+    spec = {
+        "task": lm_task,
+        "data_files": files,
+        "overrides": overrides,
+        "num_fewshot": task.num_fewshot,
+        "limit": task.limit,
+        "model": str(model_dir),
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    proc = subprocess.run(
+        [str(LMEVAL_PYTHON), str(SCRIPT), str(tmp_path / "spec.json"), str(tmp_path / "out.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    theirs = json.loads((tmp_path / "out.json").read_text())
+    built = {task.name: [build_metric(m, metric_config(m), []) for m in metrics]}
+    records: list[Any] = []
+    results = evaluate(
+        [task],
+        built,
+        HFCausalLM(str(model_dir), device="cpu"),
+        BUNDLED,
+        records.append,
+        _Quiet(),
+        bootstrap_iters=10,
+    )
+    records.sort(key=lambda r: r.doc_id)
+    assert len(records) == len(theirs["resps"])
+    for record, resps in zip(records, theirs["resps"], strict=True):
+        if isinstance(resps[0], list):  # (logprob, is_greedy) per request
+            mine = record.response.logprobs + (record.response.unconditioned_logprobs or [])
+            assert mine == pytest.approx([r[0] for r in resps], abs=1e-4)
+        elif isinstance(resps[0], str):
+            assert record.response.text == resps
+        else:
+            assert record.response.logprobs == pytest.approx(resps, abs=1e-4)
+    for name, key in keys.items():
+        assert results[task.name].metrics[name]["value"] == pytest.approx(
+            theirs["metrics"][key], rel=1e-4, abs=1e-9
+        ), name
