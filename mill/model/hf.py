@@ -15,6 +15,7 @@ from typing import Any
 
 from mill.errors import ModelError
 from mill.model.base import LanguageModel, OnResponse, _ignore
+from mill.task.chat import ChatTemplate
 from mill.types import Request, Response
 
 log = logging.getLogger(__name__)
@@ -171,7 +172,7 @@ class HFCausalLM(LanguageModel):
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
 
-    def chat_template(self) -> Any:
+    def chat_template(self) -> ChatTemplate | None:
         from mill.task.chat import tokenizer_chat_template
 
         return tokenizer_chat_template(self.tokenizer)
