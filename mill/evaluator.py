@@ -17,9 +17,9 @@ import numpy as np
 
 from mill.data.load import DataSource
 from mill.errors import ConfigError
-from mill.metrics.base import Metric
+from mill.metrics.base import DocResponses, Metric
 from mill.metrics.exact_match import ExactMatch
-from mill.metrics.stats import mean
+from mill.metrics.groups import aggregate_members, row
 from mill.model.base import LanguageModel
 from mill.record import ModelResponse, SampleRecord
 from mill.task.base import Task
@@ -39,15 +39,20 @@ class Progress(Protocol):
 
 @dataclass
 class TaskResult:
-    """Aggregated metrics of one task: name -> {value, stderr, n}."""
+    """Aggregated metrics of one task: name -> {value, stderr, n}. A task with several
+    subjects also has per-subject results and its subject groups (micro and macro)."""
 
     name: str
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     values: dict[str, list[Any]] = field(default_factory=dict)
+    keys: list[tuple[str, int]] = field(default_factory=list)
+    """(subject, doc id) of each value, in completion order until :func:`evaluate` sorts."""
+    subjects: dict[str, TaskResult] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def check_metrics(task: Task, metrics: Sequence[Metric]) -> None:
-    """Refuse metrics that cannot be computed from this task's output type."""
+    """Refuse metrics that cannot be computed from this task's output type or settings."""
     for metric in metrics:
         if task.OUTPUT_TYPE not in metric.output_types:
             fits = ", ".join(sorted(t.value for t in metric.output_types))
@@ -55,9 +60,14 @@ def check_metrics(task: Task, metrics: Sequence[Metric]) -> None:
                 f"metric {metric.name!r} needs a {fits} task but task {task.name!r} is "
                 f"{task.OUTPUT_TYPE.value}; drop it from metrics or pick another task"
             )
+        problem = metric.check_task(task)
+        if problem:
+            raise ConfigError(problem)
 
 
-def _prediction(task: Task, doc: Doc, responses: list[Response], metrics: Sequence[Metric]) -> Any:
+def _prediction(
+    task: Task, doc: Doc, responses: Sequence[Response], metrics: Sequence[Metric]
+) -> Any:
     if task.OUTPUT_TYPE is OutputType.LOGPROBS:
         return int(np.argmax([r.logprob for r in responses]))
     if task.OUTPUT_TYPE is OutputType.GENERATIVE:
@@ -96,16 +106,22 @@ def evaluate(
     for task in tasks:
         check_metrics(task, metrics[task.name])
     docs: dict[tuple[str, str, int], Doc] = {}
-    pending: dict[tuple[str, str, int], dict[int, Response | None]] = {}
+    pending: dict[tuple[str, str, int], dict[tuple[str, int], Response | None]] = {}
     requests: list[Request] = []
     by_task = {task.name: task for task in tasks}
+    chat = model.chat_template() if any(t.chat_template for t in tasks) else None
     progress.phase("building requests", len(tasks))
     for task in tasks:
-        for doc in task.docs(source):
-            doc_requests = task.requests(doc)
+        unconditioned = any(m.needs_unconditioned for m in metrics[task.name])
+        for doc in task.docs(source, chat=chat):
+            for metric in metrics[task.name]:
+                problem = metric.check_doc(doc)
+                if problem:
+                    raise ConfigError(problem)
+            doc_requests = task.requests(doc, unconditioned=unconditioned)
             key = (task.name, doc.subject, doc.id)
             docs[key] = doc
-            pending[key] = {r.index: None for r in doc_requests}
+            pending[key] = {(r.role, r.index): None for r in doc_requests}
             requests.extend(doc_requests)
         progress.advance()
     progress.done()
@@ -115,23 +131,31 @@ def evaluate(
     def on_response(request: Request, response: Response) -> None:
         key = (request.task, request.subject, request.doc_id)
         slots = pending[key]
-        slots[request.index] = response
+        slots[(request.role, request.index)] = response
         progress.advance()
         if any(v is None for v in slots.values()):
             return
         task, doc = by_task[request.task], docs[key]
-        ordered = [slots[i] for i in sorted(slots)]
-        responses = [r for r in ordered if r is not None]
+        responses = DocResponses(
+            (slots[k] for k in sorted(slots) if k[0] == "choice"),  # type: ignore[misc]
+            (slots[k] for k in sorted(slots) if k[0] == "unconditioned"),  # type: ignore[misc]
+        )
         task_metrics = metrics[task.name]
         scores = {m.name: m.score(doc, responses) for m in task_metrics}
         result = results[task.name]
+        subject = result.subjects.setdefault(doc.subject, TaskResult(doc.subject))
+        result.keys.append((doc.subject, doc.id))
+        subject.keys.append((doc.subject, doc.id))
         for name, value in scores.items():
             result.values.setdefault(name, []).append(value)
+            subject.values.setdefault(name, []).append(value)
+        model_response = ModelResponse.from_responses(doc, task.OUTPUT_TYPE, list(responses))
+        if responses.unconditioned:
+            model_response.unconditioned_logprobs = [
+                float(r.logprob or 0.0) for r in responses.unconditioned
+            ]
         record = SampleRecord.build(
-            doc,
-            ModelResponse.from_responses(doc, task.OUTPUT_TYPE, responses),
-            _prediction(task, doc, responses, task_metrics),
-            scores,
+            doc, model_response, _prediction(task, doc, responses, task_metrics), scores
         )
         write_sample(record)
         del pending[key]
@@ -142,54 +166,37 @@ def evaluate(
 
     for task in tasks:
         result = results[task.name]
+        # aggregates (sums, bootstrap resamples) must not depend on completion order
+        for part in (result, *result.subjects.values()):
+            order = sorted(range(len(part.keys)), key=part.keys.__getitem__)
+            part.keys = [part.keys[i] for i in order]
+            part.values = {k: [v[i] for i in order] for k, v in part.values.items()}
         for metric in metrics[task.name]:
             values = result.values.get(metric.name, [])
-            result.metrics[metric.name] = {
-                "value": metric.aggregate(values) if values else None,
-                "stderr": metric.stderr(values, iters=bootstrap_iters, seed=seed),
-                "n": len(values),
-                "higher_is_better": metric.higher_is_better,
-            }
+            result.metrics[metric.name] = row(metric, values, bootstrap_iters, seed)
+        if len(task.subjects) < 2:
+            result.subjects = {}
+            continue
+        result.subjects = {s: result.subjects[s] for s in task.subjects if s in result.subjects}
+        for subject in result.subjects.values():
+            for metric in metrics[task.name]:
+                values = subject.values.get(metric.name, [])
+                subject.metrics[metric.name] = row(metric, values, bootstrap_iters, seed)
+        for group, members in task.subject_groups().items():
+            present = [result.subjects[s] for s in members if s in result.subjects]
+            if present:
+                result.groups[group] = {
+                    "subjects": [s.name for s in present],
+                    "metrics": aggregate_members(
+                        present, metrics[task.name], bootstrap_iters, seed
+                    ),
+                }
     return results
 
 
 def aggregate_group(
     members: Sequence[TaskResult], metrics: Sequence[Metric], bootstrap_iters: int, seed: int
 ) -> dict[str, dict[str, Any]]:
-    """Group aggregates of metrics shared by all members.
-
-    micro: the metric over all samples pooled (for means: the size-weighted mean), stderr
-    sqrt(sum (n_i/N)^2 se_i^2) for means (strata are independent tasks), bootstrap over the
-    pooled samples otherwise. macro: the unweighted mean of member values, stderr
-    sqrt(sum se_i^2) / k.
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for metric in metrics:
-        if not all(metric.name in m.metrics for m in members):
-            continue
-        ns = [m.metrics[metric.name]["n"] for m in members]
-        ses = [m.metrics[metric.name]["stderr"] for m in members]
-        vals = [m.metrics[metric.name]["value"] for m in members]
-        pooled = [v for m in members for v in m.values.get(metric.name, [])]
-        total = sum(ns)
-        if all(isinstance(v, float) for v in pooled):
-            micro_se = (
-                None
-                if any(s is None for s in ses)
-                else float(
-                    np.sqrt(sum((n / total) ** 2 * s**2 for n, s in zip(ns, ses, strict=True)))
-                )
-            )
-        else:
-            micro_se = metric.stderr(pooled, iters=bootstrap_iters, seed=seed)
-        macro_se = (
-            None
-            if any(s is None for s in ses)
-            else float(np.sqrt(sum(s**2 for s in ses)) / len(ses))
-        )
-        out[metric.name] = {
-            "micro": {"value": metric.aggregate(pooled), "stderr": micro_se, "n": total},
-            "macro": {"value": mean(vals), "stderr": macro_se, "n": len(members)},
-            "higher_is_better": metric.higher_is_better,
-        }
-    return out
+    """Group aggregates (micro and macro) of metrics shared by all members; see
+    :func:`mill.metrics.groups.aggregate_members`."""
+    return aggregate_members(members, metrics, bootstrap_iters, seed)

@@ -38,6 +38,8 @@ class GenerationArgs:
     """Maximum number of new tokens."""
     do_sample: bool = False
     temperature: float = 0.0
+    seed: int = 1234
+    """Sampling seed; each request draws from its own generator seeded by (seed, id)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ class Request:
             "continuation": self.continuation,
             "generation": None if self.generation is None else self.generation.__dict__,
         }
+        if self.generation is not None and self.generation.do_sample:
+            payload["sample"] = self.id  # repeats of a sampled request differ
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -58,7 +58,9 @@ class WikiText(Task):
     NAME = "wikitext"
     DATASET_PATH = "EleutherAI/wikitext_document_level"
     DATASET_NAME = "wikitext-2-raw-v1"
-    DATASET_REVISION = None  # no verified commit known; pin with task.dataset.revision=<sha>
+    # the commit that public projects' HF caches record for this dataset
+    # (.../wikitext_document_level/wikitext-2-raw-v1/0.0.0/<sha>)
+    DATASET_REVISION = "647234772b9554e208af6c826f23b99e3cac88c8"
     LOCAL_FILES = {"test": "wikitext2/test.txt", "validation": "wikitext2/valid.txt"}
     LOCAL_BUILDER = "text"
     LOCAL_BUILDER_KWARGS = {"sample_by": "document", "keep_linebreaks": True}

@@ -1,4 +1,9 @@
-"""Multiple-choice accuracy metrics (LOGPROBS)."""
+"""Multiple-choice accuracy metrics (LOGPROBS): argmax of a per-choice score == gold.
+
+``ll_i`` is the summed log-probability of choice ``i``'s continuation given the context.
+Ties go to the first choice (numpy argmax), as in lm-eval. Lengths are those of the choice
+text without the target delimiter, as lm-eval's ``process_results``.
+"""
 
 from __future__ import annotations
 
@@ -6,34 +11,94 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mill.metrics.base import MeanMetric
+from mill.metrics.base import DocResponses, MeanMetric
 from mill.task.doc import Doc
 from mill.types import OutputType, Response
 
+LOGPROBS = frozenset({OutputType.LOGPROBS})
 
-def _logprobs(responses: Sequence[Response]) -> list[float]:
-    return [float(r.logprob) for r in responses if r.logprob is not None]
+
+def logprobs(responses: Sequence[Response]) -> np.ndarray:
+    """Per-choice log-likelihoods, in choice order."""
+    return np.array([float(r.logprob) for r in responses if r.logprob is not None])
+
+
+def char_normalised(doc: Doc, responses: Sequence[Response]) -> np.ndarray:
+    """ll_i / len(choice_i) in Unicode characters (an empty choice is left unnormalised)."""
+    lengths = np.array([max(len(c), 1) for c in doc.choices], dtype=float)
+    return logprobs(responses) / lengths
+
+
+def _hit(scores: np.ndarray, doc: Doc) -> float:
+    return float(int(np.argmax(scores)) == doc.gold)
 
 
 class Accuracy(MeanMetric):
-    """acc = 1[argmax_i ll_i == gold], ll_i = log P(choice_i | context); ties go to the
-    first choice (numpy argmax), as in lm-eval."""
+    """acc = 1[argmax_i ll_i == gold].
+
+    A doc with a single candidate (a loglikelihood task such as LAMBADA, where the argmax
+    is trivial) scores is_greedy instead: 1 when the greedy token at every continuation
+    position is the continuation's token, as lm-eval's ``loglikelihood`` acc."""
 
     name = "acc"
-    output_types = frozenset({OutputType.LOGPROBS})
+    output_types = LOGPROBS
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> float:
-        return float(int(np.argmax(_logprobs(responses))) == doc.gold)
+        if len(doc.choices) == 1:
+            return float(bool(responses[0].is_greedy))
+        return _hit(logprobs(responses), doc)
 
 
 class AccuracyNorm(MeanMetric):
-    """acc_norm = 1[argmax_i ll_i / len(choice_i) == gold], len in Unicode characters of the
-    choice without the target delimiter (lm-eval's definition)."""
+    """acc_norm = 1[argmax_i ll_i / chars(choice_i) == gold], chars = Unicode characters
+    of the choice without the target delimiter (lm-eval's definition)."""
 
     name = "acc_norm"
-    output_types = frozenset({OutputType.LOGPROBS})
+    output_types = LOGPROBS
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> float:
-        lls = _logprobs(responses)
-        normed = [ll / len(choice) for ll, choice in zip(lls, doc.choices, strict=True)]
-        return float(int(np.argmax(normed)) == doc.gold)
+        return _hit(char_normalised(doc, responses), doc)
+
+
+class AccuracyNormToken(MeanMetric):
+    """acc_norm_token = 1[argmax_i ll_i / tokens_i == gold], tokens_i = number of scored
+    continuation tokens of choice i (lighteval's ``LogProbTokenNorm``)."""
+
+    name = "acc_norm_token"
+    output_types = LOGPROBS
+
+    def score(self, doc: Doc, responses: Sequence[Response]) -> float:
+        tokens = np.array([max(len(r.output_tokens), 1) for r in responses], dtype=float)
+        return _hit(logprobs(responses) / tokens, doc)
+
+
+class AccuracyBytes(MeanMetric):
+    """acc_bytes = 1[argmax_i ll_i / bytes(choice_i) == gold], bytes = UTF-8 length of the
+    choice without the target delimiter (lm-eval's ``acc_bytes``)."""
+
+    name = "acc_bytes"
+    output_types = LOGPROBS
+
+    def score(self, doc: Doc, responses: Sequence[Response]) -> float:
+        lengths = np.array([max(len(c.encode("utf-8")), 1) for c in doc.choices], dtype=float)
+        return _hit(logprobs(responses) / lengths, doc)
+
+
+class AccuracyMutualInfo(MeanMetric):
+    """acc_mutual_info = 1[argmax_i (ll_i - ll_i^u) == gold], ll_i^u = log P(choice_i)
+    scored after the prefix token alone (an empty context): pointwise mutual information,
+    lm-eval's ``acc_mutual_info``. Selecting it makes the evaluator issue the
+    unconditioned requests (one more per choice)."""
+
+    name = "acc_mutual_info"
+    output_types = LOGPROBS
+    needs_unconditioned = True
+
+    def score(self, doc: Doc, responses: Sequence[Response]) -> float:
+        unconditioned = getattr(responses, "unconditioned", None)
+        if not unconditioned or len(unconditioned) != len(responses):
+            raise ValueError(
+                "acc_mutual_info needs the unconditioned responses: pass "
+                f"{DocResponses.__name__}(responses, unconditioned)"
+            )
+        return _hit(logprobs(responses) - logprobs(unconditioned), doc)

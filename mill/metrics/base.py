@@ -1,15 +1,36 @@
-"""Metric base classes: a per-sample score and a corpus aggregate with its stderr."""
+"""Metric base classes: a per-sample score and a corpus aggregate with its stderr.
+
+Every aggregate has a standard error: the closed form ``std(ddof=1)/sqrt(n)`` when the
+aggregate is a mean of per-sample values (:class:`MeanMetric`), a seeded bootstrap over
+docs otherwise (:class:`CorpusMetric`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mill.metrics.stats import bootstrap_stderr, mean, mean_stderr
 from mill.task.doc import Doc
 from mill.types import OutputType, Response
 
-SampleValue = float | tuple[float, float]
+if TYPE_CHECKING:
+    from mill.task.base import Task
+
+SampleValue = Any
+"""A per-sample value: a float for means, a tuple for corpus metrics."""
+
+
+class DocResponses(list[Response]):
+    """A doc's responses in request order: one per choice (LOGPROBS), one per repeat
+    (GENERATIVE) or one (PERPLEXITY). ``unconditioned`` holds the context-free responses
+    of PMI, one per choice, when a selected metric asked for them."""
+
+    def __init__(
+        self, responses: Iterable[Response], unconditioned: Iterable[Response] = ()
+    ) -> None:
+        super().__init__(responses)
+        self.unconditioned: list[Response] = list(unconditioned)
 
 
 class Metric:
@@ -18,6 +39,8 @@ class Metric:
     name: ClassVar[str] = ""
     output_types: ClassVar[frozenset[OutputType]] = frozenset()
     higher_is_better: ClassVar[bool] = True
+    needs_unconditioned: ClassVar[bool] = False
+    """True: the evaluator issues context-free requests (PMI) for this metric."""
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> SampleValue:
         """Per-sample value from a doc and its responses (ordered by request index)."""
@@ -31,6 +54,19 @@ class Metric:
         """Standard error of :meth:`aggregate`."""
         raise NotImplementedError
 
+    def check_task(self, task: Task) -> str | None:
+        """Why this metric cannot score ``task`` (checked before data loads), or None."""
+        return None
+
+    def check_doc(self, doc: Doc) -> str | None:
+        """Why this metric cannot score ``doc`` (checked before the model runs), or None."""
+        return None
+
+    @property
+    def is_mean(self) -> bool:
+        """The aggregate is the mean of per-sample floats (closed-form stderr)."""
+        return False
+
 
 class MeanMetric(Metric):
     """A metric whose corpus value is the mean of per-sample values.
@@ -40,29 +76,33 @@ class MeanMetric(Metric):
     """
 
     def aggregate(self, values: Sequence[SampleValue]) -> float:
-        return mean([float(v) for v in values])  # type: ignore[arg-type]
+        return mean([float(v) for v in values])
 
     def stderr(self, values: Sequence[SampleValue], *, iters: int, seed: int) -> float | None:
-        return mean_stderr([float(v) for v in values])  # type: ignore[arg-type]
+        return mean_stderr([float(v) for v in values])
+
+    @property
+    def is_mean(self) -> bool:
+        return True
 
 
-class RatioMetric(Metric):
+class CorpusMetric(Metric):
+    """A metric computed from all per-sample values at once (not a mean). Its stderr is
+    the standard deviation of the aggregate over ``iters`` seeded bootstrap resamples of
+    the docs."""
+
+    def stderr(self, values: Sequence[SampleValue], *, iters: int, seed: int) -> float | None:
+        return bootstrap_stderr(list(values), self.aggregate, iters=iters, seed=seed)
+
+
+class RatioMetric(CorpusMetric):
     """A corpus metric over per-sample pairs (numerator, denominator), e.g. log-likelihood
-    and word count. Its stderr is a seeded bootstrap over docs."""
+    and word count: ``from_sums(sum numerators, sum denominators)``."""
 
     def from_sums(self, numerator: float, denominator: float) -> float:
         """The corpus value from the summed pairs."""
         raise NotImplementedError
 
     def aggregate(self, values: Sequence[SampleValue]) -> float:
-        pairs = [v for v in values if isinstance(v, tuple)]
+        pairs = [v for v in values if isinstance(v, (tuple, list))]
         return self.from_sums(sum(p[0] for p in pairs), sum(p[1] for p in pairs))
-
-    def stderr(self, values: Sequence[SampleValue], *, iters: int, seed: int) -> float | None:
-        pairs = [v for v in values if isinstance(v, tuple)]
-        return bootstrap_stderr(
-            pairs,
-            lambda ps: self.from_sums(sum(p[0] for p in ps), sum(p[1] for p in ps)),
-            iters=iters,
-            seed=seed,
-        )

@@ -69,7 +69,11 @@ class ExactMatch(MeanMetric):
             return text
         return extract(text, self.extract_pattern, self.extract_group)
 
-    def score(self, doc: Doc, responses: Sequence[Response]) -> float:
-        prediction = self._normalise(self.prediction(responses[0]))
+    def matches(self, doc: Doc, prediction: str) -> float:
+        """1.0 if an extracted prediction equals any reference after normalisation."""
+        normalised = self._normalise(prediction)
         golds = doc.gold if isinstance(doc.gold, tuple) else (str(doc.gold),)
-        return float(any(prediction == self._normalise(g) for g in golds))
+        return float(any(normalised == self._normalise(g) for g in golds))
+
+    def score(self, doc: Doc, responses: Sequence[Response]) -> float:
+        return self.matches(doc, self.prediction(responses[0]))

@@ -1,5 +1,7 @@
-"""Corpus perplexities of PERPLEXITY tasks, normalised by words or bytes (lm-eval's
-``weighted_perplexity`` and ``bits_per_byte``). Per sample: (log-likelihood, count)."""
+"""Perplexities. PERPLEXITY tasks: corpus perplexities normalised by words or bytes
+(lm-eval's ``weighted_perplexity`` and ``bits_per_byte``; per sample: (log-likelihood,
+count)). LOGPROBS tasks: the perplexity of the gold continuations (lm-eval's
+``perplexity``)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from mill.metrics.base import RatioMetric
+from mill.metrics.base import CorpusMetric, RatioMetric, SampleValue
 from mill.task.doc import Doc
 from mill.types import OutputType, Response
 
@@ -51,3 +53,19 @@ class BitsPerByte(BytePerplexity):
 
     def from_sums(self, numerator: float, denominator: float) -> float:
         return -numerator / (denominator * math.log(2))
+
+
+class Perplexity(CorpusMetric):
+    """perplexity = exp(-mean_d ll_d), ll_d = log-likelihood of doc d's gold continuation
+    (LOGPROBS, e.g. LAMBADA's last word; lm-eval's ``perplexity``). Lower is better;
+    stderr by seeded bootstrap over docs."""
+
+    name = "perplexity"
+    output_types = frozenset({OutputType.LOGPROBS})
+    higher_is_better = False
+
+    def score(self, doc: Doc, responses: Sequence[Response]) -> float:
+        return float(responses[int(doc.gold)].logprob)  # type: ignore[arg-type]
+
+    def aggregate(self, values: Sequence[SampleValue]) -> float:
+        return math.exp(-sum(float(v) for v in values) / len(values)) if values else math.nan

@@ -38,6 +38,11 @@ class LanguageModel(ABC):
     ) -> list[Response]:
         """GENERATIVE: greedy continuation of each context until a stop string or EOS."""
 
+    def chat_template(self) -> Callable[[list[dict[str, str]], bool], str] | None:
+        """The model's chat template (messages, add_generation_prompt) -> prompt, or None
+        when it has none. Tasks with ``chat_template=true`` render prompts through it."""
+        return None
+
     @abstractmethod
     def identity(self) -> dict[str, Any]:
         """What identifies this model's scores: weights, revision, dtype, scoring options."""

@@ -61,8 +61,12 @@ def generate_batch(
     max_gen_toks: int,
     eos_ids: set[int],
     decode: Callable[[list[int]], str],
+    choose: Callable[[torch.Tensor, list[int]], list[int]] | None = None,
 ) -> list[Generated]:
-    """Greedily continue a batch of tokenized contexts (already left-truncated)."""
+    """Greedily continue a batch of tokenized contexts (already left-truncated).
+
+    ``choose(logits, rows)`` replaces the greedy pick (see :class:`SeededSampler`).
+    """
     n = len(contexts)
     width = max(len(c) for c in contexts)
     ids = torch.zeros((n, width), dtype=torch.long)
@@ -81,7 +85,7 @@ def generate_batch(
     step_ids, step_pos = ids, positions
     for _ in range(max_gen_toks):
         logits, past = stepper.next_logits(step_ids, mask, step_pos, past)
-        next_tokens = logits.argmax(-1).tolist()
+        next_tokens = choose(logits, active) if choose else logits.argmax(-1).tolist()
         keep = []
         for slot, row in enumerate(active):
             token = next_tokens[slot]
@@ -117,3 +121,25 @@ def generate_batch(
         )
         for row in range(n)
     ]
+
+
+class SeededSampler:
+    """Temperature sampling with one generator per batch row, seeded from its request, so
+    a row's tokens never depend on the batch it runs in or on the order of requests.
+
+    ``choose(logits, rows)``: for each active row, one token drawn from
+    softmax(logits / temperature) with that row's own ``torch.Generator``.
+    """
+
+    def __init__(self, seeds: Sequence[int], temperature: float) -> None:
+        if temperature <= 0:
+            raise ValueError("sampling needs temperature > 0")
+        self.temperature = float(temperature)
+        self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
+
+    def __call__(self, logits: torch.Tensor, rows: list[int]) -> list[int]:
+        probs = torch.softmax(logits.float().cpu() / self.temperature, dim=-1)
+        return [
+            int(torch.multinomial(probs[slot], 1, generator=self.generators[row]))
+            for slot, row in enumerate(rows)
+        ]

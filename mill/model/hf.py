@@ -15,6 +15,7 @@ from typing import Any
 
 from mill.errors import ModelError
 from mill.model.base import LanguageModel, OnResponse, _ignore
+from mill.task.chat import ChatTemplate
 from mill.types import Request, Response
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,22 @@ def _fingerprint(directory: Path) -> str:
         if size <= 64 << 20:
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def _sampler(requests: Sequence[Request], sampling: tuple[float, int] | None) -> Any:
+    """A seeded sampler for a batch of sampled generations (None: greedy). Each request's
+    seed is derived from the generation seed and the request id (which includes the
+    repeat index), so repeats differ and reruns repeat."""
+    if sampling is None:
+        return None
+    from mill.model.generation import SeededSampler
+
+    temperature, seed = sampling
+    seeds = [
+        int.from_bytes(hashlib.sha256(f"{seed}\x00{r.id}".encode()).digest()[:8], "big")
+        for r in requests
+    ]
+    return SeededSampler(seeds, temperature)
 
 
 class HFCausalLM(LanguageModel):
@@ -154,6 +171,11 @@ class HFCausalLM(LanguageModel):
 
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
+
+    def chat_template(self) -> ChatTemplate | None:
+        from mill.task.chat import tokenizer_chat_template
+
+        return tokenizer_chat_template(self.tokenizer)
 
     # ----- tokenization (lm-eval TemplateLM semantics) --------------------------------------
     def _encode(self, text: str, add_special_tokens: bool | None = None) -> list[int]:
@@ -292,8 +314,13 @@ class HFCausalLM(LanguageModel):
         jobs = []
         for i, request in enumerate(requests):
             args = request.generation
-            if args is None or args.do_sample:
-                raise ModelError(f"request {request.id}: only greedy generation is supported")
+            if args is None:
+                raise ModelError(f"request {request.id}: no generation arguments")
+            if args.do_sample and args.temperature <= 0:
+                raise ModelError(
+                    f"request {request.id}: do_sample needs temperature > 0; set "
+                    "task.generation.temperature"
+                )
             max_gen = args.max_gen_toks or self.max_gen_toks
             until = list(args.until)
             if eos_text and eos_text not in until:
@@ -305,13 +332,16 @@ class HFCausalLM(LanguageModel):
                     f"request {request.id}: max_gen_toks={max_gen} leaves no room "
                     f"for context in max_length={self.max_length}"
                 )
-            jobs.append((i, tokens[-keep:], max(0, len(tokens) - keep), tuple(until), max_gen))
+            sampling = (args.temperature, args.seed) if args.do_sample else None
+            jobs.append(
+                (i, tokens[-keep:], max(0, len(tokens) - keep), tuple(until), max_gen, sampling)
+            )
         jobs.sort(key=lambda j: (-len(j[1]), j[0]))
         responses: list[Response | None] = [None] * len(requests)
-        groups: dict[tuple[tuple[str, ...], int], list[Any]] = {}
+        groups: dict[tuple[tuple[str, ...], int, Any], list[Any]] = {}
         for job in jobs:
-            groups.setdefault((job[3], job[4]), []).append(job)
-        for (until, max_gen), group in groups.items():
+            groups.setdefault((job[3], job[4], job[5]), []).append(job)
+        for (until, max_gen, sampling), group in groups.items():
             for batch in budget_batches(
                 group, lambda j: (1, len(j[1]) + j[4]), self._budget(), self._max_rows()
             ):
@@ -323,6 +353,7 @@ class HFCausalLM(LanguageModel):
                     max_gen,
                     eos_ids,
                     self._decode,
+                    _sampler([requests[j[0]] for j in batch], sampling),
                 )
                 for job, out in zip(batch, outputs, strict=True):
                     i = job[0]

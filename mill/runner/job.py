@@ -103,6 +103,11 @@ def run_job(
             "tasks": {
                 t.name: {
                     "metrics": per_task[t.name].metrics,
+                    **(
+                        {"subjects": {s: r.metrics for s, r in per_task[t.name].subjects.items()}}
+                        if per_task[t.name].subjects
+                        else {}
+                    ),
                     "settings": t.describe(),
                     "data": t.origins,
                 }
@@ -116,6 +121,8 @@ def run_job(
             },
             "seconds": round(time.monotonic() - start, 3),
         }
+        for t in tasks:  # subject groups of multi-subject tasks (MMLU categories, overall)
+            results["groups"].update(per_task[t.name].groups)
         if group is not None:
             shared = [
                 m

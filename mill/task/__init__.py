@@ -2,5 +2,6 @@
 
 from mill.task.base import Task, TaskGroup
 from mill.task.doc import Doc
+from mill.task.yaml_task import YamlTask
 
-__all__ = ["Doc", "Task", "TaskGroup"]
+__all__ = ["Doc", "Task", "TaskGroup", "YamlTask"]

@@ -4,18 +4,25 @@ A subclass sets ``NAME``, ``DATASET_PATH``, ``SAMPLE_SPLIT``, ``FEWSHOT_SPLIT``,
 ``METRICS`` and ``OUTPUT_TYPE`` and implements the hooks it needs. Task configs select a
 class with ``_target_`` and set its fields (few-shot count, limit, dataset overrides, ...).
 
-Prompts follow lm-evaluation-harness: ``context = initial prompt + shots + query`` where
-each shot is ``query + TARGET_DELIMITER + target`` followed by ``FEWSHOT_DELIMITER``, and a
-LOGPROBS continuation is ``TARGET_DELIMITER + choice``.
+Prompts follow lm-evaluation-harness 0.4.13 (``fewshot_context``/``build_qa_turn``): a
+prompt is a list of messages (:mod:`mill.task.chat`) -- an optional system message (system
+prompt + ``_get_initial_prompt_text``, lm-eval's description), per few-shot example a user
+turn ``query`` + ``TARGET_DELIMITER`` and an assistant turn ``target`` +
+``FEWSHOT_DELIMITER``, then the evaluated query. Plain text joins them; with
+``chat_template=true`` the model's chat template renders them, and a LOGPROBS continuation
+loses its target delimiter (as lm-eval). A LOGPROBS continuation is
+``TARGET_DELIMITER + choice``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from mill.data.load import DatasetSpec, DataSource, load_rows
 from mill.errors import TaskError
+from mill.task.chat import ChatTemplate, Message, join_delimited, render_chat, render_text
 from mill.task.doc import Doc
 from mill.task.fewshot import choose_shots
 from mill.types import GenerationArgs, OutputType, Request
@@ -31,12 +38,20 @@ class Task:
     LOCAL_FILES: ClassVar[dict[str, str]] = {}
     LOCAL_BUILDER: ClassVar[str] = "json"
     LOCAL_BUILDER_KWARGS: ClassVar[dict[str, Any]] = {}
+    LOCAL_SIDE_FILES: ClassVar[dict[str, dict[str, str]]] = {}
+    """split -> {field: file}: line-aligned text files whose lines become a field of each
+    local row (PIQA's ``valid-labels.lst``). Override one with
+    ``task.dataset.data_files.<split>_<field>=/path``."""
     SAMPLE_SPLIT: ClassVar[str] = "test"
     FEWSHOT_SPLIT: ClassVar[str | None] = None
+    FEWSHOT_SAMPLES: ClassVar[list[dict[str, Any]]] = []
+    """Fixed few-shot examples used instead of a split (lm-eval ``fewshot_config.samples``)."""
     SUBJECTS: ClassVar[list[str]] = ["default"]
     METRICS: ClassVar[list[str]] = []
     """Names of the default metrics (``conf/metrics/<name>.yaml``)."""
     OUTPUT_TYPE: ClassVar[OutputType] = OutputType.LOGPROBS
+    MULTIPLE_INPUT: ClassVar[bool] = False
+    """LOGPROBS: the choices are contexts scored on one shared continuation (WinoGrande)."""
     TARGET_DELIMITER: ClassVar[str] = " "
     FEWSHOT_DELIMITER: ClassVar[str] = "\n\n"
     GENERATION: ClassVar[GenerationArgs] = GenerationArgs()
@@ -53,10 +68,12 @@ class Task:
         sample_split: str | None = None,
         fewshot_split: str | None = None,
         generation: dict[str, Any] | None = None,
+        repeats: int = 1,
+        chat_template: bool = False,
+        system_prompt: str | None = None,
+        fewshot_as_multiturn: bool = True,
     ) -> None:
         self.name = name or self.NAME
-        self.num_fewshot = int(num_fewshot)
-        self.limit = limit
         self.fewshot_sampler = fewshot_sampler
         self.fewshot_seed = int(fewshot_seed)
         self.subjects = list(subjects) if subjects else list(self.SUBJECTS)
@@ -65,8 +82,14 @@ class Task:
             raise TaskError(f"task {self.name!r}: unknown subjects {unknown}")
         self.sample_split = sample_split or self.SAMPLE_SPLIT
         self.fewshot_split = fewshot_split or self.FEWSHOT_SPLIT
-        self.configure(num_fewshot=self.num_fewshot, limit=limit)
-        overrides = dict(dataset or {})
+        self.num_fewshot = 0
+        self.limit: int | None = None
+        self.configure(num_fewshot=num_fewshot, limit=limit)
+        self.chat_template = bool(chat_template)
+        self.system_prompt = system_prompt
+        self.fewshot_as_multiturn = bool(fewshot_as_multiturn)
+        # null values mean "the task's default" (configs list the keys so they can be set)
+        overrides = {k: v for k, v in (dataset or {}).items() if v is not None}
         self.dataset = DatasetSpec(
             path=overrides.pop("path", self.DATASET_PATH),
             name=overrides.pop("name", self.DATASET_NAME),
@@ -74,7 +97,9 @@ class Task:
             local_files=dict(overrides.pop("local_files", self.LOCAL_FILES)),
             local_builder=overrides.pop("builder", self.LOCAL_BUILDER),
             builder_kwargs=dict(overrides.pop("builder_kwargs", self.LOCAL_BUILDER_KWARGS)),
-            data_files=dict(overrides.pop("data_files", {}) or {}),
+            data_files={
+                k: v for k, v in (overrides.pop("data_files", {}) or {}).items() if v is not None
+            },
         )
         if overrides:
             raise TaskError(f"task {self.name!r}: unknown dataset keys {sorted(overrides)}")
@@ -82,14 +107,25 @@ class Task:
         if "until" in gen:
             gen["until"] = tuple(gen["until"])
         self.generation = GenerationArgs(**{**self.GENERATION.__dict__, **gen})
+        self.repeats = int(repeats)
+        if self.repeats < 1:
+            raise TaskError(f"task {self.name!r}: repeats must be >= 1")
+        if self.repeats > 1 and self.OUTPUT_TYPE is not OutputType.GENERATIVE:
+            raise TaskError(f"task {self.name!r}: repeats apply to generative tasks only")
+        if self.repeats > 1 and not self.generation.do_sample:
+            raise TaskError(
+                f"task {self.name!r}: repeats={self.repeats} with greedy generation gives "
+                "identical answers; add task.generation.do_sample=true (and a temperature)"
+            )
         self.origins: dict[str, Any] = {}
+        self._chat: ChatTemplate | None = None
 
     def configure(self, num_fewshot: int | None = None, limit: int | None = None) -> None:
         """Set the few-shot count and/or the doc limit (used by task groups), validated."""
         if num_fewshot is not None:
             if int(num_fewshot) < 0:
                 raise TaskError(f"task {self.name!r}: num_fewshot must be >= 0")
-            if int(num_fewshot) and not self.fewshot_split:
+            if int(num_fewshot) and not (self.fewshot_split or self.FEWSHOT_SAMPLES):
                 raise TaskError(
                     f"task {self.name!r} has no few-shot split; set task.fewshot_split or "
                     "task.num_fewshot=0"
@@ -102,15 +138,18 @@ class Task:
 
     # ----- hooks (seed 001) -------------------------------------------------------------
     def _get_instruction_text(self, item: dict[str, Any]) -> str:
-        """The query for one item, without its answer (lm-eval ``doc_to_text``)."""
+        """The query for one item, without its answer (lm-eval ``doc_to_text``). For
+        MULTIPLE_INPUT tasks: the query completed with the gold choice (few-shot turns)."""
         raise NotImplementedError
 
     def _get_ground_truth(self, item: dict[str, Any]) -> str | list[str] | None:
-        """The correct answer: the gold choice text, or the reference answer(s)."""
+        """The correct answer: the gold choice text, or the reference answer(s). For
+        MULTIPLE_INPUT tasks: the continuation shared by every choice."""
         raise NotImplementedError
 
     def _get_possible_completions(self, item: dict[str, Any]) -> list[str] | None:
-        """LOGPROBS: the candidate answers (without the target delimiter)."""
+        """LOGPROBS: the candidate answers (without the target delimiter). For
+        MULTIPLE_INPUT tasks: the candidate contexts."""
         return None
 
     def _get_fewshot_target_text(self, item: dict[str, Any]) -> str:
@@ -119,7 +158,7 @@ class Task:
         return truth[0] if isinstance(truth, list) else str(truth)
 
     def _get_system_prompt_text(self, item: dict[str, Any]) -> str | None:
-        """A system prompt (used with chat templates)."""
+        """The task's system prompt (``task.system_prompt`` replaces it)."""
         return None
 
     def _get_initial_prompt_text(self, item: dict[str, Any]) -> str | None:
@@ -149,27 +188,99 @@ class Task:
         """Preprocess the rows of a split (lm-eval ``process_docs``); identity by default."""
         return rows
 
-    # ----- machinery ----------------------------------------------------------------------
+    def _local_builder_kwargs(self) -> dict[str, Any]:
+        """Extra ``datasets`` builder arguments for local files that cannot live in a class
+        attribute (e.g. ``Features`` objects, built only when data loads)."""
+        return {}
+
+    def subject_groups(self) -> dict[str, list[str]]:
+        """Named groups of subjects aggregated micro and macro (e.g. MMLU's categories);
+        none by default."""
+        return {}
+
+    # ----- loading ------------------------------------------------------------------------
     def _load_split(self, split: str, source: DataSource, subject: str) -> list[dict[str, Any]]:
-        loaded = load_rows(self.dataset, split, source, subject)
+        spec = self.dataset
+        extra = self._local_builder_kwargs()
+        if extra:
+            spec = replace(spec, builder_kwargs={**spec.builder_kwargs, **extra})
+        loaded = load_rows(spec, split, source, subject)
         self.origins[f"{subject}/{split}"] = loaded.origin
-        rows = [self._adapt_local_row(r) for r in loaded.rows] if loaded.local else loaded.rows
+        rows = loaded.rows
+        if loaded.local:
+            rows = self._attach_side_files(rows, split, source, subject)
+            rows = [self._adapt_local_row(r) for r in rows]
         return self._process_docs(rows)
 
-    def _build_context(self, item: dict[str, Any], shots: list[dict[str, Any]]) -> str:
-        parts = []
-        initial = self._get_initial_prompt_text(item)
-        if initial:
-            parts.append(initial)
-        for shot in shots:
-            parts.append(
-                self._get_instruction_text(shot)
-                + self.TARGET_DELIMITER
-                + self._get_fewshot_target_text(shot)
-                + self.FEWSHOT_DELIMITER
+    def _attach_side_files(
+        self, rows: list[dict[str, Any]], split: str, source: DataSource, subject: str
+    ) -> list[dict[str, Any]]:
+        for column, relpath in self.LOCAL_SIDE_FILES.get(split, {}).items():
+            key = f"{split}_{column}"
+            spec = DatasetSpec(
+                path=f"{self.dataset.path} ({column})",
+                local_files={split: relpath},
+                local_builder="text",
+                data_files={split: self.dataset.data_files[key]}
+                if key in self.dataset.data_files
+                else {},
             )
-        parts.append(self._get_instruction_text(item))
-        return "".join(parts)
+            if source.root is None and not spec.data_files:
+                raise TaskError(
+                    f"task {self.name!r}: split {split!r} comes from your own file; give its "
+                    f"{column} file too: task.dataset.data_files.{key}=/path/to/file"
+                )
+            side = load_rows(spec, split, source, subject)
+            self.origins[f"{subject}/{split}/{column}"] = side.origin
+            values = [r["text"] for r in side.rows]
+            if len(values) != len(rows):
+                raise TaskError(
+                    f"task {self.name!r}: {side.origin.get('file')} has {len(values)} lines "
+                    f"but the {split} file has {len(rows)} rows; they must be line-aligned"
+                )
+            rows = [{**row, column: value} for row, value in zip(rows, values, strict=True)]
+        return rows
+
+    # ----- prompts ------------------------------------------------------------------------
+    def _messages(
+        self, item: dict[str, Any], shots: list[dict[str, Any]], query: str
+    ) -> list[Message]:
+        messages = []
+        system = join_delimited(
+            self.system_prompt or self._get_system_prompt_text(item),
+            self._get_initial_prompt_text(item),
+            self.FEWSHOT_DELIMITER,
+        )
+        if system:
+            # plain text: lm-eval 0.4.13 glues a bare system prompt to the first question;
+            # Mill separates them with the few-shot delimiter (a description already ends
+            # with whitespace, so lm-eval's default prompts are unchanged)
+            messages.append(
+                Message("system", system, "" if system[-1].isspace() else self.FEWSHOT_DELIMITER)
+            )
+        for shot in shots:
+            question = self._get_instruction_text(shot)
+            answer = self._get_fewshot_target_text(shot)
+            messages.append(Message("user", question, self.TARGET_DELIMITER))
+            messages.append(Message("assistant", answer, self.FEWSHOT_DELIMITER))
+        messages.append(Message("user", query))
+        return messages
+
+    def _render(self, messages: list[Message]) -> str:
+        if self.chat_template:
+            if self._chat is None:
+                raise TaskError(
+                    f"task {self.name!r}: chat_template=true but the model has no chat "
+                    "template; drop task.chat_template or use a chat model"
+                )
+            return render_chat(messages, self._chat, self.fewshot_as_multiturn)
+        return render_text(messages)
+
+    @property
+    def continuation_delimiter(self) -> str:
+        """What precedes a LOGPROBS continuation: the target delimiter, or nothing when a
+        chat template renders the prompt (lm-eval)."""
+        return "" if self.chat_template else self.TARGET_DELIMITER
 
     def _make_doc(
         self,
@@ -183,12 +294,8 @@ class Task:
             task=self.name, id=doc_id, subject=subject, fewshot_ids=tuple(shots), item=item
         )
         where = f"task {self.name!r}, subject {subject!r}, doc {doc_id}"
+        shot_items = [pool[i] for i in shots]
         try:
-            context = (
-                self._build_context(item, [pool[i] for i in shots])
-                if self.OUTPUT_TYPE is not OutputType.PERPLEXITY
-                else ""
-            )
             if self.OUTPUT_TYPE is OutputType.LOGPROBS:
                 choices = list(self._get_possible_completions(item) or [])
                 if not choices:
@@ -197,10 +304,31 @@ class Task:
                 if not 0 <= gold < len(choices):
                     raise TaskError(f"{where}: gold index {gold} outside {len(choices)} choices")
                 idk = self._get_idk_index(item, choices)
+                if idk is not None and not 0 <= idk < len(choices):
+                    raise TaskError(f"{where}: IDK index {idk} outside {len(choices)} choices")
+                if self.MULTIPLE_INPUT:
+                    contexts = tuple(
+                        self._render(self._messages(item, shot_items, c)) for c in choices
+                    )
+                    return Doc(
+                        context=contexts[gold],
+                        contexts=contexts,
+                        continuation=str(self._get_ground_truth(item)),
+                        choices=tuple(choices),
+                        gold=gold,
+                        idk_index=idk,
+                        **common,
+                    )
+                context = self._render(
+                    self._messages(item, shot_items, self._get_instruction_text(item))
+                )
                 return Doc(
                     context=context, choices=tuple(choices), gold=gold, idk_index=idk, **common
                 )
             if self.OUTPUT_TYPE is OutputType.GENERATIVE:
+                context = self._render(
+                    self._messages(item, shot_items, self._get_instruction_text(item))
+                )
                 truth = self._get_ground_truth(item)
                 gold = tuple(truth) if isinstance(truth, list) else truth
                 return Doc(context=context, gold=gold, **common)
@@ -213,20 +341,28 @@ class Task:
                 f"{err} that the prompt needs"
             ) from err
 
-    def docs(self, source: DataSource) -> Iterator[Doc]:
-        """Load the data and yield every evaluated doc with its few-shot context."""
+    # ----- docs and requests ----------------------------------------------------------------
+    def docs(self, source: DataSource, chat: ChatTemplate | None = None) -> Iterator[Doc]:
+        """Load the data and yield every evaluated doc with its few-shot context.
+
+        ``chat`` is the model's chat template, used when ``chat_template`` is set.
+        """
+        self._chat = chat
+        if self.chat_template and chat is None:
+            self._render([])  # raises the explanatory error
         for subject in self.subjects:
             rows = self._load_split(self.sample_split, source, subject)
             if self.limit is not None:
                 rows = rows[: int(self.limit)]
             pool: list[dict[str, Any]] = []
-            same_split = self.fewshot_split == self.sample_split
+            same_split = not self.FEWSHOT_SAMPLES and self.fewshot_split == self.sample_split
             if self.num_fewshot:
-                pool = (
-                    rows
-                    if same_split and self.limit is None
-                    else self._load_split(str(self.fewshot_split), source, subject)
-                )
+                if self.FEWSHOT_SAMPLES:
+                    pool = [dict(s) for s in self.FEWSHOT_SAMPLES]
+                elif same_split and self.limit is None:
+                    pool = rows
+                else:
+                    pool = self._load_split(str(self.fewshot_split), source, subject)
             for doc_id, item in enumerate(rows):
                 shots = (
                     choose_shots(
@@ -243,29 +379,60 @@ class Task:
                 )
                 yield self._make_doc(subject, doc_id, item, shots, pool)
 
-    def requests(self, doc: Doc) -> list[Request]:
-        """The model requests one doc needs (one per choice for LOGPROBS)."""
+    def requests(self, doc: Doc, unconditioned: bool = False) -> list[Request]:
+        """The model requests one doc needs: one per choice for LOGPROBS (plus, with
+        ``unconditioned``, one per choice with an empty context, for PMI), one per repeat
+        for GENERATIVE, one for PERPLEXITY."""
         base = dict(task=self.name, subject=doc.subject, doc_id=doc.id)
         if self.OUTPUT_TYPE is OutputType.LOGPROBS:
-            return [
-                Request(
-                    OutputType.LOGPROBS,
-                    index=i,
-                    context=doc.context,
-                    continuation=self.TARGET_DELIMITER + choice,
-                    **base,
-                )
-                for i, choice in enumerate(doc.choices)
-            ]
+            delim = self.continuation_delimiter
+            if doc.contexts:
+                out = [
+                    Request(
+                        OutputType.LOGPROBS,
+                        index=i,
+                        context=ctx,
+                        continuation=delim + doc.continuation,
+                        **base,
+                    )
+                    for i, ctx in enumerate(doc.contexts)
+                ]
+                scored = [doc.continuation] * len(doc.contexts)
+            else:
+                out = [
+                    Request(
+                        OutputType.LOGPROBS,
+                        index=i,
+                        context=doc.context,
+                        continuation=delim + choice,
+                        **base,
+                    )
+                    for i, choice in enumerate(doc.choices)
+                ]
+                scored = list(doc.choices)
+            if unconditioned:
+                out += [
+                    Request(
+                        OutputType.LOGPROBS,
+                        index=i,
+                        context="",
+                        continuation=delim + text,
+                        role="unconditioned",
+                        **base,
+                    )
+                    for i, text in enumerate(scored)
+                ]
+            return out
         if self.OUTPUT_TYPE is OutputType.GENERATIVE:
             return [
                 Request(
                     OutputType.GENERATIVE,
-                    index=0,
+                    index=i,
                     context=doc.context,
                     generation=self.generation,
                     **base,
                 )
+                for i in range(self.repeats)
             ]
         return [
             Request(
@@ -285,7 +452,7 @@ class Task:
             "limit": self.limit,
             "subjects": self.subjects,
             "sample_split": self.sample_split,
-            "fewshot_split": self.fewshot_split,
+            "fewshot_split": None if self.FEWSHOT_SAMPLES else self.fewshot_split,
             "dataset": {
                 "path": self.dataset.path,
                 "name": self.dataset.name,
@@ -294,13 +461,17 @@ class Task:
             "generation": self.generation.__dict__
             if self.OUTPUT_TYPE is OutputType.GENERATIVE
             else None,
+            "repeats": self.repeats,
+            "chat_template": self.chat_template,
+            "system_prompt": self.system_prompt,
+            "fewshot_as_multiturn": self.fewshot_as_multiturn if self.chat_template else None,
         }
 
 
 class TaskGroup:
     """Several tasks evaluated together and aggregated (e.g. ``arc`` = easy + challenge).
 
-    ``num_fewshot`` and ``limit``, when set, apply to every member.
+    ``num_fewshot``, ``limit`` and the chat settings, when set, apply to every member.
     """
 
     def __init__(
@@ -309,6 +480,9 @@ class TaskGroup:
         tasks: list[Task],
         num_fewshot: int | None = None,
         limit: int | None = None,
+        chat_template: bool | None = None,
+        system_prompt: str | None = None,
+        fewshot_as_multiturn: bool | None = None,
     ) -> None:
         if not tasks:
             raise TaskError(f"task group {name!r} has no tasks")
@@ -319,3 +493,9 @@ class TaskGroup:
         self.tasks = list(tasks)
         for task in self.tasks:
             task.configure(num_fewshot=num_fewshot, limit=limit)
+            if chat_template is not None:
+                task.chat_template = bool(chat_template)
+            if system_prompt is not None:
+                task.system_prompt = system_prompt
+            if fewshot_as_multiturn is not None:
+                task.fewshot_as_multiturn = bool(fewshot_as_multiturn)

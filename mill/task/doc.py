@@ -22,7 +22,11 @@ class Doc:
     """LOGPROBS: gold choice index. GENERATIVE: reference answer(s). PERPLEXITY: the text
     whose words and bytes normalise perplexity (WikiText: the page before detokenization)."""
     continuation: str = ""
-    """PERPLEXITY: the text scored as a whole."""
+    """PERPLEXITY: the text scored as a whole. LOGPROBS with ``contexts``: the continuation
+    shared by every choice (without the target delimiter)."""
+    contexts: tuple[str, ...] = ()
+    """LOGPROBS "multiple input" tasks (WinoGrande): one context per choice, all scored on
+    the same ``continuation`` (lm-eval's partial scoring). Empty for ordinary tasks."""
     fewshot_ids: tuple[int, ...] = ()
     """Ids (in the few-shot split) of the examples placed in ``context``."""
     idk_index: int | None = None

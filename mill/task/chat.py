@@ -1,0 +1,96 @@
+"""Prompts as messages, rendered as plain text or through a tokenizer's chat template.
+
+A prompt is a list of :class:`Message` (lm-eval 0.4.13's ``build_qa_turn`` layout): an
+optional system message (system prompt + task description), then per few-shot example a
+user turn (the query) and an assistant turn (its answer), then the user turn of the
+evaluated question. Plain text joins each message with its delimiter; a chat template
+renders the turns either as they are (few-shot as multi-turn) or collapsed into one user
+message (lm-eval's ``multiturn_to_singleturn``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+ChatTemplate = Callable[[list[dict[str, str]], bool], str]
+"""Renders chat messages (``{"role", "content"}``) to the model's prompt string; the bool
+is ``add_generation_prompt``."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One turn. ``delimiter`` follows the content in plain-text rendering only."""
+
+    role: str
+    content: str
+    delimiter: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+    def to_text(self) -> str:
+        return self.content + self.delimiter
+
+
+def join_delimited(prefix: str | None, suffix: str | None, delimiter: str) -> str:
+    """``prefix + delimiter + suffix``, without the delimiter when either side already has
+    whitespace at the join (lm-eval's ``maybe_delimit``)."""
+    if not prefix:
+        return suffix or ""
+    if not suffix:
+        return prefix
+    if prefix[-1].isspace() or suffix[0].isspace():
+        return prefix + suffix
+    return prefix + delimiter + suffix
+
+
+def render_text(messages: Sequence[Message]) -> str:
+    """Plain text: every message's content followed by its delimiter."""
+    return "".join(m.to_text() for m in messages)
+
+
+def single_turn(messages: Sequence[Message]) -> list[dict[str, str]]:
+    """Collapse the user/assistant turns into one user message, keeping a leading system
+    message and a trailing assistant message apart (lm-eval's ``multiturn_to_singleturn``)."""
+    system = messages[0] if messages and messages[0].role == "system" else None
+    rest = list(messages[1:] if system else messages)
+    tail: list[dict[str, str]] = []
+    if rest and rest[-1].role == "assistant":
+        tail = [rest[-1].to_dict()]
+        rest = rest[:-1]
+    body = "".join(m.to_text() for m in rest[:-1]) + (rest[-1].content if rest else "")
+    out = [{"role": "user", "content": body}, *tail]
+    return [system.to_dict(), *out] if system else out
+
+
+def render_chat(messages: Sequence[Message], template: ChatTemplate, multiturn: bool) -> str:
+    """Render through a chat template, few-shot examples as separate turns or collapsed."""
+    turns = [m.to_dict() for m in messages] if multiturn else single_turn(messages)
+    return template(turns, True)
+
+
+def tokenizer_chat_template(tokenizer: Any) -> ChatTemplate | None:
+    """The chat template of a ``transformers`` tokenizer as a :data:`ChatTemplate`, or None
+    when it has none. As lm-eval's HF backend: ``continue_final_message`` is the opposite
+    of ``add_generation_prompt``, and a template that rejects the system role is retried
+    without the system message."""
+    if not getattr(tokenizer, "chat_template", None):
+        return None
+
+    def render(turns: list[dict[str, str]], add_generation_prompt: bool) -> str:
+        import jinja2
+
+        kwargs = dict(
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt,
+            continue_final_message=not add_generation_prompt,
+        )
+        try:
+            return str(tokenizer.apply_chat_template(turns, **kwargs))
+        except jinja2.exceptions.TemplateError:
+            kept = [t for t in turns if t["role"] != "system"]
+            return str(tokenizer.apply_chat_template(kept, **kwargs))
+
+    return render

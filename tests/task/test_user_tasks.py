@@ -1,0 +1,42 @@
+"""The README's two user-task examples run from a user directory, as documented."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from tests.conftest import REPO, run_mill
+
+EXAMPLE = REPO / "examples" / "user_tasks"
+FILES = ("conf/task/capitals.yaml", "conf/task/capitals_py.yaml", "my_tasks.py")
+
+
+def test_readme_shows_the_example_files_verbatim() -> None:
+    readme = (REPO / "README.md").read_text()
+    for name in FILES:
+        assert (EXAMPLE / name).read_text().strip() in readme, name
+
+
+def test_yaml_and_python_tasks_run_from_a_user_directory(tmp_path: Path) -> None:
+    user = tmp_path / "user"
+    shutil.copytree(EXAMPLE, user)
+    search = f"hydra.searchpath=[file://{user / 'conf'}]"
+    yaml_run = run_mill(search, "task=capitals", "hydra.run.dir=out_yaml", cwd=user)
+    assert yaml_run.returncode == 0, yaml_run.stderr
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [".", os.environ.get("PYTHONPATH")]))}
+    py_run = run_mill(
+        search, "task=capitals_py", "allow_targets=[my_tasks.]", "hydra.run.dir=out_py",
+        cwd=user, env=env,
+    )  # fmt: skip
+    assert py_run.returncode == 0, py_run.stderr
+    yaml_res = json.loads((user / "out_yaml" / "results.json").read_text())
+    py_res = json.loads((user / "out_py" / "results.json").read_text())
+    a, b = yaml_res["tasks"]["capitals"]["metrics"], py_res["tasks"]["capitals_py"]["metrics"]
+    assert a["acc"]["n"] == b["acc"]["n"] == 8
+    assert a["acc"]["value"] == b["acc"]["value"] and a["acc_norm"] == b["acc_norm"]
+    # the class is refused unless allowed
+    refused = run_mill(search, "task=capitals_py", "hydra.run.dir=out_no", cwd=user, env=env)
+    assert refused.returncode == 2 and "allow_targets" in refused.stderr
+    assert not (user / "out_no" / "results.json").exists()

@@ -1,0 +1,379 @@
+"""Mill's requests equal lm-evaluation-harness 0.4.13's, string for string, on the same rows.
+
+For each task, the rows Mill loads (hub schema after local adaptation) are written to
+jsonl files; lm-eval builds the same task from those files (``dataset_path: json``) in its
+own virtualenv, and every request's context and continuation (or stop strings) must be
+identical -- plain text and through a chat template, few-shot as multi-turn or not.
+HellaSwag is not covered: its local file lost the hub fields lm-eval's preprocessing needs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mill.tasks.arc import ArcChallenge, ArcEasy
+from mill.tasks.boolq import BoolQ
+from mill.tasks.gsm8k import GSM8K, GSM8KCoT
+from mill.tasks.lambada import LambadaOpenAI
+from mill.tasks.mmlu import MMLU
+from mill.tasks.openbookqa import OpenBookQA
+from mill.tasks.piqa import PIQA
+from mill.tasks.wikitext import WikiText
+from mill.tasks.winogrande import WinoGrande
+
+from mill.data.load import DataSource
+from mill.task import Task
+from mill.task.chat import tokenizer_chat_template
+from tests.task.chat_fixtures import make_chat_tokenizer
+
+pytestmark = pytest.mark.parity
+LMEVAL_PYTHON = Path(os.environ.get("MILL_LMEVAL_PYTHON", "/tmp/lmeval-venv/bin/python"))
+SCRIPT = Path(__file__).with_name("lmeval_requests.py")
+BUNDLED = DataSource("bundled")
+NO_SPLITS = {"training_split": None, "validation_split": None, "test_split": None}
+FIRST_N = {"fewshot_config": {"sampler": "first_n"}}
+
+# (id, Mill task, lm-eval task, {lm-eval split: Mill split}, lm-eval overrides)
+CASES: list[tuple[str, Any, str, dict[str, str], dict[str, Any]]] = [
+    (
+        "arc_easy",
+        lambda: ArcEasy(limit=5),
+        "arc_easy",
+        {"test": "test"},
+        NO_SPLITS | {"test_split": "test"},
+    ),
+    (
+        "arc_easy_3shot",
+        lambda: ArcEasy(
+            limit=5, num_fewshot=3, fewshot_split="validation", fewshot_sampler="first_n"
+        ),
+        "arc_easy",
+        {"test": "test", "validation": "validation"},
+        NO_SPLITS | {"test_split": "test", "validation_split": "validation"} | FIRST_N,
+    ),
+    (
+        "arc_challenge",
+        lambda: ArcChallenge(limit=5),
+        "arc_challenge",
+        {"test": "test"},
+        NO_SPLITS | {"test_split": "test"},
+    ),
+    (
+        "piqa",
+        lambda: PIQA(limit=5),
+        "piqa",
+        {"validation": "validation"},
+        NO_SPLITS | {"validation_split": "validation"},
+    ),
+    (
+        "boolq",
+        lambda: BoolQ(limit=5),
+        "boolq",
+        {"validation": "validation"},
+        NO_SPLITS | {"validation_split": "validation"},
+    ),
+    (
+        "openbookqa",
+        lambda: OpenBookQA(limit=5),
+        "openbookqa",
+        {"test": "test"},
+        NO_SPLITS | {"test_split": "test"},
+    ),
+    ("lambada_openai", lambda: LambadaOpenAI(limit=5), "lambada_openai", {"test": "test"}, {}),
+    (
+        "wikitext",
+        lambda: WikiText(limit=2),
+        "wikitext",
+        {"test": "test"},
+        NO_SPLITS | {"test_split": "test"},
+    ),
+    (
+        "winogrande_2shot",
+        lambda: WinoGrande(
+            limit=5,
+            num_fewshot=2,
+            fewshot_split="train",
+            fewshot_sampler="first_n",
+            dataset={"data_files": {"train": str(_bundled("winogrande/dev.jsonl"))}},
+        ),
+        "winogrande",
+        {"validation": "validation", "train": "train"},
+        NO_SPLITS
+        | {"validation_split": "validation", "training_split": "train", "fewshot_split": "train"}
+        | FIRST_N,
+    ),
+    (
+        "gsm8k_3shot",
+        lambda: GSM8K(limit=3, num_fewshot=3, fewshot_sampler="first_n"),
+        "gsm8k",
+        {"test": "test", "train": "train"},
+        FIRST_N,
+    ),
+    (
+        "gsm8k_cot",
+        lambda: GSM8KCoT(limit=3, num_fewshot=8, fewshot_sampler="first_n"),
+        "gsm8k_cot",
+        {"test": "test"},
+        {},
+    ),
+    (
+        "mmlu_anatomy",
+        lambda: MMLU(subjects=["anatomy"], num_fewshot=5, fewshot_sampler="first_n"),
+        "mmlu_anatomy",
+        {"test": "test", "dev": "dev"},
+        {},
+    ),
+]
+CHAT = {"arc_easy_3shot", "winogrande_2shot", "gsm8k_cot", "mmlu_anatomy", "lambada_openai"}
+
+
+def _bundled(relpath: str) -> Path:
+    root = BUNDLED.root
+    assert root is not None
+    return root / relpath
+
+
+def _mill_requests(task: Task, chat: Any) -> list[list[list[Any]]]:
+    out = []
+    for doc in task.docs(BUNDLED, chat=chat):
+        reqs = task.requests(doc)
+        out.append(
+            [
+                [r.context, list(r.generation.until) if r.generation else r.continuation]
+                for r in reqs
+            ]
+        )
+    return out
+
+
+@pytest.mark.skipif(not LMEVAL_PYTHON.is_file(), reason="needs the lm-eval dev virtualenv")
+@pytest.mark.parametrize("chat_mode", ["plain", "chat_multiturn", "chat_single"])
+@pytest.mark.parametrize(
+    ("case", "make", "lm_task", "splits", "overrides"), CASES, ids=[c[0] for c in CASES]
+)
+def test_requests_match_lm_eval(
+    tmp_path: Path,
+    case: str,
+    make: Any,
+    lm_task: str,
+    splits: dict,
+    overrides: dict,
+    chat_mode: str,
+) -> None:
+    if chat_mode != "plain" and case not in CHAT:
+        pytest.skip("chat rendering is checked on a subset")
+    task: Task = make()
+    tokenizer_dir = None
+    chat = None
+    if chat_mode != "plain":
+        import transformers
+
+        tokenizer_dir = make_chat_tokenizer(tmp_path / "tok")
+        chat = tokenizer_chat_template(transformers.AutoTokenizer.from_pretrained(tokenizer_dir))
+        task.chat_template = True
+        task.fewshot_as_multiturn = chat_mode == "chat_multiturn"
+    subject = task.subjects[0]
+    files = {}
+    for lm_split, mill_split in splits.items():
+        rows = task._load_split(mill_split, BUNDLED, subject)
+        path = tmp_path / f"{lm_split}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        files[lm_split] = str(path)
+    spec = {
+        "task": lm_task,
+        "data_files": files,
+        "overrides": overrides,
+        "num_fewshot": task.num_fewshot,
+        "limit": task.limit,
+        "chat_tokenizer": str(tokenizer_dir) if tokenizer_dir else None,
+        "multiturn": task.fewshot_as_multiturn,
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    proc = subprocess.run(
+        [str(LMEVAL_PYTHON), str(SCRIPT), str(tmp_path / "spec.json"), str(tmp_path / "out.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    theirs = json.loads((tmp_path / "out.json").read_text())
+    ours = _mill_requests(task, chat)
+    assert len(ours) == len(theirs) > 0
+    for doc_id, (mine, lm) in enumerate(zip(ours, theirs, strict=True)):
+        assert mine == lm, f"doc {doc_id}"
+
+
+# (id, Mill task, Mill metrics, lm-eval task, splits, overrides, {Mill metric: lm-eval key})
+SCORED: list[tuple[str, Any, list[str], str, dict[str, str], dict[str, Any], dict[str, str]]] = [
+    (
+        "arc_easy",
+        lambda: ArcEasy(limit=8),
+        ["acc", "acc_norm", "acc_bytes", "acc_mutual_info", "brier"],
+        "arc_easy",
+        {"test": "test"},
+        NO_SPLITS
+        | {"test_split": "test"}
+        | {
+            "metric_list": [
+                {"metric": m}
+                for m in ("acc", "acc_norm", "acc_bytes", "acc_mutual_info", "brier_score")
+            ]
+        },
+        {
+            "acc": "acc,none",
+            "acc_norm": "acc_norm,none",
+            "acc_bytes": "acc_bytes,none",
+            "acc_mutual_info": "acc_mutual_info,none",
+            "brier": "brier_score,none",
+        },
+    ),
+    (
+        "piqa",
+        lambda: PIQA(limit=8),
+        ["acc", "acc_norm"],
+        "piqa",
+        {"validation": "validation"},
+        NO_SPLITS | {"validation_split": "validation"},
+        {"acc": "acc,none", "acc_norm": "acc_norm,none"},
+    ),
+    (
+        "winogrande",
+        lambda: WinoGrande(limit=8),
+        ["acc"],
+        "winogrande",
+        {"validation": "validation"},
+        NO_SPLITS | {"validation_split": "validation"},
+        {"acc": "acc,none"},
+    ),
+    (
+        "lambada_openai",
+        lambda: LambadaOpenAI(limit=8),
+        ["perplexity", "acc"],
+        "lambada_openai",
+        {"test": "test"},
+        {},
+        {"perplexity": "perplexity,none", "acc": "acc,none"},
+    ),
+    (
+        "mmlu_anatomy",
+        lambda: MMLU(subjects=["anatomy"], num_fewshot=5, fewshot_sampler="first_n"),
+        ["acc"],
+        "mmlu_anatomy",
+        {"test": "test", "dev": "dev"},
+        {},
+        {"acc": "acc,none"},
+    ),
+    (
+        "wikitext",
+        lambda: WikiText(limit=2),
+        ["word_perplexity", "byte_perplexity", "bits_per_byte"],
+        "wikitext",
+        {"test": "test"},
+        NO_SPLITS | {"test_split": "test"},
+        {
+            "word_perplexity": "word_perplexity,none",
+            "byte_perplexity": "byte_perplexity,none",
+            "bits_per_byte": "bits_per_byte,none",
+        },
+    ),
+    (
+        "gsm8k_cot",
+        lambda: GSM8KCoT(limit=2, num_fewshot=8, fewshot_sampler="first_n"),
+        ["exact_match_strict_cot", "exact_match_flexible"],
+        "gsm8k_cot",
+        {"test": "test"},
+        {},
+        {
+            "exact_match_strict_cot": "exact_match,strict-match",
+            "exact_match_flexible": "exact_match,flexible-extract",
+        },
+    ),
+]
+
+
+class _Quiet:
+    def phase(self, name: str, total: int) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def done(self) -> None: ...
+
+
+@pytest.mark.skipif(not LMEVAL_PYTHON.is_file(), reason="needs the lm-eval dev virtualenv")
+@pytest.mark.parametrize(
+    ("case", "make", "metrics", "lm_task", "splits", "overrides", "keys"),
+    SCORED,
+    ids=[c[0] for c in SCORED],
+)
+def test_scores_match_lm_eval(
+    tmp_path: Path,
+    case: str,
+    make: Any,
+    metrics: list[str],
+    lm_task: str,
+    splits: dict,
+    overrides: dict,
+    keys: dict,
+) -> None:
+    """Same rows, same demo model: per-request log-likelihoods to 1e-4, metrics equal."""
+    from mill.evaluator import evaluate
+    from mill.model.hf import HFCausalLM
+    from mill.runner.build import build_metric, metric_config
+
+    task: Task = make()
+    model_dir = BUNDLED.root.parent / "models" / "stories260k"  # type: ignore[union-attr]
+    files = {}
+    for lm_split, mill_split in splits.items():
+        rows = task._load_split(mill_split, BUNDLED, task.subjects[0])
+        path = tmp_path / f"{lm_split}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        files[lm_split] = str(path)
+    spec = {
+        "task": lm_task,
+        "data_files": files,
+        "overrides": overrides,
+        "num_fewshot": task.num_fewshot,
+        "limit": task.limit,
+        "model": str(model_dir),
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    proc = subprocess.run(
+        [str(LMEVAL_PYTHON), str(SCRIPT), str(tmp_path / "spec.json"), str(tmp_path / "out.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    theirs = json.loads((tmp_path / "out.json").read_text())
+    built = {task.name: [build_metric(m, metric_config(m), []) for m in metrics]}
+    records: list[Any] = []
+    results = evaluate(
+        [task],
+        built,
+        HFCausalLM(str(model_dir), device="cpu"),
+        BUNDLED,
+        records.append,
+        _Quiet(),
+        bootstrap_iters=10,
+    )
+    records.sort(key=lambda r: r.doc_id)
+    assert len(records) == len(theirs["resps"])
+    for record, resps in zip(records, theirs["resps"], strict=True):
+        if isinstance(resps[0], list):  # (logprob, is_greedy) per request
+            mine = record.response.logprobs + (record.response.unconditioned_logprobs or [])
+            assert mine == pytest.approx([r[0] for r in resps], abs=1e-4)
+        elif isinstance(resps[0], str):
+            assert record.response.text == resps
+        else:
+            assert record.response.logprobs == pytest.approx(resps, abs=1e-4)
+    for name, key in keys.items():
+        assert results[task.name].metrics[name]["value"] == pytest.approx(
+            theirs["metrics"][key], rel=1e-4, abs=1e-9
+        ), name
