@@ -44,6 +44,8 @@ class TaskResult:
     name: str
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     values: dict[str, list[Any]] = field(default_factory=dict)
+    """Per-doc metric values, ordered by (subject, doc id) whatever the completion order."""
+    keys: list[tuple[str, int]] = field(default_factory=list)
 
 
 def check_metrics(task: Task, metrics: Sequence[Metric]) -> None:
@@ -91,8 +93,15 @@ def evaluate(
     progress: Progress,
     bootstrap_iters: int = 1000,
     seed: int = 1234,
+    dispatch_fn: Callable[
+        [LanguageModel, Sequence[Request], Callable[[Request, Response], None]], None
+    ] = dispatch,
 ) -> dict[str, TaskResult]:
-    """Evaluate ``tasks`` on ``model``; returns per-task aggregates."""
+    """Evaluate ``tasks`` on ``model``; returns per-task aggregates.
+
+    ``dispatch_fn`` sends the requests to the model (the runner's hook for sharding them
+    across processes); it must call ``on_response`` once per request, in any order.
+    """
     for task in tasks:
         check_metrics(task, metrics[task.name])
     docs: dict[tuple[str, str, int], Doc] = {}
@@ -125,6 +134,7 @@ def evaluate(
         task_metrics = metrics[task.name]
         scores = {m.name: m.score(doc, responses) for m in task_metrics}
         result = results[task.name]
+        result.keys.append((request.subject, request.doc_id))
         for name, value in scores.items():
             result.values.setdefault(name, []).append(value)
         record = SampleRecord.build(
@@ -137,11 +147,15 @@ def evaluate(
         del pending[key]
 
     progress.phase("scoring requests", len(requests))
-    dispatch(model, requests, on_response)
+    dispatch_fn(model, requests, on_response)
     progress.done()
 
     for task in tasks:
         result = results[task.name]
+        # aggregates (sums, bootstrap resamples) must not depend on completion order
+        order = sorted(range(len(result.keys)), key=result.keys.__getitem__)
+        result.keys = [result.keys[i] for i in order]
+        result.values = {k: [v[i] for i in order] for k, v in result.values.items()}
         for metric in metrics[task.name]:
             values = result.values.get(metric.name, [])
             result.metrics[metric.name] = {
