@@ -153,7 +153,18 @@ class Task:
     def _load_split(self, split: str, source: DataSource, subject: str) -> list[dict[str, Any]]:
         loaded = load_rows(self.dataset, split, source, subject)
         self.origins[f"{subject}/{split}"] = loaded.origin
-        rows = [self._adapt_local_row(r) for r in loaded.rows] if loaded.local else loaded.rows
+        rows = loaded.rows
+        if loaded.local:
+            rows = []
+            for index, row in enumerate(loaded.rows):
+                try:
+                    rows.append(self._adapt_local_row(row))
+                except (KeyError, TypeError) as err:
+                    raise TaskError(
+                        f"task {self.name!r}, subject {subject!r}, row {index} of "
+                        f"{loaded.origin.get('file', split)}: the row lacks field {err} that "
+                        "the task needs; fix the file or point the task at the right one"
+                    ) from err
         return self._process_docs(rows)
 
     def _build_context(self, item: dict[str, Any], shots: list[dict[str, Any]]) -> str:
@@ -193,7 +204,12 @@ class Task:
                 choices = list(self._get_possible_completions(item) or [])
                 if not choices:
                     raise TaskError(f"{where}: the doc has no choices")
-                gold = self._get_gold_index(item, choices)
+                try:
+                    gold = self._get_gold_index(item, choices)
+                except (ValueError, IndexError) as err:
+                    raise TaskError(
+                        f"{where}: the gold answer is not among its {len(choices)} choices ({err})"
+                    ) from err
                 if not 0 <= gold < len(choices):
                     raise TaskError(f"{where}: gold index {gold} outside {len(choices)} choices")
                 idk = self._get_idk_index(item, choices)
