@@ -72,6 +72,18 @@ class Dist:
         if self._state is not None:
             self._state.wait_for_everyone()
 
+    def close(self) -> None:
+        """Leave the process group together (all ranks, after the last collective):
+        exiting with gloo/NCCL threads alive can abort the interpreter. Not for a rank that
+        crashed: the launcher ends the others then."""
+        if self._state is not None and self.world_size > 1:
+            import torch.distributed as torch_dist
+
+            self.barrier()
+            if torch_dist.is_initialized():
+                torch_dist.destroy_process_group()
+            self._state = None
+
 
 def init_dist(cpu: bool, timeout_s: int = 1800) -> Dist:
     """Join the launcher's process group (gloo on CPU, NCCL on GPUs), or stay alone.

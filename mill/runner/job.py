@@ -19,7 +19,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from mill.errors import ConfigError
+from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import base_manifest
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
@@ -160,10 +160,21 @@ def run_job(
                     f"mill was started by a launcher with {dist.world_size} processes and "
                     f"runner.num_processes={settings.num_processes}; use one or the other"
                 )
-            return execute(resolved, path, dist)
+            try:
+                results = execute(resolved, path, dist)
+            except MillError:
+                dist.close()
+                raise
+            dist.close()
+            return results
         n = settings.processes()
         if n == 1:
             return execute(resolved, path, dist)
+        if (resolved.get("model") or {}).get("device_map"):
+            raise ConfigError(
+                "model.device_map spreads one model over all GPUs; run it as one process "
+                "(runner.num_processes=1), not under data parallelism"
+            )
         return launch_workers(path, n, settings)
     except BaseException as err:
         if dist.is_main:

@@ -61,8 +61,11 @@ def worker_command(folder: Path, n: int, launcher: str, cpu: bool) -> list[str]:
 
 def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> dict[str, Any]:
     """Run ``n`` workers over ``folder``; return the results rank 0 wrote."""
-    cmd = worker_command(folder, n, settings.launcher, settings.use_cpu())
+    cpu = settings.use_cpu()
+    cmd = worker_command(folder, n, settings.launcher, cpu)
     env = {**os.environ, "MILL_WORKER": "1"}
+    if cpu and "OMP_NUM_THREADS" not in env:  # share the cores instead of oversubscribing
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // n))
     proc = subprocess.run(cmd, env=env, check=False)
     manifest = json.loads((folder / "manifest.json").read_text())
     if manifest.get("status") == "succeeded" and (folder / "results.json").is_file():

@@ -219,7 +219,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 
     console = make_console(stderr=False)
     for metric, (rows, models, cells) in pivot(summary).items():
-        table = Table(title=f"sweep: {metric} (value ± stderr)", box=box.ASCII, safe_box=True)
+        table = Table(title=f"sweep: {metric}", box=box.ASCII, safe_box=True)
         table.add_column("task", no_wrap=True)
         for model in models:
             table.add_column(model, justify="right", no_wrap=True)
@@ -227,7 +227,8 @@ def print_summary(summary: dict[str, Any]) -> None:
             table.add_row(row, *[cells.get((row, m), "") for m in models])
         console.print(table)
     console.print(
-        f"[mill] sweep: {summary['succeeded']} succeeded, {summary['failed']} failed; "
+        f"[mill] sweep (value ± stderr): {summary['succeeded']} succeeded, "
+        f"{summary['failed']} failed; "
         f"{Path(summary['sweep_dir']) / 'summary.md'}"
     )
     for job in summary["jobs"]:

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     except MillError as err:
         if dist.is_main:
             _record_failure(folder, err)
-        return 0
+    dist.close()
     return 0
 
 
