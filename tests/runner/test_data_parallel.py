@@ -99,3 +99,44 @@ def test_users_own_torchrun_writes_one_folder(single: Path, tmp_path: Path) -> N
         assert (x["task"], x["doc_id"], x["metrics"]) == (y["task"], y["doc_id"], y["metrics"])
         for p, q in zip(x["response"]["logprobs"], y["response"]["logprobs"], strict=True):
             assert p == pytest.approx(q, abs=1e-4)
+
+
+def test_two_nodes_shard_by_global_rank(single: Path, tmp_path: Path) -> None:
+    """Two torchrun "nodes" (here both on localhost) of one process each: both processes
+    have local rank 0, only global rank 0 may write, and each scores half."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "CI": "1", "OMP_NUM_THREADS": "1"}
+    procs = []
+    for node in (0, 1):
+        cwd = tmp_path / f"node{node}"
+        cwd.mkdir()
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes=2",
+            f"--node_rank={node}",
+            "--nproc_per_node=1",
+            "--master_addr=127.0.0.1",
+            f"--master_port={port}",
+            "-m",
+            "mill",
+            *ARGS,
+        ]
+        procs.append(
+            subprocess.Popen(
+                cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+        )
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
+    assert list((tmp_path / "node1").iterdir()) == []  # local rank 0 of node 1 wrote nothing
+    runs = list((tmp_path / "node0" / "outputs" / "runs").glob("*/*"))
+    assert len(runs) == 1
+    manifest = json.loads((runs[0] / "manifest.json").read_text())
+    assert manifest["world_size"] == 2 and min(r["requests"] for r in manifest["ranks"]) > 0
+    assert _samples(runs[0]) == _samples(single) and _tasks(runs[0]) == _tasks(single)
