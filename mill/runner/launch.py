@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -59,14 +60,43 @@ def worker_command(folder: Path, n: int, launcher: str, cpu: bool) -> list[str]:
     ]
 
 
+def _same_imports() -> dict[str, str]:
+    """Environment that makes workers import exactly what the driver imports.
+
+    ``python -m`` puts the working directory first on ``sys.path``: started from a folder
+    holding another ``mill`` (a source checkout, say), workers would run other code than
+    the driver. Workers get the driver's ``sys.path`` instead (PYTHONSAFEPATH drops the
+    working directory on Python >= 3.11; it is on the driver's path when it should be).
+    """
+    paths = [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
+    return {
+        "PYTHONSAFEPATH": "1",
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys(p for p in paths if os.path.isdir(p))),
+    }
+
+
+def _die_with_parent() -> None:
+    """In the launcher's process (Linux): get SIGTERM when the driver dies, so a killed
+    driver never leaves workers writing into a folder that a resumed run takes over."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+
+
 def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> dict[str, Any]:
     """Run ``n`` workers over ``folder``; return the results rank 0 wrote."""
     cpu = settings.use_cpu()
     cmd = worker_command(folder, n, settings.launcher, cpu)
-    env = {**os.environ, "MILL_WORKER": "1"}
+    env = {**os.environ, "MILL_WORKER": "1", **_same_imports()}
     if cpu and "OMP_NUM_THREADS" not in env:  # share the cores instead of oversubscribing
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // n))
-    proc = subprocess.run(cmd, env=env, check=False)
+    proc = subprocess.run(
+        cmd, env=env, check=False, preexec_fn=_die_with_parent if sys.platform == "linux" else None
+    )
     manifest = json.loads((folder / "manifest.json").read_text())
     if manifest.get("status") == "succeeded" and (folder / "results.json").is_file():
         return json.loads((folder / "results.json").read_text())
