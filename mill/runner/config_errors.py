@@ -69,6 +69,11 @@ def _missing(err: Any, argv: list[str]) -> str:
     group, _, name = missing.rpartition("/")
     if not group:
         return " ".join(str(err).split())
+    if group == "hydra/launcher" and name.startswith("submitit"):
+        return (
+            f"the {name} launcher needs hydra-submitit-launcher: "
+            'pip install "mill-eval[slurm]" (or pip install hydra-submitit-launcher)'
+        )
     options = list(getattr(err, "options", None) or group_options(group, argv))
     noun = GROUP_NOUNS.get(group, group)
     return f"unknown {noun} {name!r} ({group}={name}); {_suggest(name, options)}"
