@@ -8,7 +8,8 @@ Entries are keyed by (model key, request content hash):
 * :attr:`Request.content_hash` covers everything the model sees (output type, context,
   continuation, generation arguments), so a request is found again whatever its doc id.
 
-The database runs in WAL mode with one transaction per response: a process killed at any
+Responses are stored as zlib-compressed JSON (token lists compress well). The database
+runs in WAL mode with one transaction per response: a process killed at any
 moment (SIGKILL, OOM, preemption) keeps every response committed before it died, and a
 rerun takes them from the cache instead of the model. Each host writes its own file
 (``responses-<host>.sqlite``) and lookups read every file in the folder, so a cache folder
@@ -22,6 +23,7 @@ import json
 import socket
 import sqlite3
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from importlib import metadata
@@ -40,7 +42,7 @@ CREATE TABLE IF NOT EXISTS models (
 CREATE TABLE IF NOT EXISTS responses (
     model TEXT NOT NULL,
     request TEXT NOT NULL,
-    response TEXT NOT NULL,
+    response BLOB NOT NULL,
     created REAL NOT NULL,
     PRIMARY KEY (model, request)
 ) WITHOUT ROWID;
@@ -121,7 +123,7 @@ class ResponseStore:
                         [self.key, *chunk],
                     )
                     for request, blob in rows:
-                        found[request] = json.loads(blob)
+                        found[request] = json.loads(zlib.decompress(blob))
             finally:
                 if conn is not self._conn:
                     conn.close()
@@ -129,7 +131,7 @@ class ResponseStore:
 
     def put(self, content_hash: str, response: Response) -> None:
         """Commit one finished response (its own transaction: durable when this returns)."""
-        blob = json.dumps(asdict(response), ensure_ascii=False)
+        blob = zlib.compress(json.dumps(asdict(response), ensure_ascii=False).encode(), 1)
         with self._conn:
             self._conn.execute(
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
