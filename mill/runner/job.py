@@ -147,24 +147,26 @@ def run_job(
     settings = RunnerSettings.parse(resolved.get("runner"))
     dist = Dist()
     if launched_world_size() > 1:
+        if settings.num_processes not in (None, 1):
+            raise ConfigError(
+                f"mill was started by a launcher with {launched_world_size()} processes and "
+                f"runner.num_processes={settings.num_processes}; use one or the other"
+            )
         dist = init_dist(settings.use_cpu(), settings.timeout_s)
     folder = ExperimentFolder(output_dir)
-    agree(
-        dist, lambda: _prepare(folder, cfg, hydra_cfg, resolved, settings) if dist.is_main else None
-    )
-    path = Path(dist.broadcast(str(folder.path.resolve())))
+    owned = False  # only a folder this process claimed is ever marked failed
+
+    def prepare() -> None:
+        nonlocal owned
+        if dist.is_main:
+            _prepare(folder, cfg, hydra_cfg, resolved, settings)
+            owned = True
+
     try:
-        if dist.world_size > 1:
-            if settings.num_processes not in (None, 1):
-                raise ConfigError(
-                    f"mill was started by a launcher with {dist.world_size} processes and "
-                    f"runner.num_processes={settings.num_processes}; use one or the other"
-                )
-            try:
-                results = execute(resolved, path, dist)
-            except MillError:
-                dist.close()
-                raise
+        agree(dist, prepare)
+        path = Path(dist.broadcast(str(folder.path.resolve())))
+        if dist.world_size > 1:  # under the user's launcher: this process is one rank
+            results = execute(resolved, path, dist)
             dist.close()
             return results
         n = settings.processes()
@@ -176,8 +178,13 @@ def run_job(
                 "(runner.num_processes=1), not under data parallelism"
             )
         return launch_workers(path, n, settings)
+    except MillError as err:
+        if owned:
+            _mark_failed(folder, err)
+        dist.close()  # every rank raised the same error: leave the group together
+        raise
     except BaseException as err:
-        if dist.is_main:
+        if owned:
             _mark_failed(folder, err)
         raise
     finally:

@@ -64,6 +64,8 @@ def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path) -> None:
     # the plain command refuses the folder, so does a resume that changes a setting
     again = run_mill(*ARGS, f"hydra.run.dir={folder}")
     assert again.returncode == 2 and "already exists" in again.stderr
+    # a refused command never touches the folder's manifest
+    assert json.loads((folder / "manifest.json").read_text())["status"] == "running"
     changed = run_mill(*ARGS, "task.limit=11", "runner.resume=true", f"hydra.run.dir={folder}")
     assert changed.returncode == 2 and "task.limit" in changed.stderr
     assert [line for line in changed.stderr.splitlines() if "error" in line.lower()] == [
