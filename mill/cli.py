@@ -1,20 +1,26 @@
 """``mill``: the Hydra entry point. Thin: compose the config, run one job, report errors.
 
-Errors a user can fix (MillError) print as one line on stderr; a single run then exits 2.
-In a multirun sweep a failing job is recorded and the sweep goes on; ``mill`` exits 2 at
-the end if any job failed.
+Errors a user can fix (MillError, and Hydra's composition errors) print as one line on
+stderr; a single run then exits 2. In a multirun sweep a failing job, whatever the error,
+is recorded (its manifest says failed) and the sweep goes on; the sweep summary marks it
+and ``mill`` exits 2 at the end.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from mill.runner.dist import launched_rank, launched_world_size
+
 _failures: list[str] = []
 _sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end
+log = logging.getLogger("mill")
 
 
 def _resource(path: str) -> str:
@@ -27,12 +33,19 @@ if not OmegaConf.has_resolver("mill_resource"):
     OmegaConf.register_new_resolver("mill_resource", _resource)
 
 
+def _say(message: str) -> None:
+    """One line on stderr, from global rank 0 only."""
+    if launched_rank() == 0:
+        print(f"mill: error: {message}", file=sys.stderr)
+
+
 @hydra.main(version_base="1.3", config_path="pkg://mill.conf", config_name="mill")
 def _job(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
     from mill.errors import MillError
     from mill.runner.job import run_job
+    from mill.runner.launch import WorkersFailed
 
     hydra_cfg = HydraConfig.get()
     output_dir = Path(hydra_cfg.runtime.output_dir)
@@ -48,26 +61,73 @@ def _job(cfg: DictConfig) -> float | None:
             return run_command(cfg)
         results = run_job(cfg, output_dir, HydraConfig.instance().cfg)
     except MillError as err:
-        print(f"mill: error: {err}", file=sys.stderr)
+        _say(str(err))
         if not multirun:
             raise SystemExit(2) from None
         _failures.append(f"{output_dir}: {err}")
+        return None
+    except WorkersFailed as err:
+        _say(str(err))
+        if not multirun:
+            raise SystemExit(1) from None
+        _failures.append(f"{output_dir}: {err}")
+        return None
+    except Exception as err:
+        if not multirun:
+            raise
+        # a bug or a crash in one job must not stop the sweep: record it and go on
+        log.exception("job failed")
+        print(f"mill: job {output_dir.name} failed: {type(err).__name__}: {err}", file=sys.stderr)
+        _failures.append(f"{output_dir}: {type(err).__name__}: {err}")
+        return None
+    if results is None:  # a rank other than 0 under the user's own launcher
         return None
     first = next(iter(results["tasks"].values()))["metrics"]
     value = next(iter(first.values()))["value"] if first else None
     return value
 
 
+def _under_launcher(argv: list[str]) -> None:
+    """Under ``accelerate launch``/``torchrun -m mill``: one folder, owned by rank 0."""
+    if any(a in ("-m", "--multirun") or a == "hydra.mode=MULTIRUN" for a in argv):
+        _say(
+            "a sweep (-m) under a multi-process launcher would run once per rank; run the "
+            "sweep from one process and set runner.num_processes=N for its jobs"
+        )
+        raise SystemExit(2)
+    if launched_rank() != 0:
+        # rank 0 owns the folder and the logs; the others create nothing and learn the
+        # folder from rank 0 (their own ${now:} could differ)
+        sys.argv += ["hydra.run.dir=.", "hydra/job_logging=none", "hydra/hydra_logging=none"]
+
+
 def main() -> None:
     """Console-script entry point."""
-    _job()
+    import yaml
+    from hydra.errors import HydraException
+
+    argv = sys.argv[1:]
+    # composition errors reach this function as exceptions, printed below as one line
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    if launched_world_size() > 1:
+        _under_launcher(argv)
+    try:
+        _job()
+    except (HydraException, yaml.YAMLError) as err:
+        from mill.runner.config_errors import describe
+
+        _say(describe(err, argv))
+        raise SystemExit(2) from None
     if _sweeps:
         from mill.report.rebuild import report_after_sweep
 
-        for sweep, mode in _sweeps.items():
-            report_after_sweep(sweep, mode)
-    if _failures:
-        print(f"mill: {len(_failures)} job(s) failed:", file=sys.stderr)
+        for sweep_dir, mode in _sweeps.items():
+            report_after_sweep(sweep_dir, mode)
+    from mill.runner import sweep
+
+    failed = sweep.LAST["failed"] if sweep.LAST is not None else len(_failures)
+    if failed or _failures:
+        print(f"mill: {max(failed, len(_failures))} job(s) failed:", file=sys.stderr)
         for line in _failures:
             print(f"  {line}", file=sys.stderr)
         raise SystemExit(2)

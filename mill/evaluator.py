@@ -101,8 +101,14 @@ def evaluate(
     progress: Progress,
     bootstrap_iters: int = 1000,
     seed: int = 1234,
+    dispatch_fn: Callable[
+        [LanguageModel, Sequence[Request], Callable[[Request, Response], None]], None
+    ] = dispatch,
 ) -> dict[str, TaskResult]:
-    """Evaluate ``tasks`` on ``model``; returns per-task aggregates."""
+    """Evaluate ``tasks`` on ``model``; returns per-task aggregates.
+
+    ``dispatch_fn`` sends the requests to the model (the runner's hook for sharding them
+    across processes); it must call ``on_response`` once per request, in any order."""
     for task in tasks:
         check_metrics(task, metrics[task.name])
     docs: dict[tuple[str, str, int], Doc] = {}
@@ -161,7 +167,7 @@ def evaluate(
         del pending[key]
 
     progress.phase("scoring requests", len(requests))
-    dispatch(model, requests, on_response)
+    dispatch_fn(model, requests, on_response)
     progress.done()
 
     for task in tasks:

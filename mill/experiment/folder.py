@@ -3,11 +3,14 @@
 * ``results.json`` appears only when a run succeeds (written atomically, last);
 * samples stream into ``samples/<task>.partial.jsonl`` and are renamed to
   ``samples/<task>.jsonl`` only when the run succeeds;
-* ``manifest.json`` carries ``status``: running, succeeded or failed (with the error).
+* ``manifest.json`` carries ``status``: running, succeeded or failed (with the error);
+* while a run is in progress its driver holds an exclusive lock on ``.lock``, so a
+  resumed run can tell an interrupted folder from one still in use.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -15,7 +18,7 @@ from typing import Any
 
 import jsonlines
 
-from mill.errors import ExperimentExists
+from mill.errors import ExperimentExists, MillError
 from mill.record import SampleRecord
 
 
@@ -34,6 +37,7 @@ class ExperimentFolder:
         self.samples_dir = self.path / "samples"
         self._writers: dict[str, jsonlines.Writer] = {}
         self._handles: dict[str, Any] = {}
+        self._lock: Any = None
 
     @property
     def results_path(self) -> Path:
@@ -52,6 +56,56 @@ class ExperimentFolder:
                     "folder (hydra.run.dir=...) or remove it"
                 )
         self.samples_dir.mkdir(parents=True, exist_ok=True)
+        self.lock()
+
+    def lock(self) -> None:
+        """Hold ``.lock`` for this process's lifetime (released by the OS, even on SIGKILL)."""
+        if self._lock is not None:
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        handle = (self.path / ".lock").open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise ExperimentExists(
+                f"{self.path} is in use by a running Mill process; wait for it or choose "
+                "another folder (hydra.run.dir=...)"
+            ) from None
+        self._lock = handle
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def reopen(self) -> dict[str, Any]:
+        """Take over an interrupted run's folder (``runner.resume=true``).
+
+        Refuses a finished run and a folder in use; drops the unfinished sample files (the
+        response cache rebuilds them without the model). Returns the old manifest.
+        """
+        if self.results_path.exists():
+            raise ExperimentExists(
+                f"{self.results_path} exists: that run finished, there is nothing to resume; "
+                "Mill never overwrites a run. Choose another folder (hydra.run.dir=...)"
+            )
+        self.lock()
+        try:
+            old = json.loads(self.manifest_path.read_text())
+        except (OSError, ValueError) as err:
+            self.unlock()
+            raise MillError(f"cannot resume {self.path}: unreadable manifest.json") from err
+        if old.get("status") == "succeeded":
+            self.unlock()
+            raise ExperimentExists(f"{self.path} holds a succeeded run; there is nothing to resume")
+        for partial in self.samples_dir.glob("*.partial.jsonl"):
+            partial.unlink()
+        self.samples_dir.mkdir(parents=True, exist_ok=True)
+        return old
+
+    def read_manifest(self) -> dict[str, Any]:
+        return json.loads(self.manifest_path.read_text())
 
     def write_sample(self, record: SampleRecord) -> None:
         """Append one sample line (flushed, so an interrupted run keeps what it had)."""

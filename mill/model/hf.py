@@ -53,6 +53,39 @@ def _sampler(requests: Sequence[Request], sampling: tuple[float, int] | None) ->
     return SeededSampler(seeds, temperature)
 
 
+def _placement(device_map: Any, max_memory: Any, offload_folder: str | None) -> dict[str, Any]:
+    """``from_pretrained`` arguments that dispatch the model over devices (empty: none)."""
+    if device_map is None:
+        if max_memory or offload_folder:
+            raise ModelError("model.max_memory and model.offload_folder need model.device_map")
+        return {}
+    kwargs: dict[str, Any] = {"device_map": device_map}
+    if isinstance(device_map, dict):
+        kwargs["device_map"] = dict(device_map)
+    if max_memory:
+        # Hydra/YAML keys arrive as strings: GPU indices become ints, as accelerate expects
+        kwargs["max_memory"] = {
+            int(k) if str(k).isdigit() else str(k): v for k, v in dict(max_memory).items()
+        }
+    if offload_folder:
+        kwargs["offload_folder"] = str(offload_folder)
+    return kwargs
+
+
+def _input_device(model: Any) -> Any:
+    """Where input ids go for a dispatched model: its embedding's device (accelerate's
+    hooks move them further when the embedding itself is offloaded)."""
+    import torch
+
+    device = model.get_input_embeddings().weight.device
+    if device.type != "meta":
+        return device
+    first = next(iter(getattr(model, "hf_device_map", {}).values()), "cpu")
+    if isinstance(first, int):
+        return torch.device("cuda", first)
+    return torch.device("cpu" if first in ("cpu", "disk") else str(first))
+
+
 class HFCausalLM(LanguageModel):
     """A ``transformers`` causal LM from the hub (id + revision) or a local folder.
 
@@ -68,6 +101,12 @@ class HFCausalLM(LanguageModel):
         share_prefix: run each shared context once for all its choices.
         trust_remote_code: passed to transformers.
         name: short name for experiment folders and reports.
+        device_map: ``auto``/``balanced``/``sequential`` or an explicit map: spread one
+            model that does not fit on one GPU over several (and CPU/disk), passed to
+            ``from_pretrained``; ``device`` is then ignored. Layers run one GPU at a time.
+        max_memory: per-device budget for ``device_map``, e.g. ``{0: 70GiB, 1: 70GiB,
+            cpu: 200GiB}``.
+        offload_folder: where ``device_map`` may put weights that fit nowhere else.
     """
 
     def __init__(
@@ -83,6 +122,9 @@ class HFCausalLM(LanguageModel):
         share_prefix: bool = True,
         trust_remote_code: bool = False,
         name: str | None = None,
+        device_map: str | dict[str, Any] | None = None,
+        max_memory: dict[Any, str] | None = None,
+        offload_folder: str | None = None,
     ) -> None:
         import torch
         import transformers
@@ -102,6 +144,7 @@ class HFCausalLM(LanguageModel):
         self.device = torch.device(device)
         local = Path(os.path.expanduser(self.pretrained))
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+        placement = _placement(device_map, max_memory, offload_folder)
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(
                 str(local) if local.is_dir() else self.pretrained,
@@ -113,6 +156,7 @@ class HFCausalLM(LanguageModel):
                 revision=revision,
                 dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
                 trust_remote_code=trust_remote_code,
+                **placement,
             )
         except (OSError, ValueError) as err:
             where = "local folder" if local.is_dir() else "hub model"
@@ -134,9 +178,16 @@ class HFCausalLM(LanguageModel):
                 f"cannot load {where} {self.pretrained!r} (revision {revision}): "
                 f"{type(err).__name__}.{hint}"
             ) from err
-        self.model.to(self.device).eval()
+        if placement:  # dispatched over devices by accelerate: never .to() it
+            self.device = _input_device(self.model)
+        else:
+            self.model.to(self.device)
+        self.model.eval()
         self.dtype = str(self.model.dtype).removeprefix("torch.")
         self.max_length = int(max_length or self._default_max_length())
+        # Mill truncates to max_length itself (counted per request, one warning per run);
+        # the tokenizer's own per-sequence length warning would only repeat that
+        self.tokenizer.model_max_length = int(1e30)
         self.prefix_token_id = (
             self.tokenizer.bos_token_id
             if self.tokenizer.bos_token_id is not None
@@ -151,6 +202,8 @@ class HFCausalLM(LanguageModel):
             "weights_fingerprint": _fingerprint(local) if local.is_dir() else commit,
             "dtype": self.dtype,
             "max_length": self.max_length,
+            "max_gen_toks": self.max_gen_toks,
+            "trust_remote_code": bool(trust_remote_code),
             "class": type(self.model).__name__,
             "num_parameters": sum(p.numel() for p in self.model.parameters()),
         }

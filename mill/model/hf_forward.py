@@ -16,9 +16,7 @@ class HFForward(Forward, Stepper):
     def __init__(self, model: torch.nn.Module, device: torch.device) -> None:
         self.model = model
         self.body = model.base_model
-        head = model.get_output_embeddings()
-        self.head_weight = head.weight
-        self.head_bias = getattr(head, "bias", None)
+        self.head = model.get_output_embeddings()
         config = model.config
         self.softcap = getattr(config, "final_logit_softcapping", None)
         self.logit_scale = getattr(config, "logit_scale", None)
@@ -44,9 +42,19 @@ class HFForward(Forward, Stepper):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """fp32 logits of the LM head for the given hidden states."""
-        weight = self.head_weight.float()
-        bias = None if self.head_bias is None else self.head_bias.float()
-        logits = F.linear(hidden.float(), weight, bias)
+        # a model dispatched with device_map: the head may sit on another GPU, or be
+        # offloaded (accelerate's hook loads its weights for the call and drops them after)
+        hook = getattr(self.head, "_hf_hook", None)
+        if hook is not None:
+            (hidden,), _ = hook.pre_forward(self.head, hidden)
+        try:
+            weight = self.head.weight.float()
+            bias = getattr(self.head, "bias", None)
+            bias = None if bias is None else bias.float()
+            logits = F.linear(hidden.float().to(weight.device), weight, bias)
+        finally:
+            if hook is not None:
+                hook.post_forward(self.head, None)
         if self.logit_scale:
             logits = logits * self.logit_scale
         if self.softcap:

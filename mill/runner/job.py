@@ -1,10 +1,18 @@
-"""One experiment, from a composed config to a finished folder."""
+"""One experiment, from a composed config to a finished folder (the driver).
+
+The Hydra process is the driver and the only owner of the experiment folder: it claims
+the folder (or reopens an interrupted one with ``runner.resume=true``), writes Hydra's
+configs, ``resolved.yaml`` and the manifest, then evaluates in process
+(``runner.num_processes=1``) or starts data-parallel workers (:mod:`mill.runner.launch`).
+Under a user's own launcher (``accelerate launch -m mill ...``, ``torchrun -m mill ...``)
+every rank runs this function; only global rank 0 touches the folder and the other ranks
+learn its path from rank 0.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,26 +21,23 @@ from omegaconf.errors import OmegaConfBaseException
 
 from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder
-from mill.experiment.manifest import base_manifest, device_info
-from mill.report.console import interactive, make_console
-from mill.report.progress import PhaseProgress
-from mill.report.rebuild import report_after_run
-from mill.report.table import results_table
+from mill.experiment.manifest import base_manifest
+from mill.runner.dist import Dist, agree, init_dist, launched_world_size
+from mill.runner.settings import RunnerSettings
 
 log = logging.getLogger("mill")
 
-
-def _seed_everything(seed: int) -> None:
-    import random
-
-    import numpy as np
-
-    random.seed(seed)
-    np.random.seed(seed)
-    if "torch" in sys.modules:
-        import torch
-
-        torch.manual_seed(seed)
+RESUME_MAY_CHANGE = (
+    "runner.resume",
+    "runner.num_processes",
+    "runner.launcher",
+    "runner.cpu",
+    "runner.timeout_s",
+    "model.device",
+    "model.batch_size",
+    "model.token_budget",
+)
+"""Settings a resumed run may change: they decide where and how fast, never the scores."""
 
 
 def _save_hydra(folder: Path, cfg: DictConfig, hydra_cfg: DictConfig | None) -> None:
@@ -45,111 +50,142 @@ def _save_hydra(folder: Path, cfg: DictConfig, hydra_cfg: DictConfig | None) -> 
         (out / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(overrides)))
 
 
-def run_job(
-    cfg: DictConfig, output_dir: Path, hydra_cfg: DictConfig | None = None
-) -> dict[str, Any]:
-    """Evaluate the configured task(s) on the configured model into ``output_dir``.
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            out.update(_flatten(value, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): node}
 
-    Returns the results dict (also written to ``results.json``). Raises MillError on bad
-    input, after marking the manifest failed and leaving no ``results.json``.
-    """
-    from mill.evaluator import aggregate_group, evaluate
-    from mill.instantiate import instantiate
-    from mill.runner.build import build_metrics, build_source, build_tasks
 
-    folder = ExperimentFolder(output_dir)
-    folder.claim()
-    _save_hydra(folder.path, cfg, hydra_cfg)
+def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Keys whose values differ between two resolved configs, except RESUME_MAY_CHANGE
+    and the report settings."""
+    a, b = _flatten(old), _flatten(new)
+    changed = []
+    for key in sorted(set(a) | set(b)):
+        if key in RESUME_MAY_CHANGE or key.startswith("report."):
+            continue
+        if a.get(key) != b.get(key):
+            changed.append(key)
+    return changed
+
+
+def _resolve(cfg: DictConfig) -> dict[str, Any]:
     try:
         resolved = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     except OmegaConfBaseException as err:
         raise ConfigError(f"config is incomplete: {err}".splitlines()[0]) from err
-    folder.write_text("resolved.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
-    runner = cfg.runner
-    seed, iters = int(runner.seed), int(runner.bootstrap_iters)
-    manifest = base_manifest(sys.argv, {"seed": seed, "bootstrap_seed": seed})
-    folder.write_manifest(manifest)
-    mode = str(cfg.report.progress)
-    err_console = make_console(stderr=True, mode=mode)
-    progress = PhaseProgress(err_console, interactive(mode), float(cfg.report.every_s))
-    allow = [str(a) for a in cfg.get("allow_targets", [])]
-    start = time.monotonic()
-    success = False
-    try:
-        _seed_everything(seed)
-        source = build_source(cfg.data)
-        tasks, group = build_tasks(cfg.task, allow)
-        metrics = build_metrics(cfg.get("metrics"), tasks, allow)
-        from mill.evaluator import check_metrics
+    assert isinstance(resolved, dict)
+    return resolved
 
-        for task in tasks:
-            check_metrics(task, metrics[task.name])
-        err_console.print(f"[mill] loading model {cfg.model.get('name', '')}")
-        model = instantiate(cfg.model, allow)
-        manifest["model"] = model.identity()
-        manifest["device"] = device_info()
+
+def _prepare(
+    folder: ExperimentFolder,
+    cfg: DictConfig,
+    hydra_cfg: DictConfig | None,
+    resolved: dict[str, Any],
+    settings: RunnerSettings,
+) -> None:
+    """Claim (or, resuming, reopen) the folder and write what is known before loading."""
+    previous: dict[str, Any] | None = None
+    if settings.resume:
+        if settings.cache is None:
+            raise ConfigError(
+                "runner.resume=true needs the response cache; drop runner.cache=false"
+            )
+        if folder.manifest_path.exists() or folder.results_path.exists():
+            previous = folder.reopen()
+            old = OmegaConf.to_container(OmegaConf.load(folder.path / "resolved.yaml"))
+            assert isinstance(old, dict)
+            changed = config_changes(old, resolved)
+            if changed:
+                folder.unlock()
+                raise ConfigError(
+                    f"cannot resume {folder.path}: these settings differ from the "
+                    f"interrupted run: {', '.join(changed[:8])}; rerun with the original "
+                    "settings or choose a new folder"
+                )
+    if previous is None:
+        folder.claim()
+    _save_hydra(folder.path, cfg, hydra_cfg)
+    folder.write_text("resolved.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
+    manifest = base_manifest(sys.argv, {"seed": settings.seed, "bootstrap_seed": settings.seed})
+    if previous is not None:
+        manifest["attempts"] = int(previous.get("attempts", 1)) + 1
+        manifest["first_started"] = previous.get("first_started", previous.get("started"))
+    folder.write_manifest(manifest)
+
+
+def _mark_failed(folder: ExperimentFolder, err: BaseException) -> None:
+    """A crash outside the evaluation (workers died, Ctrl-C): the manifest must not say
+    ``running`` forever."""
+    try:
+        manifest = folder.read_manifest()
+    except (OSError, ValueError):
+        return
+    if manifest.get("status") == "running":
+        manifest["status"] = "failed"
+        manifest.setdefault("error", f"{type(err).__name__}: {err}".splitlines()[0])
         folder.write_manifest(manifest)
-        per_task = evaluate(
-            tasks,
-            metrics,
-            model,
-            source,
-            folder.write_sample,
-            progress,
-            bootstrap_iters=iters,
-            seed=seed,
-        )
-        results: dict[str, Any] = {
-            "tasks": {
-                t.name: {
-                    "metrics": per_task[t.name].metrics,
-                    **(
-                        {"subjects": {s: r.metrics for s, r in per_task[t.name].subjects.items()}}
-                        if per_task[t.name].subjects
-                        else {}
-                    ),
-                    "settings": t.describe(),
-                    "data": t.origins,
-                }
-                for t in tasks
-            },
-            "groups": {},
-            "model": model.identity(),
-            "data_source": {
-                "source": source.source,
-                "dir": str(source.root) if source.root else None,
-            },
-            "seconds": round(time.monotonic() - start, 3),
-        }
-        for t in tasks:  # subject groups of multi-subject tasks (MMLU categories, overall)
-            results["groups"].update(per_task[t.name].groups)
-        if group is not None:
-            shared = [
-                m
-                for m in metrics[tasks[0].name]
-                if all(m.name in [x.name for x in metrics[t.name]] for t in tasks)
-            ]
-            results["groups"][group.name] = {
-                "tasks": [t.name for t in tasks],
-                "metrics": aggregate_group([per_task[t.name] for t in tasks], shared, iters, seed),
-            }
-        folder.close_samples(success=True)
-        manifest["datasets"] = {t.name: t.origins for t in tasks}
-        manifest["tasks"] = {t.name: t.describe() for t in tasks}
-        title = f"{cfg.task.get('name', '')} | {cfg.model.get('name', '')} | data={source.source}"
-        out_console = make_console(stderr=False, mode=mode, record=True)
-        out_console.print(results_table(results, title))
-        folder.write_text("report.txt", out_console.export_text())
-        folder.write_results(results)
-        report_after_run(folder.path)  # plots/ and report.html, from the files just written
-        success = True
-        return results
+
+
+def run_job(
+    cfg: DictConfig, output_dir: Path, hydra_cfg: DictConfig | None = None
+) -> dict[str, Any] | None:
+    """Evaluate the configured task(s) on the configured model into ``output_dir``.
+
+    Returns the results (also in ``results.json``); None on ranks other than 0 under a
+    user's launcher. Raises MillError on bad input, after marking the manifest failed and
+    leaving no ``results.json``.
+    """
+    from mill.runner.execute import execute
+    from mill.runner.launch import launch_workers
+
+    resolved = _resolve(cfg)
+    settings = RunnerSettings.parse(resolved.get("runner"))
+    dist = Dist()
+    if launched_world_size() > 1:
+        if settings.num_processes not in (None, 1):
+            raise ConfigError(
+                f"mill was started by a launcher with {launched_world_size()} processes and "
+                f"runner.num_processes={settings.num_processes}; use one or the other"
+            )
+        dist = init_dist(settings.use_cpu(), settings.timeout_s)
+    folder = ExperimentFolder(output_dir)
+    owned = False  # only a folder this process claimed is ever marked failed
+
+    def prepare() -> None:
+        nonlocal owned
+        if dist.is_main:
+            _prepare(folder, cfg, hydra_cfg, resolved, settings)
+            owned = True
+
+    try:
+        agree(dist, prepare)
+        path = Path(dist.broadcast(str(folder.path.resolve())))
+        if dist.world_size > 1:  # under the user's launcher: this process is one rank
+            results = execute(resolved, path, dist)
+            dist.close()
+            return results
+        n = settings.processes()
+        if n == 1:
+            return execute(resolved, path, dist)
+        if (resolved.get("model") or {}).get("device_map"):
+            raise ConfigError(
+                "model.device_map spreads one model over all GPUs; run it as one process "
+                "(runner.num_processes=1), not under data parallelism"
+            )
+        return launch_workers(path, n, settings)
     except MillError as err:
-        manifest["error"] = f"{type(err).__name__}: {err}"
+        if owned:
+            _mark_failed(folder, err)
+        dist.close()  # every rank raised the same error: leave the group together
+        raise
+    except BaseException as err:
+        if owned:
+            _mark_failed(folder, err)
         raise
     finally:
-        if not success:
-            folder.close_samples(success=False)
-        manifest["status"] = "succeeded" if success else "failed"
-        manifest["seconds"] = round(time.monotonic() - start, 3)
-        folder.write_manifest(manifest)
+        folder.unlock()

@@ -209,7 +209,17 @@ class Task:
         rows = loaded.rows
         if loaded.local:
             rows = self._attach_side_files(rows, split, source, subject)
-            rows = [self._adapt_local_row(r) for r in rows]
+            adapted = []
+            for index, row in enumerate(rows):
+                try:
+                    adapted.append(self._adapt_local_row(row))
+                except (KeyError, TypeError) as err:
+                    raise TaskError(
+                        f"task {self.name!r}, subject {subject!r}, row {index} of "
+                        f"{loaded.origin.get('file', split)}: the row lacks field {err} that "
+                        "the task needs; fix the file or point the task at the right one"
+                    ) from err
+            rows = adapted
         return self._process_docs(rows)
 
     def _attach_side_files(
@@ -300,7 +310,12 @@ class Task:
                 choices = list(self._get_possible_completions(item) or [])
                 if not choices:
                     raise TaskError(f"{where}: the doc has no choices")
-                gold = self._get_gold_index(item, choices)
+                try:
+                    gold = self._get_gold_index(item, choices)
+                except (ValueError, IndexError) as err:
+                    raise TaskError(
+                        f"{where}: the gold answer is not among its {len(choices)} choices ({err})"
+                    ) from err
                 if not 0 <= gold < len(choices):
                     raise TaskError(f"{where}: gold index {gold} outside {len(choices)} choices")
                 idk = self._get_idk_index(item, choices)

@@ -1,0 +1,235 @@
+"""Crash-safe response cache: every finished request is committed to SQLite as it finishes.
+
+Entries are keyed by (model key, request content hash):
+
+* the model key is a sha256 of :meth:`LanguageModel.identity` (path or hub id, revision,
+  weights fingerprint, dtype, max_length and the other options that change scores) plus
+  Mill's version, so a different model never reads another's entries;
+* :attr:`Request.content_hash` covers everything the model sees (output type, context,
+  continuation, generation arguments), so a request is found again whatever its doc id.
+
+Responses are stored as zlib-compressed JSON (token lists compress well). The database
+runs in WAL mode with one transaction per response: a process killed at any
+moment (SIGKILL, OOM, preemption) keeps every response committed before it died, and a
+rerun takes them from the cache instead of the model. Each host writes its own file
+(``responses-<host>.sqlite``) and lookups read every file in the folder, so a cache folder
+on a shared filesystem never has two hosts writing one SQLite file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import sqlite3
+import time
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from mill.errors import ConfigError
+from mill.model.base import LanguageModel, OnResponse, _ignore
+from mill.types import Request, Response
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS models (
+    model TEXT PRIMARY KEY,
+    identity TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS responses (
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    response BLOB NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (model, request)
+) WITHOUT ROWID;
+"""
+
+
+def model_key(identity: dict[str, Any]) -> str:
+    """sha256 of a model identity plus Mill's version (scoring code changes invalidate)."""
+    try:
+        version = metadata.version("mill-eval")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    blob = json.dumps({"identity": identity, "mill": version}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
+    if readonly:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+    else:
+        conn = sqlite3.connect(path, timeout=60)
+        # switching to WAL needs an exclusive lock and does not wait for it: retry while
+        # another process opens the same file
+        for attempt in range(200):
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError:
+                if attempt == 199:
+                    raise
+                time.sleep(0.05)
+        # WAL + NORMAL: every commit survives a crash of the process; only a power loss can
+        # drop the last few transactions, and the database stays consistent either way.
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.executescript(_SCHEMA)
+    return conn
+
+
+class ResponseStore:
+    """The cache folder: this host's SQLite file for writing, every file for reading."""
+
+    def __init__(self, folder: Path, identity: dict[str, Any]) -> None:
+        self.folder = Path(folder)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ConfigError(
+                f"cannot create the response cache folder {self.folder}: {err.strerror}; "
+                "set runner.cache to a writable folder or runner.cache=false"
+            ) from err
+        self.key = model_key(identity)
+        self.path = self.folder / f"responses-{socket.gethostname()}.sqlite"
+        self._conn = _connect(self.path)
+        with self._conn:
+            self._conn.execute(
+                "INSERT OR IGNORE INTO models VALUES (?, ?)",
+                (self.key, json.dumps(identity, sort_keys=True, default=str)),
+            )
+
+    def files(self) -> list[Path]:
+        return sorted(self.folder.glob("responses-*.sqlite"))
+
+    def get_many(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Cached responses (as dicts) of this model for the given content hashes."""
+        wanted = list(dict.fromkeys(hashes))
+        found: dict[str, dict[str, Any]] = {}
+        for path in self.files():
+            conn = self._conn if path == self.path else _connect(path, readonly=True)
+            try:
+                for start in range(0, len(wanted), 500):
+                    chunk = [h for h in wanted[start : start + 500] if h not in found]
+                    if not chunk:
+                        continue
+                    marks = ",".join("?" * len(chunk))
+                    rows = conn.execute(
+                        f"SELECT request, response FROM responses "
+                        f"WHERE model = ? AND request IN ({marks})",
+                        [self.key, *chunk],
+                    )
+                    for request, blob in rows:
+                        found[request] = json.loads(zlib.decompress(blob))
+            finally:
+                if conn is not self._conn:
+                    conn.close()
+        return found
+
+    def put(self, content_hash: str, response: Response) -> None:
+        """Commit one finished response (its own transaction: durable when this returns)."""
+        blob = zlib.compress(json.dumps(asdict(response), ensure_ascii=False).encode(), 1)
+        with self._conn:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                (self.key, content_hash, blob, time.time()),
+            )
+
+    def count(self) -> int:
+        """Entries of this model across the folder's files."""
+        total = 0
+        for path in self.files():
+            conn = self._conn if path == self.path else _connect(path, readonly=True)
+            try:
+                (n,) = conn.execute(
+                    "SELECT COUNT(*) FROM responses WHERE model = ?", (self.key,)
+                ).fetchone()
+                total += int(n)
+            finally:
+                if conn is not self._conn:
+                    conn.close()
+        return total
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class CachedModel(LanguageModel):
+    """A model behind the response cache: hits answer at once, misses go to the model
+    (each distinct content once) and are committed as each one finishes.
+
+    Counters (this process): ``hits``, requests answered from the cache; ``computed``,
+    requests the model scored; ``shared``, requests answered by another request's
+    computation in this run (same content). hits + computed + shared = requests.
+    """
+
+    def __init__(self, inner: LanguageModel, store: ResponseStore) -> None:
+        self.inner = inner
+        self.store = store
+        self.hits = 0
+        self.computed = 0
+        self.shared = 0
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "computed": self.computed, "shared": self.shared}
+
+    def chat_template(self) -> Any:
+        return self.inner.chat_template()
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def __getattr__(self, name: str) -> Any:  # name, tokenizer, ... of the wrapped model
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def _answer(
+        self, method: str, requests: Sequence[Request], on_response: OnResponse
+    ) -> list[Response]:
+        hashes = [r.content_hash for r in requests]
+        cached = self.store.get_many(hashes)
+        out: list[Response | None] = [None] * len(requests)
+        todo: dict[str, list[int]] = {}
+        for i, (request, digest) in enumerate(zip(requests, hashes, strict=True)):
+            if digest in cached:
+                fields = {**cached[digest], "request_id": request.id}
+                out[i] = Response(**fields)
+                self.hits += 1
+                on_response(request, out[i])
+            else:
+                todo.setdefault(digest, []).append(i)
+        if not todo:
+            return [r for r in out if r is not None]
+        unique = [requests[indices[0]] for indices in todo.values()]
+
+        def finished(request: Request, response: Response) -> None:
+            digest = request.content_hash
+            self.store.put(digest, response)
+            self.computed += 1
+            self.shared += len(todo[digest]) - 1
+            for i in todo[digest]:
+                copy = Response(**{**asdict(response), "request_id": requests[i].id})
+                out[i] = copy
+                on_response(requests[i], copy)
+
+        getattr(self.inner, method)(unique, finished)
+        return [r for r in out if r is not None]
+
+    def loglikelihood(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        return self._answer("loglikelihood", requests, on_response)
+
+    def loglikelihood_rolling(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        return self._answer("loglikelihood_rolling", requests, on_response)
+
+    def generate_until(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        return self._answer("generate_until", requests, on_response)

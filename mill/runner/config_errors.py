@@ -1,0 +1,125 @@
+"""Hydra's composition errors as one line: what is wrong, where, and the closest options.
+
+Hydra reports an unknown option as a multi-line message (every option, then the search
+path); Mill prints one line with :mod:`difflib` close matches instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+GROUP_NOUNS = {"metrics": "metric", "hydra/launcher": "launcher"}
+
+
+def _searchpath(argv: list[str]) -> list[str]:
+    """Entries of ``hydra.searchpath=[...]`` given on the command line."""
+    try:
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        parsed = OverridesParser.create().parse_overrides(
+            [a for a in argv if "=" in a and not a.startswith("-")]
+        )
+    except Exception:  # an unparsable command line has no search path to offer
+        return []
+    for override in parsed:
+        if override.key_or_group == "hydra.searchpath":
+            value = override.value()
+            return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return []
+
+
+def group_options(group: str, argv: list[str]) -> list[str]:
+    """Options of a config group: Mill's own plus those in the user's search path."""
+    names: set[str] = set()
+    folders: list[Any] = [resources.files("mill.conf").joinpath(group)]
+    for entry in _searchpath(argv):
+        if entry.startswith("file://"):
+            folders.append(Path(entry.removeprefix("file://")) / group)
+        elif entry.startswith("pkg://"):
+            try:
+                folders.append(resources.files(entry.removeprefix("pkg://")).joinpath(group))
+            except (ModuleNotFoundError, TypeError):
+                continue
+    for folder in folders:
+        try:
+            for item in folder.iterdir():
+                if item.name.endswith(".yaml"):
+                    names.add(item.name.removesuffix(".yaml"))
+        except (OSError, AttributeError):
+            continue
+    return sorted(names)
+
+
+def _suggest(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    listed = ", ".join(options) if options else "none"
+    return f"{hint}Options: {listed}"
+
+
+def _missing(err: Any, argv: list[str]) -> str:
+    missing = str(getattr(err, "missing_cfg_file", "") or "")
+    if not missing:
+        first = str(err).splitlines()[0]
+        if "'" in first:
+            missing = first.split("'")[-2]
+    group, _, name = missing.rpartition("/")
+    if not group:
+        return " ".join(str(err).split())
+    if group == "hydra/launcher" and name.startswith("submitit"):
+        return (
+            f"the {name} launcher needs hydra-submitit-launcher: "
+            'pip install "mill-eval[slurm]" (or pip install hydra-submitit-launcher)'
+        )
+    options = list(getattr(err, "options", None) or group_options(group, argv))
+    noun = GROUP_NOUNS.get(group, group)
+    return f"unknown {noun} {name!r} ({group}={name}); {_suggest(name, options)}"
+
+
+def _override(err: Any) -> str:
+    cause = err.__cause__
+    key = getattr(cause, "key", None)
+    parent = getattr(cause, "parent_node", None)
+    full = getattr(cause, "full_key", None) or key
+    if key is not None and parent is not None and hasattr(parent, "keys"):
+        keys = [str(k) for k in parent.keys()]
+        prefix = str(full).rpartition(".")[0]
+        close = difflib.get_close_matches(str(key), keys, n=3, cutoff=0.5)
+        hint = f"did you mean {' or '.join(f'{prefix}.{c}' for c in close)}? " if close else ""
+        return (
+            f"unknown setting {full}; {hint}{prefix or 'the config'} has: {', '.join(keys)} "
+            f"(to add a new key, write +{full}=...)"
+        )
+    return " ".join(str(err).split())
+
+
+def _yaml(err: Any) -> str:
+    mark = getattr(err, "problem_mark", None)
+    where = f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}" if mark else "a file"
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    context = getattr(err, "context", None)
+    extra = f" ({context})" if context else ""
+    return f"malformed YAML in {where}: {problem}{extra}; fix the file and rerun"
+
+
+def describe(err: BaseException, argv: list[str]) -> str:
+    """One line for a Hydra composition error or a YAML syntax error."""
+    import yaml
+    from hydra.errors import MissingConfigException, OverrideParseException
+
+    if isinstance(err, yaml.YAMLError):
+        return _yaml(err)
+    if isinstance(err, MissingConfigException):
+        return _missing(err, argv)
+    if isinstance(err, OverrideParseException):
+        message = " ".join(str(err.message).splitlines()[0].split())
+        return f"cannot parse override {err.override!r}: {message}"
+    text = str(err)
+    if text.startswith("Could not override") and err.__cause__ is not None:
+        return _override(err)
+    if isinstance(err.__cause__, yaml.YAMLError):
+        return _yaml(err.__cause__)
+    return " ".join(text.split())

@@ -1,0 +1,109 @@
+"""The ``runner`` config group, validated: processes, launcher, device, seeds, resume, cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mill.errors import ConfigError
+
+LAUNCHERS = ("auto", "accelerate", "torchrun")
+
+
+def _flag(value: Any, key: str, allow_auto: bool = False) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if allow_auto and (value is None or str(value).lower() == "auto"):
+        return None
+    text = str(value).lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    choices = "true, false or auto" if allow_auto else "true or false"
+    raise ConfigError(f"runner.{key}={value!r} is not {choices}")
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """How one experiment runs (``conf/runner/*.yaml``)."""
+
+    num_processes: int | None = 1
+    """Data-parallel workers; None means ``auto``: one per visible GPU (1 without GPUs)."""
+    launcher: str = "auto"
+    """How workers start: ``accelerate`` launch (GPUs), ``torchrun`` (CPU), or ``auto``."""
+    cpu: bool | None = None
+    """Force CPU workers (gloo); None = CPU only when no GPU is visible."""
+    seed: int = 1234
+    bootstrap_iters: int = 1000
+    resume: bool = False
+    """Continue an interrupted run in the same folder (hydra.run.dir=<folder>)."""
+    cache: str | None = "run"
+    """``run``: responses cached in ``<run folder>/cache``; a path: a shared cache folder;
+    None: no cache."""
+    timeout_s: int = 1800
+    """Seconds a collective may wait for the slowest worker before failing."""
+
+    @classmethod
+    def parse(cls, node: dict[str, Any] | None) -> RunnerSettings:
+        node = dict(node or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(node) - known)
+        if unknown:
+            raise ConfigError(f"runner has no setting {unknown[0]!r}; known: {sorted(known)}")
+        procs = node.get("num_processes", 1)
+        if procs is None or str(procs).lower() == "auto":
+            num_processes = None
+        else:
+            try:
+                num_processes = int(procs)
+            except (TypeError, ValueError):
+                raise ConfigError(
+                    f"runner.num_processes={procs!r} is not a number or auto"
+                ) from None
+            if num_processes < 1:
+                raise ConfigError(f"runner.num_processes={procs!r} must be >= 1")
+        launcher = str(node.get("launcher", "auto"))
+        if launcher not in LAUNCHERS:
+            raise ConfigError(f"runner.launcher={launcher!r} is unknown; choose one of {LAUNCHERS}")
+        cache = node.get("cache", "run")
+        if cache is False or cache is None or str(cache).lower() in ("false", "none", "null"):
+            cache = None
+        elif cache is True or str(cache).lower() in ("true", "run"):
+            cache = "run"
+        else:
+            cache = str(Path(str(cache)).expanduser())
+        return cls(
+            num_processes=num_processes,
+            launcher=launcher,
+            cpu=_flag(node.get("cpu", "auto"), "cpu", allow_auto=True),
+            seed=int(node.get("seed", 1234)),
+            bootstrap_iters=int(node.get("bootstrap_iters", 1000)),
+            resume=bool(_flag(node.get("resume", False), "resume")),
+            cache=cache,
+            timeout_s=int(node.get("timeout_s", 1800)),
+        )
+
+    def use_cpu(self) -> bool:
+        """Whether workers run on CPU (imports torch only when it has to look for GPUs)."""
+        if self.cpu is not None:
+            return self.cpu
+        import torch
+
+        return not torch.cuda.is_available()
+
+    def processes(self) -> int:
+        """The number of data-parallel workers to start."""
+        if self.num_processes is not None:
+            return self.num_processes
+        if self.use_cpu():
+            return 1
+        import torch
+
+        return max(1, torch.cuda.device_count())
+
+    def cache_dir(self, run_folder: Path) -> Path | None:
+        if self.cache is None:
+            return None
+        return run_folder / "cache" if self.cache == "run" else Path(self.cache)

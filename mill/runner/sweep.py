@@ -1,0 +1,257 @@
+"""The summary of a sweep (``mill -m ...``): task x model, value ± stderr, failures marked.
+
+Hydra 1.3 gives ``on_multirun_end`` only the config, so the summary is read back from the
+job folders under ``hydra.sweep.dir`` (``manifest.json`` for each job's status,
+``results.json`` for its numbers). That also works when the jobs ran elsewhere (SLURM).
+Written as ``summary.json`` and ``summary.md`` in the sweep folder and printed to stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+LAST: dict[str, Any] | None = None
+"""The summary of the last sweep of this process (read by ``mill``'s exit code)."""
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _job_config(job_dir: Path) -> dict[str, Any]:
+    for name in ("resolved.yaml", ".hydra/config.yaml"):
+        path = job_dir / name
+        if path.is_file():
+            try:
+                loaded = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+            except Exception:  # an unreadable config leaves the names unknown
+                continue
+            if isinstance(loaded, dict):
+                return loaded
+    return {}
+
+
+def _overrides(job_dir: Path) -> list[str]:
+    path = job_dir / ".hydra" / "overrides.yaml"
+    try:
+        loaded = OmegaConf.to_container(OmegaConf.load(path))
+    except Exception:  # no overrides file: nothing to show
+        return []
+    return [str(o) for o in loaded] if isinstance(loaded, list) else []
+
+
+def _order(path: Path) -> tuple[int, str]:
+    match = re.match(r"(\d+)", path.name)
+    return (int(match.group(1)) if match else 1 << 30, path.name)
+
+
+def _name(config: dict[str, Any], key: str) -> str:
+    node = config.get(key)
+    if isinstance(node, dict) and isinstance(node.get("name"), str):
+        return node["name"]
+    return "?"
+
+
+def summarize(sweep_dir: Path) -> dict[str, Any]:
+    """Every job folder's status and numbers."""
+    jobs = []
+    for job_dir in sorted(
+        (p for p in Path(sweep_dir).iterdir() if p.is_dir() and not p.name.startswith(".")),
+        key=_order,
+    ):
+        manifest = _read_json(job_dir / "manifest.json")
+        results = _read_json(job_dir / "results.json")
+        config = _job_config(job_dir)
+        if manifest is None and results is None and not config:
+            continue
+        status = (manifest or {}).get("status", "unknown")
+        if results is None and status == "succeeded":
+            status = "failed"
+        if manifest is None:
+            status = "failed"
+        metrics: dict[str, dict[str, Any]] = {}
+        if results is not None and status == "succeeded":
+            for task, block in results.get("tasks", {}).items():
+                metrics[task] = {
+                    name: {k: row.get(k) for k in ("value", "stderr", "n")}
+                    for name, row in block.get("metrics", {}).items()
+                }
+            for group, block in results.get("groups", {}).items():
+                for name, row in block.get("metrics", {}).items():
+                    for kind in ("micro", "macro"):
+                        part = row.get(kind, {})
+                        metrics.setdefault(f"{group} ({kind})", {})[name] = {
+                            k: part.get(k) for k in ("value", "stderr", "n")
+                        }
+        jobs.append(
+            {
+                "job": job_dir.name,
+                "task": _name(config, "task"),
+                "model": _name(config, "model"),
+                "overrides": _overrides(job_dir),
+                "status": status,
+                "error": (manifest or {}).get("error")
+                or (None if manifest else "the job left no manifest.json"),
+                "metrics": metrics,
+            }
+        )
+    failed = sum(1 for j in jobs if j["status"] != "succeeded")
+    return {
+        "sweep_dir": str(sweep_dir),
+        "jobs": jobs,
+        "succeeded": len(jobs) - failed,
+        "failed": failed,
+    }
+
+
+def cell(row: dict[str, Any] | None) -> str:
+    """``value ± stderr`` (4 decimals), or ``-`` when missing."""
+    if not row or row.get("value") is None:
+        return "-"
+    value = row["value"]
+    text = f"{value:.4f}" if isinstance(value, (int, float)) else str(value)
+    if isinstance(row.get("stderr"), (int, float)):
+        text += f" ± {row['stderr']:.4f}"
+    return text
+
+
+def _row_labels(jobs: list[dict[str, Any]]) -> dict[str, str]:
+    """Extra label for jobs that share a task and model (other overrides tell them apart)."""
+    seen: dict[tuple[str, str], int] = {}
+    for job in jobs:
+        seen[(job["task"], job["model"])] = seen.get((job["task"], job["model"]), 0) + 1
+    labels = {}
+    for job in jobs:
+        if seen[(job["task"], job["model"])] > 1:
+            rest = [
+                o
+                for o in job["overrides"]
+                if not o.startswith(("task=", "model=", "hydra.", "+metrics", "metrics="))
+            ]
+            labels[job["job"]] = f" ({', '.join(rest) or job['job']})"
+        else:
+            labels[job["job"]] = ""
+    return labels
+
+
+def pivot(summary: dict[str, Any]) -> dict[str, tuple[list[str], list[str], dict]]:
+    """Per metric: (row labels, model columns, {(row, model): cell text})."""
+    jobs = summary["jobs"]
+    labels = _row_labels(jobs)
+    metric_names: list[str] = []
+    task_metrics: dict[str, set[str]] = {}
+    for job in jobs:
+        for task, block in job["metrics"].items():
+            for name in block:
+                if name not in metric_names:
+                    metric_names.append(name)
+                task_metrics.setdefault(task, set()).add(name)
+    tables: dict[str, tuple[list[str], list[str], dict]] = {}
+    for metric in metric_names or ["(no results)"]:
+        rows: list[str] = []
+        models: list[str] = []
+        cells: dict[tuple[str, str], str] = {}
+        for job in jobs:
+            suffix = labels[job["job"]]
+            if job["status"] == "succeeded":
+                entries = [
+                    (task + suffix, block[metric])
+                    for task, block in job["metrics"].items()
+                    if metric in block
+                ]
+                for label, row in entries:
+                    cells[(label, job["model"])] = cell(row)
+            else:
+                if job["task"] in task_metrics and metric not in task_metrics[job["task"]]:
+                    continue
+                label = job["task"] + suffix
+                entries = [(label, None)]
+                cells[(label, job["model"])] = "FAILED"
+            for label, _ in entries:
+                if label not in rows:
+                    rows.append(label)
+            if entries and job["model"] not in models:
+                models.append(job["model"])
+        tables[metric] = (rows, models, cells)
+    return tables
+
+
+def to_markdown(summary: dict[str, Any]) -> str:
+    lines = [
+        f"# Sweep summary: {summary['sweep_dir']}",
+        "",
+        f"{len(summary['jobs'])} jobs: {summary['succeeded']} succeeded, "
+        f"{summary['failed']} failed. Cells are value ± stderr.",
+    ]
+    for metric, (rows, models, cells) in pivot(summary).items():
+        lines += ["", f"## {metric}", ""]
+        lines.append("| task | " + " | ".join(models) + " |")
+        lines.append("|---|" + "---:|" * len(models))
+        for row in rows:
+            values = [cells.get((row, m), "") for m in models]
+            values = [f"**{v}**" if v == "FAILED" else v for v in values]
+            lines.append(f"| {row} | " + " | ".join(values) + " |")
+    failures = [j for j in summary["jobs"] if j["status"] != "succeeded"]
+    if failures:
+        lines += ["", "## Failures", ""]
+        for job in failures:
+            lines.append(
+                f"- `{job['job']}` ({job['task']} x {job['model']}, {job['status']}): "
+                f"{job['error'] or 'no error recorded'}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    from rich import box
+    from rich.table import Table
+
+    from mill.report.console import make_console
+
+    console = make_console(stderr=False)
+    for metric, (rows, models, cells) in pivot(summary).items():
+        table = Table(title=f"sweep: {metric}", box=box.ASCII, safe_box=True)
+        table.add_column("task", no_wrap=True)
+        for model in models:
+            table.add_column(model, justify="right", no_wrap=True)
+        for row in rows:
+            table.add_row(row, *[cells.get((row, m), "") for m in models])
+        console.print(table)
+    console.print(
+        f"[mill] sweep (value ± stderr): {summary['succeeded']} succeeded, "
+        f"{summary['failed']} failed; "
+        f"{Path(summary['sweep_dir']) / 'summary.md'}"
+    )
+    for job in summary["jobs"]:
+        if job["status"] != "succeeded":
+            console.print(f"[mill] FAILED {job['job']}: {job['error']}")
+
+
+def write_summary(sweep_dir: Path) -> dict[str, Any]:
+    summary = summarize(sweep_dir)
+    from mill.experiment.folder import write_json
+
+    write_json(Path(sweep_dir) / "summary.json", summary)
+    (Path(sweep_dir) / "summary.md").write_text(to_markdown(summary), encoding="utf-8")
+    return summary
+
+
+class SweepSummary(Callback):
+    """Hydra callback (``conf/hydra/callbacks/mill.yaml``): summarize at the end of a sweep."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global LAST
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        if not sweep_dir.is_dir():
+            return
+        LAST = write_summary(sweep_dir)
+        print_summary(LAST)

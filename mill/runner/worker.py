@@ -1,0 +1,72 @@
+"""``python -m mill.runner.worker <folder>``: one data-parallel worker (started by the driver).
+
+Reads ``<folder>/resolved.yaml`` (written by the Hydra driver, every interpolation already
+resolved), joins the launcher's process group and evaluates its shard. Rank 0 merges the
+shards and writes the results; a user error is recorded in the manifest by rank 0 and
+every worker exits 0, so the driver can report it as one line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from mill.errors import MillError
+from mill.runner.dist import Dist, init_dist, launched_rank
+from mill.runner.execute import execute
+from mill.runner.settings import RunnerSettings
+
+FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] %(message)s"
+
+
+def _logging(folder: Path, rank: int) -> None:
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(logging.WARNING if rank == 0 else logging.ERROR)
+    console.setFormatter(logging.Formatter(FORMAT))
+    root.addHandler(console)
+    if rank == 0:
+        handler = logging.FileHandler(folder / "mill.log", mode="a")
+        handler.setFormatter(logging.Formatter(FORMAT))
+        root.addHandler(handler)
+
+
+def _record_failure(folder: Path, err: MillError) -> None:
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest.setdefault("error", f"{type(err).__name__}: {err}".splitlines()[0])
+    manifest["status"] = "failed"
+    from mill.experiment.folder import write_json
+
+    write_json(path, manifest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m mill.runner.worker <experiment folder>", file=sys.stderr)
+        return 2
+    folder = Path(args[0]).resolve()
+    rank = launched_rank()
+    _logging(folder, rank)
+    resolved = OmegaConf.to_container(OmegaConf.load(folder / "resolved.yaml"))
+    assert isinstance(resolved, dict)
+    dist = Dist(rank=rank)
+    try:
+        settings = RunnerSettings.parse(resolved.get("runner"))
+        dist = init_dist(settings.use_cpu(), settings.timeout_s)
+        execute(resolved, folder, dist)
+    except MillError as err:
+        if dist.is_main:
+            _record_failure(folder, err)
+    dist.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

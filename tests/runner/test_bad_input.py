@@ -1,0 +1,161 @@
+"""Bad input through the real CLI: one line naming what, where and how to fix it, exit code
+2, and no results.json. Truncation is the exception: counted, one warning, the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_mill
+
+ARC_ROW = {
+    "id": "x1",
+    "question": {
+        "stem": "Which is a liquid?",
+        "choices": [{"text": t, "label": k} for t, k in (("water", "A"), ("sand", "B"))],
+    },
+    "answerKey": "A",
+}
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _nan_model(tmp_path: Path) -> Path:
+    """The random GPT-2 with NaN in its final layer norm: every log-probability is NaN."""
+    from safetensors.torch import load_file, save_file
+
+    from mill.model.random import random_gpt2_dir
+
+    folder = tmp_path / "nan-gpt2"
+    shutil.copytree(random_gpt2_dir(), folder)
+    weights = load_file(folder / "model.safetensors")
+    weights["transformer.ln_f.weight"].fill_(float("nan"))
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    return folder
+
+
+def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
+    """(overrides, fragments the one-line message must contain)."""
+    if name == "unknown task":
+        return ["task=arc_esy"], ["unknown task 'arc_esy'", "did you mean arc_easy"]
+    if name == "unknown model":
+        return ["model=gpt2"], ["unknown model 'gpt2'", "gpt2_random"]
+    if name == "unknown metric":
+        return ["+metrics=[acc,acc_nrom]"], ["unknown metric 'acc_nrom'", "did you mean acc_norm"]
+    if name == "unknown runner":
+        return ["runner=lcal"], ["unknown runner 'lcal'", "did you mean local"]
+    if name == "unknown setting":
+        return ["runner.sed=1"], ["unknown setting runner.sed", "runner.seed"]
+    if name == "malformed yaml":
+        (tmp_path / "conf" / "task").mkdir(parents=True)
+        bad = tmp_path / "conf" / "task" / "mine.yaml"
+        bad.write_text("_target_: mill.tasks.arc.ArcEasy\nname: [mine\n")
+        return [f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "task=mine"], [
+            "malformed YAML",
+            str(bad),
+            "line 3",
+        ]
+    if name == "doc lacks a prompt field":
+        # a file with another schema ("query" where the prompt reads "question")
+        rows = [{"query": "1+1?", "answer": "#### 2"}, {"query": "2+1?", "answer": "#### 3"}]
+        data = _jsonl(tmp_path / "gsm.jsonl", rows)
+        return [
+            "task=gsm8k",
+            "task.num_fewshot=0",
+            f"+task.dataset.data_files.test={data}",
+        ], ["task 'gsm8k'", "doc 0", "lacks field 'question' that the prompt needs"]
+    if name == "file row lacks a field":
+        row = {k: v for k, v in ARC_ROW.items() if k != "answerKey"}
+        data = _jsonl(tmp_path / "arc.jsonl", [row, row])
+        return [f"+task.dataset.data_files.test={data}"], [
+            "task 'arc_easy'",
+            "row 0",
+            "lacks field 'answerKey'",
+            str(data),
+        ]
+    if name == "doc without choices":
+        row = {**ARC_ROW, "question": {"stem": "?", "choices": []}}
+        data = _jsonl(tmp_path / "arc.jsonl", [ARC_ROW, ARC_ROW, row])
+        return [f"+task.dataset.data_files.test={data}"], ["doc 2", "the doc has no choices"]
+    if name == "gold outside choices":
+        data = _jsonl(tmp_path / "arc.jsonl", [{**ARC_ROW, "answerKey": "E"}])
+        return [f"+task.dataset.data_files.test={data}"], [
+            "doc 0",
+            "gold answer is not among its 2 choices",
+        ]
+    if name == "non-finite log-probability":
+        folder = _nan_model(tmp_path)
+        return ["model=hf", f"model.pretrained={folder}", "model.name=nan", "task.limit=2"], [
+            "request arc_easy/",
+            "non-finite log-probability nan",
+        ]
+    if name == "dataset offline":
+        return ["data=hub", "task.limit=2"], [
+            "allenai/ai2_arc",
+            "Offline?",
+            "data=local data.dir=",
+        ]
+    if name == "target outside allow-list":
+        return ["model._target_=os.system"], ["'os.system' is not allowed", "allow_targets"]
+    raise AssertionError(name)
+
+
+CASES = [
+    "unknown task",
+    "unknown model",
+    "unknown metric",
+    "unknown runner",
+    "unknown setting",
+    "malformed yaml",
+    "doc lacks a prompt field",
+    "file row lacks a field",
+    "doc without choices",
+    "gold outside choices",
+    "non-finite log-probability",
+    "dataset offline",
+    "target outside allow-list",
+]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_bad_input_is_one_line_exit_2_no_results(name: str, tmp_path: Path) -> None:
+    overrides, fragments = _case(name, tmp_path)
+    out = tmp_path / "run"
+    proc = run_mill(*overrides, f"hydra.run.dir={out}")
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("mill: error: ")]
+    assert len(errors) == 1, proc.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], (fragment, errors[0])
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert not (out / "results.json").exists()
+    if (out / "manifest.json").exists():  # it got as far as the folder: marked failed
+        assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+
+
+def test_long_contexts_are_truncated_counted_and_warned_once(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = run_mill(
+        "task=arc_easy",
+        "model=gpt2_random",
+        "model.max_length=24",
+        "task.limit=6",
+        f"hydra.run.dir={out}",
+    )
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1, proc.stderr
+    results = json.loads((out / "results.json").read_text())
+    truncation = results["truncation"]
+    rows = [json.loads(line) for line in (out / "samples" / "arc_easy.jsonl").open()]
+    cut = sum(r["response"]["truncated_tokens_count"] for r in rows)
+    assert truncation["tokens"] == cut > 0 and truncation["by_task"]["arc_easy"] > 0
+    assert f"{truncation['requests']} of 24 requests (arc_easy: " in warnings[0]
+    assert f"{cut} tokens were cut" in warnings[0] and "max_length=24" in warnings[0]

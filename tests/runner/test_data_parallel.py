@@ -1,0 +1,142 @@
+"""Data parallelism for real: 2 CPU processes (gloo) against 1, through the CLI.
+
+Both the driver mode (``runner.num_processes=2``: the Hydra process starts torchrun
+workers) and a user's own launcher (``torchrun -m mill``) must leave exactly one folder
+whose samples and results equal a single-process run's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonlines
+import pytest
+
+from tests.conftest import run_mill
+
+ARGS = ("task=arc", "model=gpt2_random", "task.limit=6", "model.batch_size=1")
+
+
+def _samples(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((folder / "samples").glob("*.jsonl"))}
+
+
+def _rows(folder: Path) -> list[dict]:
+    rows = []
+    for path in sorted((folder / "samples").glob("*.jsonl")):
+        with jsonlines.open(path) as reader:
+            rows.extend(reader)
+    return rows
+
+
+def _tasks(folder: Path) -> dict:
+    results = json.loads((folder / "results.json").read_text())
+    return {"tasks": results["tasks"], "groups": results["groups"]}
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("single") / "run"
+    proc = run_mill(*ARGS, f"hydra.run.dir={out}")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_two_workers_equal_one_process_exactly(single: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = run_mill(*ARGS, "runner.num_processes=2", f"hydra.run.dir={out}")
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+    # byte-identical per-sample records (batch_size=1: every doc is scored alone on both
+    # sides, so even padding counts and float bits agree) and identical metrics
+    assert _samples(out) == _samples(single) and len(_samples(out)) == 2
+    assert _tasks(out) == _tasks(single)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "succeeded" and manifest["world_size"] == 2
+    per_rank = [r["requests"] for r in manifest["ranks"]]
+    total = sum(
+        json.loads(line)["response"]["logprobs"].__len__()
+        for f in _samples(out).values()
+        for line in f.splitlines()
+    )
+    assert len(per_rank) == 2 and sum(per_rank) == total and min(per_rank) > 0
+    assert manifest["cache"]["computed"] == total
+    # the table went to stdout once, from rank 0
+    assert proc.stdout.count("arc_easy |") == 1 or proc.stdout.count("arc_easy") >= 1
+
+
+def test_users_own_torchrun_writes_one_folder(single: Path, tmp_path: Path) -> None:
+    """``torchrun -m mill``: every rank runs Hydra, only rank 0 writes. Default batching
+    here: the ranks' batches differ from one process's, so log-likelihoods agree to float
+    rounding (as for any change of batch size) and the metrics exactly."""
+    env = {**os.environ, "CI": "1", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    args = [a for a in ARGS if not a.startswith("model.batch_size")]
+    proc = subprocess.run(
+        [*cmd, "-m", "mill", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # rank 1 created nothing: one run folder, no stray outputs or logs in the cwd
+    runs = list((tmp_path / "outputs" / "runs").glob("*/*"))
+    assert len(runs) == 1 and sorted(p.name for p in tmp_path.iterdir()) == ["outputs"]
+    out = runs[0]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["world_size"] == 2 and len(manifest["ranks"]) == 2
+    assert _tasks(out) == _tasks(single)
+    pairs = list(zip(_rows(single), _rows(out), strict=True))
+    assert len(pairs) == 12
+    for x, y in pairs:
+        assert (x["task"], x["doc_id"], x["metrics"]) == (y["task"], y["doc_id"], y["metrics"])
+        for p, q in zip(x["response"]["logprobs"], y["response"]["logprobs"], strict=True):
+            assert p == pytest.approx(q, abs=1e-4)
+
+
+def test_two_nodes_shard_by_global_rank(single: Path, tmp_path: Path) -> None:
+    """Two torchrun "nodes" (here both on localhost) of one process each: both processes
+    have local rank 0, only global rank 0 may write, and each scores half."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "CI": "1", "OMP_NUM_THREADS": "1"}
+    procs = []
+    for node in (0, 1):
+        cwd = tmp_path / f"node{node}"
+        cwd.mkdir()
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes=2",
+            f"--node_rank={node}",
+            "--nproc_per_node=1",
+            "--master_addr=127.0.0.1",
+            f"--master_port={port}",
+            "-m",
+            "mill",
+            *ARGS,
+        ]
+        procs.append(
+            subprocess.Popen(
+                cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+        )
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs[0][-2000:] + outputs[1][-2000:]
+    assert list((tmp_path / "node1").iterdir()) == []  # local rank 0 of node 1 wrote nothing
+    runs = list((tmp_path / "node0" / "outputs" / "runs").glob("*/*"))
+    assert len(runs) == 1
+    manifest = json.loads((runs[0] / "manifest.json").read_text())
+    assert manifest["world_size"] == 2 and min(r["requests"] for r in manifest["ranks"]) > 0
+    assert _samples(runs[0]) == _samples(single) and _tasks(runs[0]) == _tasks(single)

@@ -1,0 +1,101 @@
+"""The response cache on a real model: durable entries, keyed by model identity and content."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from mill.model.hf import HFCausalLM
+from mill.model.random import random_gpt2
+from mill.runner.cache import CachedModel, ResponseStore, model_key
+from mill.types import GenerationArgs, OutputType, Request
+
+
+@pytest.fixture(scope="module")
+def gpt2() -> HFCausalLM:
+    return random_gpt2(n_layer=2, n_embd=64, seed=0)
+
+
+def _requests() -> list[Request]:
+    reqs = [
+        Request(OutputType.LOGPROBS, "t", doc, i, f"Question {doc}: pick one.\nAnswer:", f" {c}")
+        for doc in range(3)
+        for i, c in enumerate(["red", "green", "a blue whale"])
+    ]
+    # the same content as doc 0's first choice, under another id: scored once
+    reqs.append(Request(OutputType.LOGPROBS, "u", 9, 0, "Question 0: pick one.\nAnswer:", " red"))
+    return reqs
+
+
+def test_second_pass_comes_from_the_cache(gpt2: HFCausalLM, tmp_path: Path) -> None:
+    reqs = _requests()
+    first = CachedModel(gpt2, ResponseStore(tmp_path, gpt2.identity()))
+    seen: list[str] = []
+    out1 = first.loglikelihood(reqs, lambda req, resp: seen.append(resp.request_id))
+    assert sorted(seen) == sorted(r.id for r in reqs)
+    assert first.stats() == {"hits": 0, "computed": 9, "shared": 1}
+    assert out1[-1].logprob == out1[0].logprob and out1[-1].request_id == "u/9/choice/0"
+    first.store.close()
+
+    again = CachedModel(gpt2, ResponseStore(tmp_path, gpt2.identity()))
+    out2 = again.loglikelihood(reqs)
+    assert again.stats() == {"hits": 10, "computed": 0, "shared": 0}
+    assert [asdict(r) for r in out2] == [asdict(r) for r in out1]  # bit-identical floats
+    again.store.close()
+
+
+def test_entries_are_committed_in_wal_mode(gpt2: HFCausalLM, tmp_path: Path) -> None:
+    store = ResponseStore(tmp_path, gpt2.identity())
+    CachedModel(gpt2, store).loglikelihood(_requests()[:3])
+    # another connection sees every entry while the writer is still open
+    with sqlite3.connect(store.path) as reader:
+        assert reader.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert reader.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 3
+    assert store.count() == 3
+    store.close()
+
+
+def test_a_different_model_never_reads_another_models_entries(
+    gpt2: HFCausalLM, tmp_path: Path
+) -> None:
+    reqs = _requests()
+    CachedModel(gpt2, ResponseStore(tmp_path, gpt2.identity())).loglikelihood(reqs)
+    other = random_gpt2(n_layer=2, n_embd=64, seed=1)
+    assert other.identity()["weights_fingerprint"] != gpt2.identity()["weights_fingerprint"]
+    cached = CachedModel(other, ResponseStore(tmp_path, other.identity()))
+    out = cached.loglikelihood(reqs)
+    assert cached.stats()["hits"] == 0 and cached.stats()["computed"] == 9
+    assert out[0].logprob == other.loglikelihood(reqs[:1])[0].logprob
+
+
+def test_model_key_covers_score_changing_options(gpt2: HFCausalLM) -> None:
+    base = gpt2.identity()
+    assert model_key(base) == model_key(dict(base))
+    for key, value in (("dtype", "bfloat16"), ("max_length", 512), ("revision", "v2")):
+        assert model_key({**base, key: value}) != model_key(base), key
+    shorter = random_gpt2(n_layer=2, n_embd=64, seed=0, max_length=128)
+    assert model_key(shorter.identity()) != model_key(base)
+
+
+def test_generation_and_rolling_requests_are_cached(gpt2: HFCausalLM, tmp_path: Path) -> None:
+    gen = [
+        Request(
+            OutputType.GENERATIVE,
+            "g",
+            0,
+            0,
+            "Once upon a time",
+            generation=GenerationArgs(until=("\n",), max_gen_toks=6),
+        )
+    ]
+    rolling = [Request(OutputType.PERPLEXITY, "p", 0, 0, "", "The cat sat on the mat. " * 5)]
+    first = CachedModel(gpt2, ResponseStore(tmp_path, gpt2.identity()))
+    text = first.generate_until(gen)[0].text
+    logprob = first.loglikelihood_rolling(rolling)[0].logprob
+    again = CachedModel(gpt2, ResponseStore(tmp_path, gpt2.identity()))
+    assert again.generate_until(gen)[0].text == text
+    assert again.loglikelihood_rolling(rolling)[0].logprob == logprob
+    assert again.stats() == {"hits": 2, "computed": 0, "shared": 0}

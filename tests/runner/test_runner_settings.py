@@ -1,0 +1,64 @@
+"""The runner config group: parsing and validation, and what a resumed run may change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mill.errors import ConfigError
+from mill.runner.job import config_changes
+from mill.runner.settings import RunnerSettings
+
+
+def test_defaults_match_the_local_preset(compose) -> None:
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.to_container(compose().runner)
+    settings = RunnerSettings.parse(node)
+    assert settings == RunnerSettings()
+    assert settings.cache_dir(Path("/r")) == Path("/r/cache")
+    assert (
+        RunnerSettings.parse(OmegaConf.to_container(compose("runner=dp").runner)).num_processes
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("node", "match"),
+    [
+        ({"num_processes": 0}, "must be >= 1"),
+        ({"num_processes": "two"}, "not a number"),
+        ({"launcher": "mpirun"}, "unknown"),
+        ({"cpu": "maybe"}, "true, false or auto"),
+        ({"seeed": 1}, "no setting 'seeed'"),
+    ],
+)
+def test_bad_runner_settings_are_config_errors(node: dict, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        RunnerSettings.parse(node)
+
+
+def test_cache_setting_forms() -> None:
+    assert RunnerSettings.parse({"cache": False}).cache_dir(Path("/r")) is None
+    assert RunnerSettings.parse({"cache": "/shared/c"}).cache_dir(Path("/r")) == Path("/shared/c")
+    assert RunnerSettings.parse({"cpu": True}).use_cpu() is True
+
+
+def test_resume_may_change_placement_but_not_scores() -> None:
+    old = {
+        "task": {"name": "arc_easy", "limit": 10},
+        "model": {"name": "m", "device": "cpu", "batch_size": "auto", "dtype": "float32"},
+        "runner": {"resume": False, "num_processes": 1, "seed": 1},
+        "report": {"progress": "auto"},
+    }
+    new = {
+        "task": {"name": "arc_easy", "limit": 10},
+        "model": {"name": "m", "device": "cuda", "batch_size": 8, "dtype": "float32"},
+        "runner": {"resume": True, "num_processes": 4, "seed": 1},
+        "report": {"progress": "never"},
+    }
+    assert config_changes(old, new) == []
+    new["task"]["limit"] = 11
+    new["model"]["dtype"] = "bfloat16"
+    assert config_changes(old, new) == ["model.dtype", "task.limit"]
