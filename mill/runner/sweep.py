@@ -212,20 +212,12 @@ def to_markdown(summary: dict[str, Any]) -> str:
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    from rich import box
-    from rich.table import Table
-
+    """One status line and the failed jobs (the task x model table is printed by the
+    sweep report, :func:`mill.report.rebuild.report_after_sweep`; the per-metric task x
+    model grids are in summary.md)."""
     from mill.report.console import make_console
 
     console = make_console(stderr=False)
-    for metric, (rows, models, cells) in pivot(summary).items():
-        table = Table(title=f"sweep: {metric}", box=box.ASCII, safe_box=True)
-        table.add_column("task", no_wrap=True)
-        for model in models:
-            table.add_column(model, justify="right", no_wrap=True)
-        for row in rows:
-            table.add_row(row, *[cells.get((row, m), "") for m in models])
-        console.print(table)
     console.print(
         f"[mill] sweep (value ± stderr): {summary['succeeded']} succeeded, "
         f"{summary['failed']} failed; "

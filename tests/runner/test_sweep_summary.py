@@ -65,9 +65,10 @@ def test_failing_jobs_are_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None
     assert expected in markdown
     assert "| gsm8k | **FAILED** |" in markdown and "| boom | **FAILED** |" in markdown
     assert "RuntimeError: boom" in markdown
-    # printed too: the table on stdout, one line per failure
-    assert "sweep: acc" in proc.stdout and "FAILED" in proc.stdout
-    assert f"{acc['value']:.4f} ± {acc['stderr']:.4f}" in proc.stdout
+    # printed too: the task x model table on stdout, one line per failure
+    assert "FAILED 1_gsm8k_stories260k" in proc.stdout and "FAILED 2_boom" in proc.stdout
+    row = [line for line in proc.stdout.splitlines() if "| arc_easy" in line and "acc " in line]
+    assert row and f"{acc['value']:.4f}" in row[-1] and f"{acc['stderr']:.4f}" in row[-1]
 
 
 def _job(root: Path, name: str, task: str, model: str, overrides: list[str], value: float):
