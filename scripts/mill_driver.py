@@ -89,6 +89,25 @@ def unique_tokens(record: SampleRecord, output_type: OutputType, model: Any) -> 
     return len(response.input_tokens) + max(0, len(generated) - 1)
 
 
+def unique_tokens_across_docs(records: list[SampleRecord], types: dict[str, OutputType]) -> int:
+    """Like :func:`unique_tokens` but with one prefix tree over all docs' LOGPROBS inputs,
+    so prefixes shared by different docs (few-shot examples placed first_n) count once."""
+    root: dict[int, Any] = {}
+    count = 0
+    for record in records:
+        if types[record.task] is not OutputType.LOGPROBS:
+            continue
+        ctx = record.response.input_tokens
+        for out in record.response.output_tokens:
+            node = root
+            for token in ctx + out[:-1]:
+                if token not in node:
+                    node[token] = {}
+                    count += 1
+                node = node[token]
+    return count
+
+
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     out_path = Path(sys.argv[2])
@@ -118,6 +137,11 @@ def main() -> None:
     t_done = time.perf_counter()
     types = {t.name: t.OUTPUT_TYPE for t in tasks}
     unique = sum(unique_tokens(r, types[r.task], model) for r in records)
+    unique_all = unique_tokens_across_docs(records, types) + sum(
+        unique_tokens(r, types[r.task], model)
+        for r in records
+        if types[r.task] is not OutputType.LOGPROBS
+    )
     records.sort(key=lambda r: (r.task, r.subject, r.doc_id))
     out = {
         "side": "mill",
@@ -150,6 +174,7 @@ def main() -> None:
         "tokens_fed": counter.tokens,
         "forward_calls": counter.calls,
         "unique_tokens": unique,
+        "unique_tokens_across_docs": unique_all,
         "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     }
     out_path.write_text(json.dumps(out))

@@ -45,7 +45,7 @@ class Stepper:
     def next_logits(
         self,
         input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
+        attention_mask: torch.Tensor | None,
         position_ids: torch.Tensor,
         past: object | None,
     ) -> tuple[torch.Tensor, object]:
@@ -107,7 +107,11 @@ def _prefill(
         mask[row, width - len(ctx) :] = 1
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     device = stepper.device
-    logits, past = stepper.next_logits(ids.to(device), mask.to(device), positions.to(device), None)
+    # without padding, no mask: attention keeps its fast causal kernel
+    padded = any(len(c) != width for c in contexts)
+    logits, past = stepper.next_logits(
+        ids.to(device), mask.to(device) if padded else None, positions.to(device), None
+    )
     return logits, past, mask, width
 
 
@@ -168,6 +172,7 @@ def generate_batch(
         else parts[0][0]  # a single chunk: its own (concatenating) cache
     )
     masks = masks.to(device)
+    need_mask = len({len(c) for c in contexts}) > 1  # left padding somewhere
     positions = torch.tensor([[len(contexts[r])] for r in order], device=device)
     next_tokens = torch.cat(first).tolist()
 
@@ -199,7 +204,8 @@ def generate_batch(
             masks = torch.cat([masks, masks.new_zeros((masks.shape[0], max_gen_toks))], dim=1)
         masks[:, length] = 1
         ids = torch.tensor(next_tokens, device=device).unsqueeze(-1)
-        logits, cache = stepper.next_logits(ids, masks[:, : length + 1], positions, cache)
+        step_mask = masks[:, : length + 1] if need_mask else None
+        logits, cache = stepper.next_logits(ids, step_mask, positions, cache)
         length += 1
         positions = positions + 1
         next_tokens = logits.argmax(-1).tolist()

@@ -295,23 +295,27 @@ class HFCausalLM(LanguageModel):
         remaining = [0] * len(requests)
         for i in owner:
             remaining[i] += 1
-        totals = [0.0] * len(requests)
+        window_lls: dict[int, float] = {}
         padded = [0] * len(requests)
         responses: list[Response | None] = [None] * len(requests)
 
         def done(w: int, scored: Any) -> None:
             i = owner[w]
-            totals[i] += scored.logprob
+            window_lls[w] = scored.logprob
             padded[i] += scored.padded
             remaining[i] -= 1
             if remaining[i] == 0:
                 tokens = texts[i]
+                # windows in document order, summed in float64 (as lm-eval does)
+                total = sum(
+                    window_lls.pop(j) for j in sorted(j for j in window_lls if owner[j] == i)
+                )
                 responses[i] = self._check(
                     requests[i],
                     Response(
                         request_id=requests[i].id,
                         output_tokens=tokens,
-                        logprob=totals[i],
+                        logprob=total,
                         padded_tokens_count=padded[i],
                     ),
                 )
@@ -363,10 +367,19 @@ class HFCausalLM(LanguageModel):
                     f"for context in max_length={self.max_length}"
                 )
             jobs.append((i, tokens[-keep:], max(0, len(tokens) - keep), tuple(until), max_gen))
-        jobs.sort(key=lambda j: (-len(j[1]), j[0]))
+        # identical requests (same tokens, stops and length) are generated once
+        copies: dict[tuple[Any, ...], list[int]] = {}
+        unique_jobs = []
+        for job in jobs:
+            key = (tuple(job[1]), job[3], job[4])
+            if key not in copies:
+                copies[key] = []
+                unique_jobs.append(job)
+            copies[key].append(job[0])
+        unique_jobs.sort(key=lambda j: (-len(j[1]), j[0]))
         responses: list[Response | None] = [None] * len(requests)
         groups: dict[tuple[tuple[str, ...], int], list[Any]] = {}
-        for job in jobs:
+        for job in unique_jobs:
             groups.setdefault((job[3], job[4]), []).append(job)
         # a decode batch holds rows x (context + new tokens) <= the cache budget; its
         # prefill runs in chunks of at most token_budget tokens (or batch_size rows)
@@ -387,16 +400,16 @@ class HFCausalLM(LanguageModel):
                     max_rows=self._max_rows(),
                 )
                 for job, out in zip(batch, outputs, strict=True):
-                    i = job[0]
-                    responses[i] = Response(
-                        request_id=requests[i].id,
-                        input_tokens=out.input_tokens,
-                        output_tokens=out.tokens,
-                        text=out.text,
-                        truncated_tokens_count=out.truncated,
-                        padded_tokens_count=out.padded,
-                    )
-                    on_response(requests[i], responses[i])
+                    for i in copies[(tuple(job[1]), job[3], job[4])]:
+                        responses[i] = Response(
+                            request_id=requests[i].id,
+                            input_tokens=out.input_tokens,
+                            output_tokens=out.tokens,
+                            text=out.text,
+                            truncated_tokens_count=out.truncated,
+                            padded_tokens_count=out.padded,
+                        )
+                        on_response(requests[i], responses[i])
         return [r for r in responses if r is not None]
 
     def _decode(self, tokens: list[int]) -> str:

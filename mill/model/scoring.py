@@ -123,20 +123,25 @@ def _right_padded(rows: list[list[int]], width: int) -> torch.Tensor:
 def _sums(
     logprobs: torch.Tensor, greedy: torch.Tensor | None, lengths: list[int]
 ) -> list[tuple[float, bool]]:
-    """Per item: the sum of its consecutive entries, accumulated in float64, and whether
-    all of them are the argmax.
+    """Per item: the sum of its consecutive entries and whether all are the argmax.
 
-    lm-eval sums in fp32; a float64 sum keeps the total independent of how requests were
-    batched (fp32 rounding of a sum near 150 is already 1.5e-5) and differs from
-    lm-eval's only by lm-eval's own rounding."""
+    With ``greedy`` (log-likelihood requests) the sum is accumulated in float64: lm-eval
+    sums in fp32, whose rounding near 150 is already 1.5e-5, so a float64 sum keeps totals
+    independent of batching and differs from lm-eval only by lm-eval's own rounding.
+    Without (rolling windows, each one fp32 sum then summed per document in float64 by the
+    caller) it is lm-eval's fp32 sum of the window, bit for bit given the same inputs."""
+    if greedy is None:
+        out, offset = [], 0
+        for n in lengths:
+            out.append((float(logprobs[offset : offset + n].sum()), False))
+            offset += n
+        return out
     n, width = len(lengths), max(lengths)
     sizes = torch.tensor(lengths, device=logprobs.device)
     valid = torch.arange(width, device=logprobs.device)[None, :] < sizes[:, None]
     table = torch.zeros((n, width), dtype=torch.float64, device=logprobs.device)
     table[valid] = logprobs.double()
     totals = table.sum(-1).tolist()
-    if greedy is None:
-        return [(t, False) for t in totals]
     flags = torch.ones((n, width), dtype=torch.bool, device=logprobs.device)
     flags[valid] = greedy
     return list(zip(totals, flags.all(-1).tolist(), strict=True))
