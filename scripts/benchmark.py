@@ -36,6 +36,15 @@ TARGETS = {
 }
 """Speed-up targets from the issue (lm-eval time / Mill time)."""
 RSS_TARGET = 1 / 3
+LMEVAL_BATCH = {
+    "arc_easy_0shot": 8,
+    "arc_easy_25shot": 4,
+    "mmlu_5shot": 8,
+    "gsm8k_8shot": 8,
+    "wikitext2": 4,
+}
+"""lm-eval's batch size per workload: the fastest of a sweep on this machine (docs/benchmark.md;
+larger sizes were no faster and used more memory). ``--lmeval-batch-size`` overrides."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -43,7 +52,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workloads", nargs="+", default=None, help=f"of {list(WORKLOADS)}")
     parser.add_argument("--model", default="gpt2_bench", help="gpt2_bench (6x384), ...")
     parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
-    parser.add_argument("--lmeval-batch-size", default="16")
+    parser.add_argument("--lmeval-batch-size", default=None, help="default: LMEVAL_BATCH")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int, default=None, help="docs per workload (override)")
     parser.add_argument("--mill-override", action="append", default=[], help="extra Mill override")
@@ -65,12 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmark: no lm-eval interpreter at {lmeval_python()}", file=sys.stderr)
         return 2
     names = args.workloads or [n for n, w in WORKLOADS.items() if w.available()]
-    batch = (
-        int(args.lmeval_batch_size) if args.lmeval_batch_size.isdigit() else args.lmeval_batch_size
-    )
     model = model_dir(args.model)
     header = (
-        "| workload | Mill s | lm-eval s | speed-up (target) | Mill wall s | lm-eval wall s "
+        "| workload | lm-eval batch size | Mill s | lm-eval s | speed-up (target) | Mill wall s "
+        "| lm-eval wall s "
         "| Mill peak RSS GiB | lm-eval peak RSS GiB | RSS ratio | tokens fed Mill / lm-eval "
         "| unique tokens per doc / across docs | max abs delta logp | parity |"
     )
@@ -82,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if args.limit is not None:
             workload = workload.with_limit(args.limit)
+        given = args.lmeval_batch_size
+        batch = (int(given) if given.isdigit() else given) if given else LMEVAL_BATCH.get(name, 8)
         workdir = new_workdir(args.keep / name if args.keep else None)
         runs = run_pair(
             workload,
@@ -116,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             target = TARGETS.get(name)
             rows.append(
-                f"| {name} | {t_mill:.1f} | {t_lm:.1f} | {t_lm / t_mill:.1f}x "
+                f"| {name} | {batch} | {t_mill:.1f} | {t_lm:.1f} | {t_lm / t_mill:.1f}x "
                 f"(>= {target}x) | {mill.wall_s:.1f} | {lm.wall_s:.1f} | "
                 f"{_gib(mill.peak_rss_kib)} | {_gib(lm.peak_rss_kib)} | "
                 f"{mill.peak_rss_kib / lm.peak_rss_kib:.2f} (<= 0.33) | "
@@ -137,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         print(rows[-1], flush=True)
         report.append(entry)
     print()
-    print(f"model {args.model} ({model}), fp32, {args.threads} threads, lm-eval batch_size={batch}")
+    print(f"model {args.model} ({model}), fp32, {args.threads} threads")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     print("\n".join(rows))

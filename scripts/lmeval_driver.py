@@ -36,6 +36,17 @@ from lm_eval.models.huggingface import HFLM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
 
+def import_model_code(model_dir: str) -> None:
+    """Import the model's transformers modules before the clock starts (both drivers do
+    this, so library import time is never counted as work)."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    config = transformers.AutoConfig.from_pretrained(model_dir)
+    MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
+    transformers.AutoTokenizer.from_pretrained(model_dir)
+
+
 class TokenCounter:
     """Counts token positions entering the transformer body (padding included)."""
 
@@ -81,6 +92,9 @@ def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     out_path = Path(sys.argv[2])
     torch.set_num_threads(int(spec.get("threads", 2)))
+    import_model_code(spec["model"])
+    import datasets  # noqa: F401
+
     t_imported = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mill-lmeval-tasks-") as tmp:
         write_task_yamls(spec["tasks"], Path(tmp))

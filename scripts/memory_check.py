@@ -86,7 +86,7 @@ def main() -> int:
             run = run_side(
                 Path(sys.executable),
                 "mill_driver.py",
-                {"overrides": overrides, "threads": args.threads},
+                {"overrides": overrides, "threads": args.threads, "model": str(model)},
                 Path(tmp),
                 f"llama1b.{setting}",
             )

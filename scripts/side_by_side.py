@@ -113,7 +113,7 @@ def run_pair(
         runs["mill"] = run_side(
             Path(sys.executable),
             "mill_driver.py",
-            {"overrides": overrides, "threads": threads},
+            {"overrides": overrides, "threads": threads, "model": str(model)},
             workdir,
             f"{workload.name}.mill",
         )

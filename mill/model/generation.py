@@ -7,7 +7,7 @@ its text is the decoded new tokens (special tokens skipped) cut at the first occ
 each stop string. The work differs:
 
 * Prefill runs in chunks that respect the token budget, and their caches are merged into
-  one decode batch (:func:`mill.model.kv.merge_prefills`), so decoding runs many rows per
+  one decode batch (:class:`mill.model.kv.PrefillMerger`), so decoding runs many rows per
   step without a large prefill.
 * The cache is written in place (:class:`mill.model.kv.GrowingLayer`) instead of being
   re-concatenated at every step.
@@ -56,7 +56,8 @@ class Stepper:
         """Whether prefill caches can be merged into one in-place cache (no sliding layers)."""
         raise NotImplementedError
 
-    def merge_caches(self, parts: list[tuple[object, int]], width: int, capacity: int) -> object:
+    def cache_merger(self, rows: int, width: int, capacity: int) -> object:
+        """A :class:`mill.model.kv.PrefillMerger` for this model."""
         raise NotImplementedError
 
     def select_cache(self, past: object, keep: torch.Tensor) -> object:
@@ -157,20 +158,23 @@ def generate_batch(
     width = len(contexts[order[0]])
     capacity = width + max_gen_toks
     first: list[torch.Tensor] = []
-    parts: list[tuple[object, int]] = []
+    merger = stepper.cache_merger(n, width, capacity) if stepper.can_grow_cache() else None
     masks = torch.zeros((n, capacity), dtype=torch.long)
     row = 0
+    cache: object = None
     for chunk in chunks:
         logits, past, mask, chunk_width = _prefill(stepper, [contexts[r] for r in chunk])
         first.append(logits.argmax(-1))
-        parts.append((past, chunk_width))
+        if merger is not None:
+            merger.add(past, chunk_width)  # type: ignore[attr-defined]
+        else:
+            cache = past  # a single chunk: its own (concatenating) cache
+        del past
         masks[row : row + len(chunk), width - chunk_width : width] = mask
         row += len(chunk)
-    cache = (
-        stepper.merge_caches(parts, width, capacity)
-        if stepper.can_grow_cache()
-        else parts[0][0]  # a single chunk: its own (concatenating) cache
-    )
+    if merger is not None:
+        cache = merger.cache()  # type: ignore[attr-defined]
+        del merger
     masks = masks.to(device)
     need_mask = len({len(c) for c in contexts}) > 1  # left padding somewhere
     positions = torch.tensor([[len(contexts[r])] for r in order], device=device)

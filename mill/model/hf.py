@@ -45,9 +45,11 @@ class HFCausalLM(LanguageModel):
         dtype: float32, float16, bfloat16 or auto.
         device: ``auto`` (CUDA if present, else CPU), ``cpu``, ``cuda:0``, ...
         batch_size: ``auto`` (batches by ``token_budget``) or a maximum number of rows.
-        token_budget: padded tokens per forward pass when ``batch_size=auto``.
+        token_budget: padded tokens per forward pass when ``batch_size=auto`` (default:
+            4096 on CPU, where smaller blocks stay in cache and peak memory stays low,
+            16384 on GPUs).
         cache_budget: generation: rows x (context + new tokens) held in one decode batch's
-            KV cache when ``batch_size=auto`` (default: 4 x token_budget).
+            KV cache when ``batch_size=auto`` (default: 32768 on CPU, 65536 on GPUs).
         max_length: context window; default from the model config (as lm-eval).
         max_gen_toks: default generation length when a request does not set one.
         share_prefix: run each shared context once for all its choices.
@@ -62,7 +64,7 @@ class HFCausalLM(LanguageModel):
         dtype: str = "float32",
         device: str = "auto",
         batch_size: int | str = "auto",
-        token_budget: int = 16384,
+        token_budget: int | None = None,
         cache_budget: int | None = None,
         max_length: int | None = None,
         max_gen_toks: int = 256,
@@ -80,13 +82,14 @@ class HFCausalLM(LanguageModel):
         self.revision = revision
         self.name = name or Path(self.pretrained).name
         self.batch_size = batch_size
-        self.token_budget = int(token_budget)
-        self.cache_budget = int(cache_budget or 4 * self.token_budget)
         self.max_gen_toks = int(max_gen_toks)
         self.share_prefix = bool(share_prefix)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
+        on_cpu = self.device.type == "cpu"
+        self.token_budget = int(token_budget or (4096 if on_cpu else 16384))
+        self.cache_budget = int(cache_budget or (32768 if on_cpu else 65536))
         local = Path(os.path.expanduser(self.pretrained))
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         try:

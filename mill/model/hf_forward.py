@@ -102,10 +102,10 @@ class HFForward(Forward, Stepper):
                 self._growable = False
         return self._growable
 
-    def merge_caches(self, parts, width, capacity):  # type: ignore[override]
-        from mill.model.kv import merge_prefills
+    def cache_merger(self, rows, width, capacity):  # type: ignore[override]
+        from mill.model.kv import PrefillMerger
 
-        return merge_prefills(self.config, parts, width, capacity)
+        return PrefillMerger(self.config, rows, width, capacity)
 
     def next_logits(self, input_ids, attention_mask, position_ids, past):  # type: ignore[override]
         with torch.inference_mode():

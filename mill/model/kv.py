@@ -7,7 +7,7 @@ in storage allocated once with room for the generated tokens and hands the model
 the filled part, so a step writes only the new token's keys and values. Rows are dropped
 (retired generations) by copying the storage once, which the caller does rarely.
 
-:func:`merge_prefills` builds one such cache for a whole decode batch out of the caches of
+:class:`PrefillMerger` builds one such cache for a whole decode batch out of the caches of
 several prefill chunks (left-padded to a common width), so prefill can respect the token
 budget while decoding runs with many rows.
 """
@@ -63,42 +63,38 @@ def supports_growing(cache: object) -> bool:
     return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
 
-def merge_prefills(
-    config: object,
-    parts: list[tuple[object, int]],
-    width: int,
-    capacity: int,
-) -> DynamicCache:
-    """One growing cache for all rows of several prefill caches.
+class PrefillMerger:
+    """One growing cache for all rows of a decode batch, filled chunk by chunk.
 
-    Args:
-        config: the model config (builds the cache's layer list).
-        parts: ``(cache, chunk width)`` per prefill chunk, in row order; each chunk's
-            contexts were left-padded to its own width.
-        width: the decode batch's common context width (the widest chunk).
-        capacity: tokens of room per row (``width + max new tokens``).
-
-    Each chunk's states land right-aligned at ``[width - chunk width, width)``, so every
-    row's last context token sits at ``width - 1``; the caller's attention mask marks
-    the left padding.
+    Each prefill chunk's cache is copied in as soon as it is computed (and can then be
+    dropped), right-aligned at ``[width - chunk width, width)`` so every row's last
+    context token sits at ``width - 1``; the caller's attention mask marks the left
+    padding. Storage has room for ``capacity`` tokens per row.
     """
-    merged = DynamicCache(config=config)
-    n_layers = len(parts[0][0].layers)  # type: ignore[attr-defined]
-    rows = sum(int(p.layers[0].keys.shape[0]) for p, _ in parts)  # type: ignore[attr-defined]
-    layers = []
-    for layer in range(n_layers):
-        first = parts[0][0].layers[layer]  # type: ignore[attr-defined]
-        kshape = (rows, first.keys.shape[1], capacity, first.keys.shape[3])
-        vshape = (rows, first.values.shape[1], capacity, first.values.shape[3])
-        keys = first.keys.new_zeros(kshape)
-        values = first.values.new_zeros(vshape)
-        row = 0
-        for cache, chunk_width in parts:
-            src = cache.layers[layer]  # type: ignore[attr-defined]
-            n = src.keys.shape[0]
-            keys[row : row + n, :, width - chunk_width : width] = src.keys
-            values[row : row + n, :, width - chunk_width : width] = src.values
-            row += n
-        layers.append(GrowingLayer(keys, values, width))
-    merged.layers = layers
-    return merged
+
+    def __init__(self, config: object, rows: int, width: int, capacity: int) -> None:
+        self.config, self.rows, self.width, self.capacity = config, rows, width, capacity
+        self._keys: list[torch.Tensor] = []
+        self._values: list[torch.Tensor] = []
+        self._row = 0
+
+    def add(self, cache: object, chunk_width: int) -> None:
+        layers = cache.layers  # type: ignore[attr-defined]
+        if not self._keys:
+            for layer in layers:
+                k, v = layer.keys, layer.values
+                self._keys.append(k.new_zeros((self.rows, k.shape[1], self.capacity, k.shape[3])))
+                self._values.append(v.new_zeros((self.rows, v.shape[1], self.capacity, v.shape[3])))
+        n = int(layers[0].keys.shape[0])
+        lo = self.width - chunk_width
+        for i, layer in enumerate(layers):
+            self._keys[i][self._row : self._row + n, :, lo : self.width] = layer.keys
+            self._values[i][self._row : self._row + n, :, lo : self.width] = layer.values
+        self._row += n
+
+    def cache(self) -> DynamicCache:
+        merged = DynamicCache(config=self.config)
+        merged.layers = [
+            GrowingLayer(k, v, self.width) for k, v in zip(self._keys, self._values, strict=True)
+        ]
+        return merged
