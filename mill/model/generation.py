@@ -1,8 +1,19 @@
-"""Greedy generation with a KV cache, left padding, and per-row retirement.
+"""Greedy generation: chunked prefill, one KV cache written in place, per-row retirement.
 
-Each row stops on its own stop string or EOS and leaves the batch at once, instead of the
-batch generating until its slowest row finishes (lm-eval's static ``generate``). Output
-text is the decoded new tokens cut at the first stop string, as lm-eval does.
+Semantics are lm-evaluation-harness's ``generate_until`` with greedy decoding: contexts are
+left-truncated to ``max_length - max_gen_toks`` tokens and left-padded (positions follow
+the attention mask), each row gets at most ``max_gen_toks`` new tokens, stops at EOS, and
+its text is the decoded new tokens (special tokens skipped) cut at the first occurrence of
+each stop string. The work differs:
+
+* Prefill runs in chunks that respect the token budget, and their caches are merged into
+  one decode batch (:class:`mill.model.kv.PrefillMerger`), so decoding runs many rows per
+  step without a large prefill.
+* The cache is written in place (:class:`mill.model.kv.GrowingLayer`) instead of being
+  re-concatenated at every step.
+* Each row stops on its own stop string or EOS. Finished rows are dropped from the batch
+  once a quarter of it has finished (dropping copies the cache, so it is not done per row),
+  instead of the batch running until its slowest row is done (lm-eval's static batching).
 """
 
 from __future__ import annotations
@@ -11,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
+
+from mill.model.batching import budget_batches
 
 
 @dataclass
@@ -25,16 +38,26 @@ class Generated:
 
 
 class Stepper:
-    """What generation needs from a model: next-token logits with a cache."""
+    """What generation needs from a model: last-position logits with a cache."""
+
+    config: object
 
     def next_logits(
         self,
         input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
+        attention_mask: torch.Tensor | None,
         position_ids: torch.Tensor,
         past: object | None,
     ) -> tuple[torch.Tensor, object]:
         """fp32 logits of the last position [batch, V] and the updated cache."""
+        raise NotImplementedError
+
+    def can_grow_cache(self) -> bool:
+        """Whether prefill caches can be merged into one in-place cache (no sliding layers)."""
+        raise NotImplementedError
+
+    def cache_merger(self, rows: int, width: int, capacity: int) -> object:
+        """A :class:`mill.model.kv.PrefillMerger` for this model."""
         raise NotImplementedError
 
     def select_cache(self, past: object, keep: torch.Tensor) -> object:
@@ -53,6 +76,46 @@ def cut_at_stop(text: str, until: Sequence[str]) -> str:
     return text
 
 
+class _StopCheck:
+    """Has a row produced a stop string? Decodes only the last few tokens per step and
+    confirms a hit on the full text (a missed hit only costs extra steps: the final text is
+    always cut from the full decode)."""
+
+    def __init__(self, until: Sequence[str], decode: Callable[[list[int]], str]) -> None:
+        self.until = [s for s in until if s]
+        self.decode = decode
+        self.tail = max((len(s) for s in self.until), default=0) + 4
+
+    def __call__(self, tokens: list[int]) -> bool:
+        if not self.until:
+            return False
+        text = self.decode(tokens[-self.tail :])
+        if not any(s in text for s in self.until):
+            return False
+        full = self.decode(tokens)
+        return any(s in full for s in self.until)
+
+
+def _prefill(
+    stepper: Stepper, contexts: list[list[int]]
+) -> tuple[torch.Tensor, object, torch.Tensor, int]:
+    """Left-padded forward over a chunk: last logits, cache, mask, width."""
+    width = max(len(c) for c in contexts)
+    ids = torch.zeros((len(contexts), width), dtype=torch.long)
+    mask = torch.zeros((len(contexts), width), dtype=torch.long)
+    for row, ctx in enumerate(contexts):
+        ids[row, width - len(ctx) :] = torch.tensor(ctx)
+        mask[row, width - len(ctx) :] = 1
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    device = stepper.device
+    # without padding, no mask: attention keeps its fast causal kernel
+    padded = any(len(c) != width for c in contexts)
+    logits, past = stepper.next_logits(
+        ids.to(device), mask.to(device) if padded else None, positions.to(device), None
+    )
+    return logits, past, mask, width
+
+
 def generate_batch(
     stepper: Stepper,
     contexts: list[list[int]],
@@ -61,65 +124,114 @@ def generate_batch(
     max_gen_toks: int,
     eos_ids: set[int],
     decode: Callable[[list[int]], str],
+    token_budget: int | None = None,
+    max_rows: int | None = None,
     choose: Callable[[torch.Tensor, list[int]], list[int]] | None = None,
 ) -> list[Generated]:
-    """Greedily continue a batch of tokenized contexts (already left-truncated).
+    """Greedily continue tokenized contexts (already left-truncated) as one decode batch.
 
-    ``choose(logits, rows)`` replaces the greedy pick (see :class:`SeededSampler`).
+    Prefill is split into chunks of at most ``token_budget`` padded tokens (and
+    ``max_rows`` rows); when the model's cache cannot be merged, each chunk decodes alone.
+    ``choose(logits, rows)`` replaces the greedy pick (see :class:`SeededSampler`); ``rows``
+    are the indices into ``contexts`` of the logits' rows.
     """
-    n = len(contexts)
-    width = max(len(c) for c in contexts)
-    ids = torch.zeros((n, width), dtype=torch.long)
-    mask = torch.zeros((n, width), dtype=torch.long)
-    for row, ctx in enumerate(contexts):
-        ids[row, width - len(ctx) :] = torch.tensor(ctx)
-        mask[row, width - len(ctx) :] = 1
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    device = stepper.device
-    ids, mask, positions = ids.to(device), mask.to(device), positions.to(device)
 
-    generated: list[list[int]] = [[] for _ in range(n)]
-    active = list(range(n))
-    finished: dict[int, str] = {}
-    past: object | None = None
-    step_ids, step_pos = ids, positions
-    for _ in range(max_gen_toks):
-        logits, past = stepper.next_logits(step_ids, mask, step_pos, past)
-        next_tokens = choose(logits, active) if choose else logits.argmax(-1).tolist()
-        keep = []
-        for slot, row in enumerate(active):
-            token = next_tokens[slot]
-            generated[row].append(token)
-            text = decode([t for t in generated[row] if t not in eos_ids])
-            stopped = token in eos_ids or any(s and s in text for s in until)
-            if stopped or len(generated[row]) >= max_gen_toks:
-                finished[row] = text
-            else:
-                keep.append(slot)
-        if not keep:
-            break
-        if len(keep) < len(active):
-            keep_t = torch.tensor(keep, device=device)
-            past = stepper.select_cache(past, keep_t)
-            mask, step_pos = mask[keep_t], step_pos[keep_t]
-            next_col = torch.tensor([next_tokens[s] for s in keep], device=device)
-            active = [active[s] for s in keep]
+    def pick(logits: torch.Tensor, rows: list[int]) -> list[int]:
+        return choose(logits, rows) if choose is not None else logits.argmax(-1).tolist()
+
+    n = len(contexts)
+    order = sorted(range(n), key=lambda r: (-len(contexts[r]), r))
+    chunks = list(budget_batches(order, lambda r: (1, len(contexts[r])), token_budget, max_rows))
+    if len(chunks) > 1 and not stepper.can_grow_cache():
+        out: dict[int, Generated] = {}
+        for chunk in chunks:
+            for r, g in zip(
+                chunk,
+                generate_batch(
+                    stepper,
+                    [contexts[r] for r in chunk],
+                    [truncated[r] for r in chunk],
+                    until,
+                    max_gen_toks,
+                    eos_ids,
+                    decode,
+                    choose=None
+                    if choose is None
+                    else (lambda lg, rows, c=chunk: choose(lg, [c[x] for x in rows])),
+                ),
+                strict=True,
+            ):
+                out[r] = g
+        return [out[r] for r in range(n)]
+
+    device = stepper.device
+    width = len(contexts[order[0]])
+    capacity = width + max_gen_toks
+    first: list[int] = []
+    merger = stepper.cache_merger(n, width, capacity) if stepper.can_grow_cache() else None
+    masks = torch.zeros((n, capacity), dtype=torch.long)
+    row = 0
+    cache: object = None
+    for chunk in chunks:
+        logits, past, mask, chunk_width = _prefill(stepper, [contexts[r] for r in chunk])
+        first.extend(pick(logits, list(chunk)))
+        if merger is not None:
+            merger.add(past, chunk_width)  # type: ignore[attr-defined]
         else:
-            next_col = torch.tensor(next_tokens, device=device)
-        step_pos = step_pos[:, -1:] + 1
-        mask = torch.cat([mask, torch.ones((len(active), 1), dtype=mask.dtype, device=device)], -1)
-        step_ids = next_col.unsqueeze(-1)
-    for row in active:
-        finished.setdefault(row, decode([t for t in generated[row] if t not in eos_ids]))
+            cache = past  # a single chunk: its own (concatenating) cache
+        del past
+        masks[row : row + len(chunk), width - chunk_width : width] = mask
+        row += len(chunk)
+    if merger is not None:
+        cache = merger.cache()  # type: ignore[attr-defined]
+        del merger
+    masks = masks.to(device)
+    need_mask = len({len(c) for c in contexts}) > 1  # left padding somewhere
+    positions = torch.tensor([[len(contexts[r])] for r in order], device=device)
+    next_tokens = first
+
+    stop = _StopCheck(until, decode)
+    generated: list[list[int]] = [[] for _ in range(n)]
+    slots = list(order)  # batch row -> request
+    live = [True] * len(slots)
+    length = width
+    while True:
+        for slot, r in enumerate(slots):
+            if not live[slot]:
+                continue
+            token = next_tokens[slot]
+            generated[r].append(token)
+            if token in eos_ids or len(generated[r]) >= max_gen_toks or stop(generated[r]):
+                live[slot] = False
+        alive = [s for s, is_live in enumerate(live) if is_live]
+        if not alive:
+            break
+        dead = len(slots) - len(alive)
+        if dead and dead * 4 >= len(slots):
+            keep = torch.tensor(alive, device=device)
+            cache = stepper.select_cache(cache, keep)
+            masks, positions = masks[keep], positions[keep]
+            slots = [slots[s] for s in alive]
+            next_tokens = [next_tokens[s] for s in alive]
+            live = [True] * len(slots)
+        if length >= masks.shape[1]:  # only without an in-place cache: grow the mask
+            masks = torch.cat([masks, masks.new_zeros((masks.shape[0], max_gen_toks))], dim=1)
+        masks[:, length] = 1
+        ids = torch.tensor(next_tokens, device=device).unsqueeze(-1)
+        step_mask = masks[:, : length + 1] if need_mask else None
+        logits, cache = stepper.next_logits(ids, step_mask, positions, cache)
+        length += 1
+        positions = positions + 1
+        next_tokens = pick(logits, slots)
     return [
         Generated(
-            text=cut_at_stop(finished[row], until),
-            tokens=generated[row],
-            input_tokens=contexts[row],
-            truncated=truncated[row],
-            padded=width - len(contexts[row]),
+            text=cut_at_stop(decode(generated[r]), until),
+            tokens=generated[r],
+            input_tokens=contexts[r],
+            truncated=truncated[r],
+            padded=width - len(contexts[r]),
         )
-        for row in range(n)
+        for r in range(n)
     ]
 
 

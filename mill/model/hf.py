@@ -95,7 +95,11 @@ class HFCausalLM(LanguageModel):
         dtype: float32, float16, bfloat16 or auto.
         device: ``auto`` (CUDA if present, else CPU), ``cpu``, ``cuda:0``, ...
         batch_size: ``auto`` (batches by ``token_budget``) or a maximum number of rows.
-        token_budget: padded tokens per forward pass when ``batch_size=auto``.
+        token_budget: padded tokens per forward pass when ``batch_size=auto`` (default:
+            4096 on CPU, where smaller blocks stay in cache and peak memory stays low,
+            16384 on GPUs).
+        cache_budget: generation: rows x (context + new tokens) held in one decode batch's
+            KV cache when ``batch_size=auto`` (default: 32768 on CPU, 65536 on GPUs).
         max_length: context window; default from the model config (as lm-eval).
         max_gen_toks: default generation length when a request does not set one.
         share_prefix: run each shared context once for all its choices.
@@ -116,7 +120,8 @@ class HFCausalLM(LanguageModel):
         dtype: str = "float32",
         device: str = "auto",
         batch_size: int | str = "auto",
-        token_budget: int = 16384,
+        token_budget: int | None = None,
+        cache_budget: int | None = None,
         max_length: int | None = None,
         max_gen_toks: int = 256,
         share_prefix: bool = True,
@@ -136,12 +141,14 @@ class HFCausalLM(LanguageModel):
         self.revision = revision
         self.name = name or Path(self.pretrained).name
         self.batch_size = batch_size
-        self.token_budget = int(token_budget)
         self.max_gen_toks = int(max_gen_toks)
         self.share_prefix = bool(share_prefix)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
+        on_cpu = self.device.type == "cpu"
+        self.token_budget = int(token_budget or (4096 if on_cpu else 16384))
+        self.cache_budget = int(cache_budget or (32768 if on_cpu else 65536))
         local = Path(os.path.expanduser(self.pretrained))
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         placement = _placement(device_map, max_memory, offload_folder)
@@ -193,6 +200,8 @@ class HFCausalLM(LanguageModel):
             if self.tokenizer.bos_token_id is not None
             else self.tokenizer.eos_token_id
         )
+        # lm-eval skips special tokens for a text that already starts with the prefix token
+        self._prefix_text = self.tokenizer.decode([int(self.prefix_token_id)])
         commit = getattr(self.model.config, "_commit_hash", None)
         self._identity = {
             "backend": "hf",
@@ -232,29 +241,72 @@ class HFCausalLM(LanguageModel):
 
     # ----- tokenization (lm-eval TemplateLM semantics) --------------------------------------
     def _encode(self, text: str, add_special_tokens: bool | None = None) -> list[int]:
-        kwargs: dict[str, Any] = {}
-        if add_special_tokens is not None:
-            kwargs["add_special_tokens"] = add_special_tokens
-        elif self.tokenizer.bos_token and text.startswith(self.tokenizer.bos_token):
-            kwargs["add_special_tokens"] = False
-        return list(self.tokenizer.encode(text, **kwargs))
+        return self._encode_many([text], add_special_tokens)[0]
+
+    def _encode_many(
+        self, texts: list[str], add_special_tokens: bool | None = None
+    ) -> list[list[int]]:
+        """Tokenize several texts in one call. ``None``: the tokenizer's default special
+        tokens (BOS), except for a text that already starts with the BOS token (lm-eval)."""
+        out: list[list[int]] = [[] for _ in texts]
+        flags: dict[bool | None, list[int]] = {}
+        bos = self._prefix_text
+        for i, text in enumerate(texts):
+            flag = add_special_tokens
+            if flag is None and bos and text.startswith(bos):
+                flag = False
+            flags.setdefault(flag, []).append(i)
+        for flag, idx in flags.items():
+            kwargs = {} if flag is None else {"add_special_tokens": flag}
+            encoded = self.tokenizer([texts[i] for i in idx], **kwargs)["input_ids"]
+            for i, ids in zip(idx, encoded, strict=True):
+                out[i] = list(ids)
+        return out
 
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """Context and continuation tokens: trailing whitespace of the context moves to the
         continuation; continuation tokens are those of context+continuation after the
         context's; an empty context becomes the prefix (BOS, else EOS) token."""
-        if context == "":
-            cont = self._encode(continuation, add_special_tokens=False)
-            if cont and cont[0] == self.prefix_token_id:
-                return cont[:1], cont[1:]
-            return [int(self.prefix_token_id)], cont
-        n_spaces = len(context) - len(context.rstrip())
-        if n_spaces:
-            continuation = context[-n_spaces:] + continuation
-            context = context[:-n_spaces]
-        whole = self._encode(context + continuation)
-        ctx = self._encode(context)
-        return ctx, whole[len(ctx) :]
+        return self.encode_pairs([(context, continuation)])[0]
+
+    def encode_pairs(self, pairs: list[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+        """:meth:`encode_pair` for many pairs, each distinct text tokenized once."""
+        texts: dict[tuple[str, bool | None], int] = {}
+
+        def want(text: str, special: bool | None = None) -> tuple[str, bool | None]:
+            texts.setdefault((text, special), len(texts))
+            return (text, special)
+
+        plans = []
+        for context, continuation in pairs:
+            if context == "":
+                plans.append(("empty", want(continuation, False), None))
+                continue
+            n_spaces = len(context) - len(context.rstrip())
+            if n_spaces:
+                continuation = context[-n_spaces:] + continuation
+                context = context[:-n_spaces]
+            plans.append(("pair", want(context + continuation), want(context)))
+        keys = list(texts)
+        encoded: dict[tuple[str, bool | None], list[int]] = {}
+        for special in {k[1] for k in keys}:
+            group = [k for k in keys if k[1] == special]
+            for key, ids in zip(
+                group, self._encode_many([k[0] for k in group], special), strict=True
+            ):
+                encoded[key] = ids
+        out = []
+        for kind, a, b in plans:
+            if kind == "empty":
+                cont = encoded[a]
+                if cont and cont[0] == self.prefix_token_id:
+                    out.append((cont[:1], cont[1:]))
+                else:
+                    out.append(([int(self.prefix_token_id)], cont))
+            else:
+                whole, ctx = encoded[a], encoded[b]  # type: ignore[index]
+                out.append((ctx, whole[len(ctx) :]))
+        return out
 
     # ----- request methods --------------------------------------------------------------
     def _max_rows(self) -> int | None:
@@ -268,7 +320,7 @@ class HFCausalLM(LanguageModel):
     ) -> list[Response]:
         from mill.model.scoring import score_continuations
 
-        pairs = [self.encode_pair(r.context, r.continuation) for r in requests]
+        pairs = self.encode_pairs([(r.context, r.continuation) for r in requests])
         for request, (_, cont) in zip(requests, pairs, strict=True):
             if not cont:
                 raise ModelError(f"request {request.id}: the continuation has no tokens")
@@ -313,30 +365,35 @@ class HFCausalLM(LanguageModel):
 
         pairs: list[tuple[list[int], list[int]]] = []
         owner: list[int] = []
-        for i, request in enumerate(requests):
-            windows = rolling_windows(
-                self._encode(request.continuation), int(self.prefix_token_id), self.max_length
-            )
+        texts = self._encode_many([r.continuation for r in requests])
+        for i, tokens in enumerate(texts):
+            windows = rolling_windows(tokens, int(self.prefix_token_id), self.max_length)
             pairs.extend(windows)
             owner.extend([i] * len(windows))
-        remaining = [owner.count(i) for i in range(len(requests))]
-        totals = [0.0] * len(requests)
+        remaining = [0] * len(requests)
+        for i in owner:
+            remaining[i] += 1
+        window_lls: dict[int, float] = {}
         padded = [0] * len(requests)
         responses: list[Response | None] = [None] * len(requests)
 
         def done(w: int, scored: Any) -> None:
             i = owner[w]
-            totals[i] += scored.logprob
+            window_lls[w] = scored.logprob
             padded[i] += scored.padded
             remaining[i] -= 1
             if remaining[i] == 0:
-                tokens = [t for j, (_, cont) in enumerate(pairs) if owner[j] == i for t in cont]
+                tokens = texts[i]
+                # windows in document order, summed in float64 (as lm-eval does)
+                total = sum(
+                    window_lls.pop(j) for j in sorted(j for j in window_lls if owner[j] == i)
+                )
                 responses[i] = self._check(
                     requests[i],
                     Response(
                         request_id=requests[i].id,
                         output_tokens=tokens,
-                        logprob=totals[i],
+                        logprob=total,
                         padded_tokens_count=padded[i],
                     ),
                 )
@@ -344,7 +401,14 @@ class HFCausalLM(LanguageModel):
 
         # windows never share contexts, so each takes one full pass, all docs batched together
         score_continuations(
-            self._forward, pairs, self.max_length, self._budget(), self._max_rows(), False, done
+            self._forward,
+            pairs,
+            self.max_length,
+            self._budget(),
+            self._max_rows(),
+            share_prefix=False,
+            on_done=done,
+            greedy=False,
         )
         for i, request in enumerate(requests):
             if responses[i] is None:  # empty text: nothing to score
@@ -365,7 +429,8 @@ class HFCausalLM(LanguageModel):
             else None
         )
         jobs = []
-        for i, request in enumerate(requests):
+        contexts = self._encode_many([r.context for r in requests])
+        for i, (request, tokens) in enumerate(zip(requests, contexts, strict=True)):
             args = request.generation
             if args is None:
                 raise ModelError(f"request {request.id}: no generation arguments")
@@ -378,7 +443,6 @@ class HFCausalLM(LanguageModel):
             until = list(args.until)
             if eos_text and eos_text not in until:
                 until.append(eos_text)
-            tokens = self._encode(request.context)
             keep = self.max_length - max_gen
             if keep <= 0:
                 raise ModelError(
@@ -389,14 +453,27 @@ class HFCausalLM(LanguageModel):
             jobs.append(
                 (i, tokens[-keep:], max(0, len(tokens) - keep), tuple(until), max_gen, sampling)
             )
-        jobs.sort(key=lambda j: (-len(j[1]), j[0]))
+        # identical requests (same tokens, stops and length) are generated once; sampled
+        # ones never are (each repeat draws its own sample)
+        copies: dict[tuple[Any, ...], list[int]] = {}
+        unique_jobs = []
+        for job in jobs:
+            key = self._job_key(job, requests)
+            if key not in copies:
+                copies[key] = []
+                unique_jobs.append(job)
+            copies[key].append(job[0])
+        unique_jobs.sort(key=lambda j: (-len(j[1]), j[0]))
         responses: list[Response | None] = [None] * len(requests)
         groups: dict[tuple[tuple[str, ...], int, Any], list[Any]] = {}
-        for job in jobs:
+        for job in unique_jobs:
             groups.setdefault((job[3], job[4], job[5]), []).append(job)
+        # a decode batch holds rows x (context + new tokens) <= the cache budget; its
+        # prefill runs in chunks of at most token_budget tokens (or batch_size rows)
+        cache_budget = None if self._budget() is None else self.cache_budget
         for (until, max_gen, sampling), group in groups.items():
             for batch in budget_batches(
-                group, lambda j: (1, len(j[1]) + j[4]), self._budget(), self._max_rows()
+                group, lambda j: (1, len(j[1]) + j[4]), cache_budget, self._max_rows()
             ):
                 outputs = generate_batch(
                     self._forward,
@@ -406,20 +483,28 @@ class HFCausalLM(LanguageModel):
                     max_gen,
                     eos_ids,
                     self._decode,
-                    _sampler([requests[j[0]] for j in batch], sampling),
+                    token_budget=self._budget(),
+                    max_rows=self._max_rows(),
+                    choose=_sampler([requests[j[0]] for j in batch], sampling),
                 )
                 for job, out in zip(batch, outputs, strict=True):
-                    i = job[0]
-                    responses[i] = Response(
-                        request_id=requests[i].id,
-                        input_tokens=out.input_tokens,
-                        output_tokens=out.tokens,
-                        text=out.text,
-                        truncated_tokens_count=out.truncated,
-                        padded_tokens_count=out.padded,
-                    )
-                    on_response(requests[i], responses[i])
+                    for i in copies[self._job_key(job, requests)]:
+                        responses[i] = Response(
+                            request_id=requests[i].id,
+                            input_tokens=out.input_tokens,
+                            output_tokens=out.tokens,
+                            text=out.text,
+                            truncated_tokens_count=out.truncated,
+                            padded_tokens_count=out.padded,
+                        )
+                        on_response(requests[i], responses[i])
         return [r for r in responses if r is not None]
+
+    @staticmethod
+    def _job_key(job: tuple[Any, ...], requests: Sequence[Request]) -> tuple[Any, ...]:
+        """Identity of a generation job: sampled jobs are unique per request."""
+        sampled = requests[job[0]].id if job[5] is not None else None
+        return (tuple(job[1]), job[3], job[4], job[5], sampled)
 
     def _decode(self, tokens: list[int]) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=True)

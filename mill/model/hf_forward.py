@@ -15,12 +15,17 @@ class HFForward(Forward, Stepper):
 
     def __init__(self, model: torch.nn.Module, device: torch.device) -> None:
         self.model = model
+        self.config = model.config
         self.body = model.base_model
         self.head = model.get_output_embeddings()
+        self.head_weight = self.head.weight
+        self.head_bias = getattr(self.head, "bias", None)
+        self.vocab_size = int(self.head_weight.shape[0])
         config = model.config
         self.softcap = getattr(config, "final_logit_softcapping", None)
         self.logit_scale = getattr(config, "logit_scale", None)
         self._device = device
+        self._growable: bool | None = None
 
     @property
     def device(self) -> torch.device:
@@ -61,16 +66,56 @@ class HFForward(Forward, Stepper):
             logits = torch.tanh(logits / self.softcap) * self.softcap
         return logits
 
-    def head_logprobs(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.log_softmax(self.logits(hidden), dim=-1)
-
     def expand_cache(self, past, indices):  # type: ignore[override]
         past.batch_select_indices(indices)
         return past
 
+    def can_share_prefix_cache(self) -> bool:
+        return self.can_grow_cache()  # plain KV layers only (no sliding windows)
+
+    def broadcast_cache(self, past, rows):  # type: ignore[override]
+        import copy
+
+        out = copy.copy(past)
+        out.layers = []
+        for layer in past.layers:
+            new = copy.copy(layer)
+            new.keys = layer.keys.expand(rows, *layer.keys.shape[1:])
+            new.values = layer.values.expand(rows, *layer.values.shape[1:])
+            out.layers.append(new)
+        return out
+
+    def supports_4d_mask(self) -> bool:
+        return getattr(self.config, "_attn_implementation", None) in ("sdpa", "eager")
+
+    def attention_mask_4d(self, allowed: torch.Tensor) -> torch.Tensor:
+        if self.config._attn_implementation == "sdpa":
+            return allowed
+        dtype = self.head_weight.dtype  # eager adds the mask to the attention scores
+        return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill(
+            ~allowed, torch.finfo(dtype).min
+        )
+
     def select_cache(self, past, keep):  # type: ignore[override]
         past.batch_select_indices(keep)
         return past
+
+    def can_grow_cache(self) -> bool:
+        if self._growable is None:
+            try:
+                from transformers import DynamicCache
+
+                from mill.model.kv import supports_growing
+
+                self._growable = supports_growing(DynamicCache(config=self.config))
+            except ImportError:  # an older transformers without cache layers
+                self._growable = False
+        return self._growable
+
+    def cache_merger(self, rows, width, capacity):  # type: ignore[override]
+        from mill.model.kv import PrefillMerger
+
+        return PrefillMerger(self.config, rows, width, capacity)
 
     def next_logits(self, input_ids, attention_mask, position_ids, past):  # type: ignore[override]
         with torch.inference_mode():

@@ -1,25 +1,52 @@
 """Log-likelihood of continuations with shared-prefix reuse and scored-position-only heads.
 
 Semantics are lm-evaluation-harness's (``_loglikelihood_tokens``): the model input is
-``(context + continuation)[-(L+1):][:-1]`` and the last ``len(continuation)`` positions
-are scored. Work differs:
+``(context + continuation)[-(L+1):][:-1]``, the last ``len(continuation)`` positions are
+scored, the answer is the sum of the target log-probabilities and whether every
+target is the argmax. The work differs:
 
-* Requests sharing a context (the choices of one question) run the context **once**; its
-  KV cache is repeated for the choices, which then run only their own tokens. A choice of
-  one token needs no second pass at all: the context's last position scores it.
-* The LM head and log-softmax run only on scored positions, in fp32.
-* Requests that need left truncation, or that share their context with nobody, take a
-  single full pass (right-padded, which cannot affect earlier positions of a causal LM).
+* Identical (context, continuation) pairs are scored once.
+* Requests sharing a context (the choices of one question) run the context **once**;
+  its KV cache is repeated for the choices, which then run only their own tokens. A
+  choice of one token needs no second pass: the context's last position scores it, so a
+  question with single-token choices (MMLU's " A".." D") costs one forward pass.
+* The LM head and log-softmax run only on scored positions, in fp32, chunked
+  (:mod:`mill.model.head`).
+* Requests that need left truncation, or that share their context with nobody, take one
+  full pass, right-padded without an attention mask as lm-eval does (right padding cannot
+  affect earlier positions of a causal LM).
+* Batches are formed by a token budget over length-sorted work (:mod:`mill.model.batching`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from mill.model.batching import budget_batches
+from mill.model.head import score_positions
+
+PACK_MAX_TOKENS = 512
+"""Contexts with their continuations up to this many tokens are scored in one packed pass
+(full attention mask); longer ones run the context with the causal kernel first."""
+
+
+MIN_SHARED_PREFIX = 128
+"""Contexts of different requests sharing at least this many leading tokens run them once."""
+
+
+class _Tril(dict):
+    """Lower-triangular boolean k x k blocks, built once per k."""
+
+    def __missing__(self, k: int) -> np.ndarray:
+        self[k] = np.tril(np.ones((k, k), dtype=bool))
+        return self[k]
+
+
+_TRIL = _Tril()
 
 
 @dataclass
@@ -43,6 +70,8 @@ class _Item:
 class Forward:
     """What the scorer needs from a model: hidden states (with a KV cache) and the head."""
 
+    vocab_size: int
+
     def hidden(
         self,
         input_ids: torch.Tensor,
@@ -54,12 +83,28 @@ class Forward:
         """Final hidden states [batch, seq, dim] and the updated cache."""
         raise NotImplementedError
 
-    def head_logprobs(self, hidden: torch.Tensor) -> torch.Tensor:
-        """fp32 log-softmax of the LM head over selected hidden states [n, dim] -> [n, V]."""
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """fp32 logits of the LM head for hidden states [n, dim] -> [n, V]."""
         raise NotImplementedError
 
     def expand_cache(self, past: object, indices: torch.Tensor) -> object:
         """Select/repeat cache rows along the batch dimension."""
+        raise NotImplementedError
+
+    def supports_4d_mask(self) -> bool:
+        """Whether the attention kernel takes a custom [batch, 1, q, kv] mask."""
+        return False
+
+    def can_share_prefix_cache(self) -> bool:
+        """Whether a batch-1 cache can be broadcast to many rows (plain KV layers)."""
+        return False
+
+    def broadcast_cache(self, past: object, rows: int) -> object:
+        """A new cache holding ``past`` (batch 1) for ``rows`` rows; ``past`` is kept."""
+        raise NotImplementedError
+
+    def attention_mask_4d(self, allowed: torch.Tensor) -> torch.Tensor:
+        """The kernel's form of a boolean [batch, 1, q, kv] mask (True: may attend)."""
         raise NotImplementedError
 
     @property
@@ -67,14 +112,43 @@ class Forward:
         raise NotImplementedError
 
 
-def _score_rows(logprobs: torch.Tensor, targets: torch.Tensor) -> tuple[float, bool]:
-    token_lp = logprobs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-    greedy = bool((logprobs.argmax(-1) == targets).all())
-    return float(token_lp.sum()), greedy
+def _right_padded(rows: list[list[int]], width: int) -> torch.Tensor:
+    """[len(rows), width] token ids, right-padded with 0 (lm-eval's padding id)."""
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    for r, row in enumerate(rows):
+        ids[r, : len(row)] = row
+    return torch.from_numpy(ids)
+
+
+def _sums(
+    logprobs: torch.Tensor, greedy: torch.Tensor | None, lengths: list[int]
+) -> list[tuple[float, bool]]:
+    """Per item: the sum of its consecutive entries and whether all are the argmax.
+
+    With ``greedy`` (log-likelihood requests) the sum is accumulated in float64: lm-eval
+    sums in fp32, whose rounding near 150 is already 1.5e-5, so a float64 sum keeps totals
+    independent of batching and differs from lm-eval only by lm-eval's own rounding.
+    Without (rolling windows, each one fp32 sum then summed per document in float64 by the
+    caller) it is lm-eval's fp32 sum of the window, bit for bit given the same inputs."""
+    if greedy is None:
+        out, offset = [], 0
+        for n in lengths:
+            out.append((float(logprobs[offset : offset + n].sum()), False))
+            offset += n
+        return out
+    n, width = len(lengths), max(lengths)
+    sizes = torch.tensor(lengths, device=logprobs.device)
+    valid = torch.arange(width, device=logprobs.device)[None, :] < sizes[:, None]
+    table = torch.zeros((n, width), dtype=torch.float64, device=logprobs.device)
+    table[valid] = logprobs.double()
+    totals = table.sum(-1).tolist()
+    flags = torch.ones((n, width), dtype=torch.bool, device=logprobs.device)
+    flags[valid] = greedy
+    return list(zip(totals, flags.all(-1).tolist(), strict=True))
 
 
 def _full_pass(
-    fwd: Forward, batch: list[_Item], max_length: int, results: dict[int, Scored]
+    fwd: Forward, batch: list[_Item], max_length: int, greedy: bool, results: dict[int, Scored]
 ) -> None:
     inputs, spans = [], []
     for item in batch:
@@ -85,85 +159,295 @@ def _full_pass(
             (len(inp) - len(item.continuation), len(inp), max(0, len(whole) - max_length - 1))
         )
     width = max(len(x) for x in inputs)
-    ids = torch.zeros((len(inputs), width), dtype=torch.long)
-    for row, inp in enumerate(inputs):
-        ids[row, : len(inp)] = torch.tensor(inp)
+    ids = _right_padded(inputs, width)
     hidden, _ = fwd.hidden(ids.to(fwd.device), None, None, None, use_cache=False)
-    rows = torch.cat([torch.full((end - start,), r) for r, (start, end, _) in enumerate(spans)])
-    cols = torch.cat([torch.arange(start, end) for start, end, _ in spans])
-    logprobs = fwd.head_logprobs(hidden[rows.to(hidden.device), cols.to(hidden.device)])
-    offset = 0
+    hidden = hidden.reshape(-1, hidden.shape[-1])
+    flat = torch.from_numpy(
+        np.concatenate([row * width + np.arange(s, e) for row, (s, e, _) in enumerate(spans)])
+    )
+    targets = torch.tensor([t for item in batch for t in item.continuation])
+    lp, flags = score_positions(
+        fwd.logits,
+        hidden[flat.to(hidden.device)],
+        torch.arange(len(flat)),
+        targets,
+        fwd.vocab_size,
+        greedy,
+    )
+    sums = _sums(lp, flags, [len(item.continuation) for item in batch])
     for row, item in enumerate(batch):
-        n = len(item.continuation)
-        target = torch.tensor(item.continuation, device=logprobs.device)
-        lp, greedy = _score_rows(logprobs[offset : offset + n], target)
-        offset += n
         start, end, truncated = spans[row]
-        results[item.index] = Scored(lp, greedy, inputs[row][:start], truncated, width - end)
+        total, flag = sums[row]
+        results[item.index] = Scored(total, flag, inputs[row][:start], truncated, width - end)
 
 
-def _shared_pass(fwd: Forward, groups: list[list[_Item]], results: dict[int, Scored]) -> None:
-    contexts = [g[0].context for g in groups]
-    width = max(len(c) for c in contexts)
-    ids = torch.zeros((len(groups), width), dtype=torch.long)
-    mask = torch.zeros((len(groups), width), dtype=torch.long)
-    for row, ctx in enumerate(contexts):
-        ids[row, : len(ctx)] = torch.tensor(ctx)
-        mask[row, : len(ctx)] = 1
+def _tree_continuations(
+    fwd: Forward,
+    past: object,
+    contexts: list[list[int]],
+    width: int,
+    multi: list[tuple[int, _Item]],
+) -> tuple[torch.Tensor, list[int], int]:
+    """All multi-token continuations of a group in ONE row after its context's cache.
+
+    Row g holds ``cont_1[:-1] | cont_2[:-1] | ...``; a 4D mask lets each segment see its
+    context and its own earlier tokens only, and its positions continue from the
+    context's length, so every token gets exactly the attention it would get in a full
+    forward of ``context + continuation``. Nothing is copied per choice. Returns the
+    hidden states of the scored segment positions (in ``multi`` order), the row width per
+    group and the padded width.
+    """
+    n_groups = len(contexts)
+    offsets: list[int] = []
+    used = [0] * n_groups
+    for g, item in multi:
+        offsets.append(used[g])
+        used[g] += len(item.continuation) - 1
+    seg = max(used)
+    # built with numpy: tiny torch ops cost a thread-pool round trip each
+    ids = np.zeros((n_groups, seg), dtype=np.int64)
+    positions = np.zeros((n_groups, seg), dtype=np.int64)
+    allowed = np.zeros((n_groups, seg, width + seg), dtype=bool)
+    allowed[:, :, 0] = True  # padding queries see one real key (no all-masked rows)
+    for (g, item), off in zip(multi, offsets, strict=True):
+        k = len(item.continuation) - 1
+        ids[g, off : off + k] = item.continuation[:-1]
+        positions[g, off : off + k] = len(contexts[g]) + np.arange(k)
+        allowed[g, off : off + k, : len(contexts[g])] = True
+        allowed[g, off : off + k, width + off : width + off + k] = _TRIL[k]
+    ids, positions = torch.from_numpy(ids), torch.from_numpy(positions)
+    allowed = torch.from_numpy(allowed)
     device = fwd.device
-    multi = [
-        (g, item) for g, group in enumerate(groups) for item in group if len(item.continuation) > 1
-    ]
-    hidden, past = fwd.hidden(ids.to(device), mask.to(device), None, None, use_cache=bool(multi))
-    last = torch.tensor([len(c) - 1 for c in contexts], device=hidden.device)
-    first_lp = fwd.head_logprobs(hidden[torch.arange(len(groups), device=hidden.device), last])
-
-    rest: dict[int, torch.Tensor] = {}
-    if multi:
-        k_width = max(len(item.continuation) - 1 for _, item in multi)
-        cont_ids = torch.zeros((len(multi), k_width), dtype=torch.long)
-        cont_mask = torch.zeros((len(multi), width + k_width), dtype=torch.long)
-        positions = torch.zeros((len(multi), k_width), dtype=torch.long)
-        for row, (g, item) in enumerate(multi):
-            k = len(item.continuation) - 1
-            cont_ids[row, :k] = torch.tensor(item.continuation[:-1])
-            cont_mask[row, :width] = mask[g]
-            cont_mask[row, width : width + k] = 1
-            positions[row] = len(contexts[g]) + torch.arange(k_width)
-        index = torch.tensor([g for g, _ in multi], device=device)
-        past = fwd.expand_cache(past, index)
-        cont_hidden, _ = fwd.hidden(
-            cont_ids.to(device), cont_mask.to(device), positions.to(device), past, use_cache=False
+    mask = fwd.attention_mask_4d(allowed[:, None].to(device))
+    hidden, _ = fwd.hidden(ids.to(device), mask, positions.to(device), past, use_cache=False)
+    hidden = hidden.reshape(-1, hidden.shape[-1])
+    flat = torch.from_numpy(
+        np.concatenate(
+            [
+                g * seg + off + np.arange(len(it.continuation) - 1)
+                for (g, it), off in zip(multi, offsets, strict=True)
+            ]
         )
-        rows = torch.cat(
-            [torch.full((len(it.continuation) - 1,), r) for r, (_, it) in enumerate(multi)]
-        )
-        cols = torch.cat([torch.arange(len(it.continuation) - 1) for _, it in multi])
-        lp = fwd.head_logprobs(cont_hidden[rows.to(device), cols.to(device)])
-        offset = 0
-        for _, item in multi:
-            n = len(item.continuation) - 1
-            rest[item.index] = lp[offset : offset + n]
-            offset += n
+    )
+    return hidden[flat.to(hidden.device)], used, seg
 
-    for g, group in enumerate(groups):
+
+def _expanded_continuations(
+    fwd: Forward,
+    past: object,
+    contexts: list[list[int]],
+    width: int,
+    multi: list[tuple[int, _Item]],
+) -> tuple[torch.Tensor, list[int], int]:
+    """Fallback for attention kernels without custom 4D masks: the context cache is
+    repeated once per multi-token continuation, which runs in its own row."""
+    k_width = max(len(item.continuation) - 1 for _, item in multi)
+    cont_ids = torch.zeros((len(multi), k_width), dtype=torch.long)
+    cont_mask = torch.zeros((len(multi), width + k_width), dtype=torch.long)
+    positions = torch.zeros((len(multi), k_width), dtype=torch.long)
+    for row, (g, item) in enumerate(multi):
+        k = len(item.continuation) - 1
+        cont_ids[row, :k] = torch.tensor(item.continuation[:-1])
+        cont_mask[row, : len(contexts[g])] = 1
+        cont_mask[row, width : width + k] = 1
+        positions[row] = len(contexts[g]) + torch.arange(k_width)
+    device = fwd.device
+    past = fwd.expand_cache(past, torch.tensor([g for g, _ in multi], device=device))
+    hidden, _ = fwd.hidden(
+        cont_ids.to(device), cont_mask.to(device), positions.to(device), past, use_cache=False
+    )
+    hidden = hidden.reshape(-1, hidden.shape[-1])
+    flat = torch.cat(
+        [r * k_width + torch.arange(len(it.continuation) - 1) for r, (_, it) in enumerate(multi)]
+    )
+    used = [0] * len(contexts)
+    for g, _item in multi:
+        used[g] = max(used[g], k_width)
+    return hidden[flat.to(hidden.device)], used, k_width
+
+
+def _packed_pass(
+    fwd: Forward, groups: list[list[_Item]], greedy: bool, results: dict[int, Scored]
+) -> None:
+    """One row per context: ``context | cont_1[:-1] | cont_2[:-1] | ...`` in a single
+    forward pass, no cache. A 4D mask gives the context causal attention and each
+    continuation segment its context plus its own earlier tokens; segment positions
+    continue from the context's length. Used for short contexts, where one pass with
+    little padding beats a context pass plus a continuation pass."""
+    spans = []  # per group: [(item, offset of its segment)]
+    lengths = []
+    for group in groups:
+        n = len(group[0].context)
+        offset, span = n, []
         for item in group:
-            parts = [first_lp[g : g + 1]]
-            if item.index in rest:
-                parts.append(rest[item.index])
-            logprobs = torch.cat(parts)
-            target = torch.tensor(item.continuation, device=logprobs.device)
-            lp_sum, greedy = _score_rows(logprobs, target)
-            padded = (
-                (width - len(contexts[g]))
-                if len(item.continuation) == 1
-                else (
-                    width
-                    - len(contexts[g])
-                    + max(0, max(len(i.continuation) for i in group) - len(item.continuation))
-                )
-            )
-            results[item.index] = Scored(lp_sum, greedy, list(item.context), 0, padded)
+            span.append((item, offset))
+            offset += len(item.continuation) - 1
+        spans.append(span)
+        lengths.append(offset)
+    width = max(lengths)
+    ids = np.zeros((len(groups), width), dtype=np.int64)
+    positions = np.zeros((len(groups), width), dtype=np.int64)
+    any_segment = any(length > len(g[0].context) for length, g in zip(lengths, groups, strict=True))
+    allowed = np.zeros((len(groups), width, width), dtype=bool) if any_segment else None
+    rows: list[int] = []
+    targets: list[int] = []
+    for g, group in enumerate(groups):
+        ctx = group[0].context
+        n = len(ctx)
+        ids[g, :n] = ctx
+        positions[g, :n] = np.arange(n)
+        if allowed is not None:
+            allowed[g, :n, :n] = _TRIL[n]
+            allowed[g, n:, 0] = True  # padding queries see one real key
+        for item, off in spans[g]:
+            k = len(item.continuation) - 1
+            rows.append(g * width + n - 1)
+            targets.append(item.continuation[0])
+            if k:
+                ids[g, off : off + k] = item.continuation[:-1]
+                positions[g, off : off + k] = n + np.arange(k)
+                assert allowed is not None
+                allowed[g, off : off + k, :n] = True
+                allowed[g, off : off + k, off : off + k] = _TRIL[k]
+                rows.extend(g * width + off + j for j in range(k))
+                targets.extend(item.continuation[1:])
+    device = fwd.device
+    mask = None
+    position_ids = None
+    if allowed is not None:
+        mask = fwd.attention_mask_4d(torch.from_numpy(allowed)[:, None].to(device))
+        position_ids = torch.from_numpy(positions).to(device)
+    hidden, _ = fwd.hidden(
+        torch.from_numpy(ids).to(device), mask, position_ids, None, use_cache=False
+    )
+    hidden = hidden.reshape(-1, hidden.shape[-1])
+    # unique scored rows (all choices share the context's last position)
+    unique_rows, inverse = np.unique(np.asarray(rows, dtype=np.int64), return_inverse=True)
+    lp, flags = score_positions(
+        fwd.logits,
+        hidden[torch.from_numpy(unique_rows).to(hidden.device)],
+        torch.from_numpy(inverse.astype(np.int64)),
+        torch.tensor(targets),
+        fwd.vocab_size,
+        greedy,
+    )
+    ordered = [item for g in range(len(groups)) for item, _ in spans[g]]
+    sums = _sums(lp, flags, [len(item.continuation) for item in ordered])
+    g_of = [g for g in range(len(groups)) for _ in spans[g]]
+    for item, g, (total, flag) in zip(ordered, g_of, sums, strict=True):
+        results[item.index] = Scored(total, flag, list(item.context), 0, width - lengths[g])
+
+
+def _shared_pass(
+    fwd: Forward,
+    groups: list[list[_Item]],
+    greedy: bool,
+    results: dict[int, Scored],
+    prefix: tuple[int, object] | None = None,
+) -> None:
+    """Contexts once (right-padded, no mask), then every multi-token continuation against
+    its context's cache; first continuation tokens are scored at the context's end.
+
+    ``prefix``: (length, cache of batch 1) of a prefix common to all these contexts,
+    computed once for many batches; only the rest of each context runs here."""
+    contexts = [g[0].context for g in groups]
+    p_len = 0 if prefix is None else prefix[0]
+    width = max(len(c) for c in contexts)
+    ids = _right_padded([c[p_len:] for c in contexts], width - p_len)
+    device = fwd.device
+    items = [(g, item) for g, group in enumerate(groups) for item in group]
+    multi = [(g, item) for g, item in items if len(item.continuation) > 1]
+    past, positions = None, None
+    if prefix is not None:
+        past = fwd.broadcast_cache(prefix[1], len(groups))
+        positions = (p_len + torch.arange(width - p_len)).expand(len(groups), -1).to(device)
+    hidden, past = fwd.hidden(
+        ids.to(device), None, positions, past, use_cache=bool(multi) or past is not None
+    )
+    rest_width = width - p_len
+    last = torch.tensor([g * rest_width + len(contexts[g]) - p_len - 1 for g in range(len(groups))])
+    ctx_hidden = hidden.reshape(-1, hidden.shape[-1])[last.to(hidden.device)]
+    del hidden
+    # entries: first tokens (from the context's last position), then the other tokens
+    rows = [g for g, _ in items]
+    targets = [item.continuation[0] for _, item in items]
+    sources = [ctx_hidden]
+    used, seg = [0] * len(groups), 0
+    if multi:
+        continue_fn = _tree_continuations if fwd.supports_4d_mask() else _expanded_continuations
+        cont_hidden, used, seg = continue_fn(fwd, past, contexts, width, multi)
+        base = len(groups)
+        for _, item in multi:
+            k = len(item.continuation) - 1
+            rows.extend(range(base, base + k))
+            targets.extend(item.continuation[1:])
+            base += k
+        sources.append(cont_hidden)
+    lp, flags = score_positions(
+        fwd.logits,
+        torch.cat(sources) if len(sources) > 1 else sources[0],
+        torch.tensor(rows),
+        torch.tensor(targets),
+        fwd.vocab_size,
+        greedy,
+    )
+    # regroup entries per item: first token at entry k, the rest after all first tokens
+    order: list[int] = []
+    cursor = len(items)
+    rest_start: dict[int, int] = {}
+    for _, item in multi:
+        rest_start[item.index] = cursor
+        cursor += len(item.continuation) - 1
+    for k, (_, item) in enumerate(items):
+        order.append(k)
+        if item.index in rest_start:
+            start = rest_start[item.index]
+            order.extend(range(start, start + len(item.continuation) - 1))
+    index = torch.tensor(order, device=lp.device)
+    sums = _sums(
+        lp[index],
+        None if flags is None else flags[index],
+        [len(item.continuation) for _, item in items],
+    )
+    for (g, item), (total, flag) in zip(items, sums, strict=True):
+        padded = width - len(contexts[g]) + (seg - used[g] if len(item.continuation) > 1 else 0)
+        results[item.index] = Scored(total, flag, list(item.context), 0, padded)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _prefix_runs(
+    groups: list[list[_Item]],
+) -> tuple[list[tuple[int, list[list[_Item]]]], list[list[_Item]]]:
+    """Split context groups into runs sharing a common prefix of at least
+    ``MIN_SHARED_PREFIX`` tokens (contexts sorted, neighbours compared) and the rest.
+
+    Each run comes with its prefix length, capped so that every context keeps at least
+    one token of its own (its last position scores the first continuation token)."""
+    ordered = sorted(groups, key=lambda g: g[0].context)
+    runs: list[tuple[int, list[list[_Item]]]] = []
+    rest: list[list[_Item]] = []
+    i = 0
+    while i < len(ordered):
+        j, shared = i + 1, len(ordered[i][0].context) - 1
+        while j < len(ordered):
+            common = _common_prefix(ordered[j - 1][0].context, ordered[j][0].context)
+            if min(shared, common, len(ordered[j][0].context) - 1) < MIN_SHARED_PREFIX:
+                break
+            shared = min(shared, common, len(ordered[j][0].context) - 1)
+            j += 1
+        if j - i > 1:
+            runs.append((shared, ordered[i:j]))
+        else:
+            rest.append(ordered[i])
+        i = j
+    return runs, rest
 
 
 def score_continuations(
@@ -174,9 +458,23 @@ def score_continuations(
     max_rows: int | None,
     share_prefix: bool = True,
     on_done: Callable[[int, Scored], None] | None = None,
+    greedy: bool = True,
 ) -> list[Scored]:
-    """Score every (context tokens, continuation tokens) pair; results in input order."""
-    items = [_Item(i, list(c), list(k)) for i, (c, k) in enumerate(pairs)]
+    """Score every (context tokens, continuation tokens) pair; results in input order.
+
+    ``greedy=False`` skips the argmax (``is_greedy`` is then False), for perplexity.
+    """
+    unique: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
+    copies: dict[int, list[int]] = {}
+    items: list[_Item] = []
+    for i, (ctx, cont) in enumerate(pairs):
+        key = (tuple(ctx), tuple(cont))
+        if key in unique:
+            copies[unique[key]].append(i)
+            continue
+        unique[key] = i
+        copies[i] = [i]
+        items.append(_Item(i, list(ctx), list(cont)))
     results: dict[int, Scored] = {}
 
     by_context: dict[tuple[int, ...], list[_Item]] = {}
@@ -193,10 +491,12 @@ def score_continuations(
         else:
             groups.append(group)
 
-    def report(batch_indices: Iterator[int]) -> None:
-        if on_done is not None:
-            for i in batch_indices:
-                on_done(i, results[i])
+    def report(done: list[_Item]) -> None:
+        for item in done:
+            for i in copies[item.index]:
+                results[i] = results[item.index]
+                if on_done is not None:
+                    on_done(i, results[i])
 
     with torch.inference_mode():
         single.sort(key=lambda it: (-(len(it.context) + len(it.continuation)), it.index))
@@ -206,16 +506,49 @@ def score_continuations(
             token_budget,
             max_rows,
         ):
-            _full_pass(fwd, batch, max_length, results)
-            report(it.index for it in batch)
+            _full_pass(fwd, batch, max_length, greedy, results)
+            report(batch)
 
-        groups.sort(key=lambda g: (-len(g[0].context), g[0].index))
+        tree = fwd.supports_4d_mask()
+
+        def total(group: list[_Item]) -> int:
+            return len(group[0].context) + sum(len(it.continuation) - 1 for it in group)
+
+        # contexts sharing a long prefix (few-shot examples placed first_n, a subject's
+        # description): the prefix runs once, each batch continues from its cache
+        runs, rest = _prefix_runs(groups) if tree and fwd.can_share_prefix_cache() else ([], groups)
+        for p_len, run in runs:
+            with_prefix = fwd.hidden(
+                torch.tensor([run[0][0].context[:p_len]], device=fwd.device),
+                None,
+                None,
+                None,
+                use_cache=True,
+            )[1]
+            run.sort(key=lambda g: (-len(g[0].context), g[0].index))
+            for batch in budget_batches(run, lambda g: (1, total(g) + 1), token_budget, max_rows):
+                _shared_pass(fwd, batch, greedy, results, prefix=(p_len, with_prefix))
+                report([it for group in batch for it in group])
+            del with_prefix
+
+        # short contexts: one packed pass per batch; long ones: context pass + tree
+        # continuation pass (the context keeps the fast causal kernel)
+        packed = [g for g in rest if tree and total(g) <= PACK_MAX_TOKENS]
+        shared = [g for g in rest if not (tree and total(g) <= PACK_MAX_TOKENS)]
+        packed.sort(key=lambda g: (-total(g), g[0].index))
+        for batch in budget_batches(packed, lambda g: (1, total(g)), token_budget, max_rows):
+            _packed_pass(fwd, batch, greedy, results)
+            report([it for group in batch for it in group])
+
+        shared.sort(key=lambda g: (-len(g[0].context), g[0].index))
 
         def group_cost(group: list[_Item]) -> tuple[int, int]:
+            if tree:  # one row per context
+                return 1, total(group) + 1
             longest = max(len(it.continuation) for it in group)
-            return len(group), len(group[0].context) + longest
+            return len(group), len(group[0].context) + longest  # one row per choice
 
-        for batch in budget_batches(groups, group_cost, token_budget, max_rows):
-            _shared_pass(fwd, batch, results)
-            report(it.index for group in batch for it in group)
-    return [results[i] for i in range(len(items))]
+        for batch in budget_batches(shared, group_cost, token_budget, max_rows):
+            _shared_pass(fwd, batch, greedy, results)
+            report([it for group in batch for it in group])
+    return [results[i] for i in range(len(pairs))]

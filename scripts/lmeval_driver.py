@@ -1,0 +1,161 @@
+"""Run lm-evaluation-harness 0.4.13 on one workload and dump what it computed as JSON.
+
+Runs in lm-eval's own interpreter (the dev virtualenv, see ``setup_lmeval_venv.sh``); it
+imports nothing from Mill. ``python lmeval_driver.py SPEC.json OUT.json``.
+
+SPEC (written by ``parity.py`` / ``benchmark.py``)::
+
+    {"model": "/path/to/model", "batch_size": 16, "threads": 2,
+     "tasks": [{"name": "mill__arc_easy_0shot", "include": "arc/arc_easy.yaml",
+                "overrides": {...task YAML keys...}}],
+     "limit": 300}
+
+Each task is a YAML written into a temporary include folder that ``include``s lm-eval's
+own task YAML (``include`` is relative to ``lm_eval/tasks``) and overrides only the data
+source (local JSONL files) and the few-shot settings, so prompts, metrics and filters are
+lm-eval's. OUT holds, per task, every logged sample (doc id, per-request responses,
+filtered responses, per-sample metrics) and the aggregated metrics, plus timings, the
+tokens fed through the transformer body and this process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+T_START = time.perf_counter()
+
+import lm_eval  # noqa: E402
+import torch  # noqa: E402
+import yaml  # noqa: E402
+from lm_eval.models.huggingface import HFLM  # noqa: E402
+from lm_eval.tasks import TaskManager  # noqa: E402
+
+
+def import_model_code(model_dir: str) -> None:
+    """Import the model's transformers modules before the clock starts (both drivers do
+    this, so library import time is never counted as work)."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    config = transformers.AutoConfig.from_pretrained(model_dir)
+    MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
+    transformers.AutoTokenizer.from_pretrained(model_dir)
+
+
+class TokenCounter:
+    """Counts token positions entering the transformer body (padding included)."""
+
+    def __init__(self, body: torch.nn.Module) -> None:
+        self.tokens = 0
+        self.calls = 0
+        body.register_forward_pre_hook(self._hook, with_kwargs=True)
+
+    def _hook(self, module, args, kwargs):  # noqa: ANN001
+        ids = kwargs.get("input_ids")
+        if ids is None and args:
+            ids = args[0]
+        if ids is None:
+            ids = kwargs.get("inputs_embeds")
+            n = 0 if ids is None else ids.shape[0] * ids.shape[1]
+        else:
+            n = ids.numel()
+        self.tokens += int(n)
+        self.calls += 1
+
+
+def _jsonable(value):  # noqa: ANN001, ANN202
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float | int | str | bool) or value is None:
+        return value
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+def write_task_yamls(tasks: list[dict], folder: Path) -> None:
+    root = Path(lm_eval.__file__).parent / "tasks"
+    for task in tasks:
+        body = {"include": str(root / task["include"]), "task": task["name"], "tag": []}
+        body.update(task.get("overrides", {}))
+        (folder / f"{task['name']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    out_path = Path(sys.argv[2])
+    torch.set_num_threads(int(spec.get("threads", 2)))
+    import_model_code(spec["model"])
+    import datasets  # noqa: F401
+
+    t_imported = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="mill-lmeval-tasks-") as tmp:
+        write_task_yamls(spec["tasks"], Path(tmp))
+        manager = TaskManager(include_path=tmp, include_defaults=False)
+        t_ready = time.perf_counter()
+        lm = HFLM(
+            pretrained=spec["model"],
+            dtype="float32",
+            device="cpu",
+            batch_size=spec.get("batch_size", 1),
+            max_batch_size=int(spec.get("max_batch_size", 64)),
+        )
+        counter = TokenCounter(lm.model.base_model)
+        t_model = time.perf_counter()
+        results = lm_eval.simple_evaluate(
+            model=lm,
+            tasks=[t["name"] for t in spec["tasks"]],
+            limit=spec.get("limit"),
+            log_samples=True,
+            task_manager=manager,
+            bootstrap_iters=int(spec.get("bootstrap_iters", 100000)),
+        )
+        t_done = time.perf_counter()
+    tasks_out = {}
+    for task in spec["tasks"]:
+        name = task["name"]
+        samples = []
+        for s in results["samples"][name]:
+            metrics = {m: s[m] for m in s["metrics"]}
+            samples.append(
+                {
+                    "doc_id": s["doc_id"],
+                    "filter": s["filter"],
+                    "arguments": s["arguments"],
+                    "resps": s["resps"],
+                    "filtered_resps": s["filtered_resps"],
+                    "metrics": metrics,
+                }
+            )
+        tasks_out[name] = {
+            "samples": _jsonable(samples),
+            "metrics": _jsonable(results["results"][name]),
+        }
+    out = {
+        "side": "lm-eval",
+        "version": lm_eval.__version__ if hasattr(lm_eval, "__version__") else None,
+        "batch_size": spec.get("batch_size", 1),
+        "tasks": tasks_out,
+        "seconds": {
+            "imports": t_imported - T_START,
+            "task_index": t_ready - t_imported,
+            "model_load": t_model - t_ready,
+            "evaluate": t_done - t_model,
+            "work": t_done - t_ready,
+        },
+        "tokens_fed": counter.tokens,
+        "forward_calls": counter.calls,
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }
+    out_path.write_text(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

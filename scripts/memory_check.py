@@ -1,0 +1,111 @@
+"""Peak memory of Mill on a 1B-parameter model shape on CPU (issue 3: token-budget batching
+must keep a 1B model within a 24 GiB machine; an explicit batch size must still work).
+
+Builds (once) a seeded random Llama with TinyLlama-1.1B's shape (22 layers x 2048, 32
+heads, 4 KV heads, MLP 5632, 2048 positions) and the real GPT-2 tokenizer (vocabulary
+50257, so 1.17B parameters), then runs ARC-Easy 25-shot on a few docs with Mill in a
+child process and prints its peak RSS (``ru_maxrss``), time and tokens fed, for each
+batching setting given.
+
+    python scripts/memory_check.py --docs 16 --settings auto 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from side_by_side import run_side  # noqa: E402
+from workloads import SHARED_DATA, WORKLOADS  # noqa: E402
+
+SHAPE = dict(
+    hidden_size=2048,
+    intermediate_size=5632,
+    num_hidden_layers=22,
+    num_attention_heads=32,
+    num_key_value_heads=4,
+    max_position_embeddings=2048,
+    vocab_size=50257,
+    bos_token_id=50256,
+    eos_token_id=50256,
+)
+
+
+def build_model(out: Path) -> Path:
+    """The random 1.1B Llama folder (fp32 safetensors + GPT-2 tokenizer), built once."""
+    if (out / "config.json").exists():
+        return out
+    import shutil
+    from importlib import resources
+
+    import torch
+    from transformers import GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**SHAPE))
+    tmp = out.with_name(out.name + ".tmp")
+    model.save_pretrained(tmp)
+    tokenizer = Path(str(resources.files("mill.resources").joinpath("tokenizers/gpt2")))
+    for name in ("vocab.json", "merges.txt"):
+        shutil.copyfile(tokenizer / name, tmp / name)
+    GPT2TokenizerFast.from_pretrained(tmp).save_pretrained(tmp)
+    tmp.rename(out)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=16)
+    parser.add_argument("--sampler", default="random", help="random: no prefix shared by docs")
+    parser.add_argument("--settings", nargs="+", default=["auto", "4"], help="batch sizes")
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from mill.model.random import cache_root
+
+    model = build_model(cache_root() / "models" / "random-llama-1.1b-shape-s0")
+    workload = WORKLOADS["arc_easy_25shot"].with_limit(args.docs)
+    base = workload.mill_overrides(args.data_dir)
+    base = [o for o in base if "fewshot_sampler" not in o]
+    base.append(f"++task.fewshot_sampler={args.sampler}")
+    print(f"model {model} (1.17B parameters, fp32), ARC-Easy 25-shot, {args.docs} docs")
+    print("| batch_size | peak RSS GiB | evaluate s | tokens fed | forward passes |")
+    print("|---|---|---|---|---|")
+    results = []
+    for setting in args.settings:
+        overrides = base + ["model=hf", f"model.pretrained={model}", "model.name=llama1b"]
+        overrides += ["model.device=cpu", f"model.batch_size={setting}"]
+        with tempfile.TemporaryDirectory() as tmp:
+            run = run_side(
+                Path(sys.executable),
+                "mill_driver.py",
+                {"overrides": overrides, "threads": args.threads, "model": str(model)},
+                Path(tmp),
+                f"llama1b.{setting}",
+            )
+        row = {
+            "batch_size": setting,
+            "peak_rss_gib": run.peak_rss_kib / 2**20,
+            "evaluate_s": run.out["seconds"]["evaluate"],
+            "tokens_fed": run.out["tokens_fed"],
+            "forward_calls": run.out["forward_calls"],
+        }
+        results.append(row)
+        print(
+            f"| {setting} | {row['peak_rss_gib']:.2f} | {row['evaluate_s']:.0f} | "
+            f"{row['tokens_fed']:,} | {row['forward_calls']} |",
+            flush=True,
+        )
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

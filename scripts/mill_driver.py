@@ -1,0 +1,198 @@
+"""Run Mill on one workload and dump what it computed as JSON (the twin of lmeval_driver.py).
+
+``python mill_driver.py SPEC.json OUT.json`` with SPEC ``{"overrides": [...Hydra
+overrides, as on the mill command line...], "threads": 2}``.
+
+The config is composed exactly as the ``mill`` CLI composes it and the run goes through
+the same builders and :func:`mill.evaluator.evaluate`; only the experiment folder is left
+out (records are kept in memory). OUT holds every per-doc record, the aggregated metrics,
+timings, the tokens fed through the transformer body, the unique tokens of the workload
+and this process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+T_START = time.perf_counter()
+
+import torch  # noqa: E402
+from hydra import compose, initialize_config_module  # noqa: E402
+
+import mill.cli  # noqa: E402,F401  (registers the mill_resource resolver)
+from mill.evaluator import evaluate  # noqa: E402
+from mill.instantiate import instantiate  # noqa: E402
+from mill.model.rolling import rolling_windows  # noqa: E402
+from mill.record import SampleRecord  # noqa: E402
+from mill.runner.build import build_metrics, build_source, build_tasks  # noqa: E402
+from mill.types import OutputType  # noqa: E402
+
+
+def import_model_code(model_dir: str) -> None:
+    """Import the model's transformers modules before the clock starts (both drivers do
+    this, so library import time is never counted as work)."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    config = transformers.AutoConfig.from_pretrained(model_dir)
+    MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
+    transformers.AutoTokenizer.from_pretrained(model_dir)
+
+
+class TokenCounter:
+    """Counts token positions entering the transformer body (padding included)."""
+
+    def __init__(self, body: torch.nn.Module) -> None:
+        self.tokens = 0
+        self.calls = 0
+        body.register_forward_pre_hook(self._hook, with_kwargs=True)
+
+    def _hook(self, module: Any, args: Any, kwargs: Any) -> None:
+        ids = kwargs.get("input_ids")
+        if ids is None and args:
+            ids = args[0]
+        self.tokens += 0 if ids is None else int(ids.numel())
+        self.calls += 1
+
+
+class _Quiet:
+    def phase(self, name: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def done(self) -> None:
+        pass
+
+
+def _trie_size(sequences: list[list[int]]) -> int:
+    root: dict[int, Any] = {}
+    count = 0
+    for seq in sequences:
+        node = root
+        for token in seq:
+            if token not in node:
+                node[token] = {}
+                count += 1
+            node = node[token]
+    return count
+
+
+def unique_tokens(record: SampleRecord, output_type: OutputType, model: Any) -> int:
+    """Positions a perfect per-doc prefix cache would run: the context once, then each
+    continuation's own tokens (LOGPROBS); every rolling window (PERPLEXITY); the prompt
+    and the generated tokens (GENERATIVE)."""
+    response = record.response
+    if output_type is OutputType.LOGPROBS:
+        ctx = response.input_tokens
+        return len(ctx) + _trie_size([out[:-1] for out in response.output_tokens])
+    if output_type is OutputType.PERPLEXITY:
+        tokens = response.output_tokens[0] if response.output_tokens else []
+        windows = rolling_windows(tokens, int(model.prefix_token_id), model.max_length)
+        return sum(len(c) + len(k) - 1 for c, k in windows)
+    generated = response.output_tokens[0] if response.output_tokens else []
+    return len(response.input_tokens) + max(0, len(generated) - 1)
+
+
+def unique_tokens_across_docs(records: list[SampleRecord], types: dict[str, OutputType]) -> int:
+    """Like :func:`unique_tokens` but with one prefix tree over all docs' LOGPROBS inputs,
+    so prefixes shared by different docs (few-shot examples placed first_n) count once."""
+    root: dict[int, Any] = {}
+    count = 0
+    for record in records:
+        if types[record.task] is not OutputType.LOGPROBS:
+            continue
+        ctx = record.response.input_tokens
+        for out in record.response.output_tokens:
+            node = root
+            for token in ctx + out[:-1]:
+                if token not in node:
+                    node[token] = {}
+                    count += 1
+                node = node[token]
+    return count
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    out_path = Path(sys.argv[2])
+    torch.set_num_threads(int(spec.get("threads", 2)))
+    import_model_code(spec["model"])
+    import datasets  # noqa: F401  (loaded by lm-eval's imports too)
+
+    t_imported = time.perf_counter()
+    with initialize_config_module("mill.conf", version_base="1.3"):
+        cfg = compose("mill", overrides=list(spec["overrides"]))
+    allow = [str(a) for a in cfg.get("allow_targets", [])]
+    source = build_source(cfg.data)
+    tasks, _ = build_tasks(cfg.task, allow)
+    metrics = build_metrics(cfg.get("metrics"), tasks, allow)
+    t_ready = time.perf_counter()
+    model = instantiate(cfg.model, allow)
+    counter = TokenCounter(model.model.base_model)
+    t_model = time.perf_counter()
+    records: list[SampleRecord] = []
+    per_task = evaluate(
+        tasks,
+        metrics,
+        model,
+        source,
+        records.append,
+        _Quiet(),
+        bootstrap_iters=int(cfg.runner.bootstrap_iters),
+        seed=int(cfg.runner.seed),
+    )
+    t_done = time.perf_counter()
+    types = {t.name: t.OUTPUT_TYPE for t in tasks}
+    unique = sum(unique_tokens(r, types[r.task], model) for r in records)
+    unique_all = unique_tokens_across_docs(records, types) + sum(
+        unique_tokens(r, types[r.task], model)
+        for r in records
+        if types[r.task] is not OutputType.LOGPROBS
+    )
+    records.sort(key=lambda r: (r.task, r.subject, r.doc_id))
+    out = {
+        "side": "mill",
+        "identity": model.identity(),
+        "tasks": {
+            name: {"metrics": {k: v["value"] for k, v in result.metrics.items()}}
+            for name, result in per_task.items()
+        },
+        "samples": [
+            {
+                "task": r.task,
+                "subject": r.subject,
+                "doc_id": r.doc_id,
+                "fewshot_ids": r.fewshot_ids,
+                "logprobs": r.response.logprobs,
+                "is_greedy": r.response.argmax_logits_eq_gold,
+                "text": r.response.text,
+                "metrics": r.metrics,
+                "truncated": r.response.truncated_tokens_count,
+            }
+            for r in records
+        ],
+        "seconds": {
+            "imports": t_imported - T_START,
+            "task_build": t_ready - t_imported,
+            "model_load": t_model - t_ready,
+            "evaluate": t_done - t_model,
+            "work": t_done - t_imported,
+        },
+        "tokens_fed": counter.tokens,
+        "forward_calls": counter.calls,
+        "unique_tokens": unique,
+        "unique_tokens_across_docs": unique_all,
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }
+    out_path.write_text(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

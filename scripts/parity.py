@@ -1,0 +1,124 @@
+"""Prove that Mill computes what lm-evaluation-harness 0.4.13 computes.
+
+For every workload (ARC-Easy 0- and 25-shot, MMLU 5-shot once ``mill.tasks.mmlu`` exists,
+GSM8K 8-shot, WikiText-2) and every model (a seeded random GPT-2 shape with the real GPT-2
+tokenizer, and the shipped stories260K), run Mill and lm-eval (in its own virtualenv, see
+``setup_lmeval_venv.sh``; ``$MILL_LMEVAL_PYTHON`` points at its python) on the same
+model folder and the same local data, then compare request by request (doc id + choice
+index): |delta log-likelihood| <= 1e-4, identical is_greedy, identical generations,
+identical per-doc and aggregate metrics. Prints a markdown table; exits 1 on any mismatch.
+
+    python scripts/parity.py                       # everything (tens of minutes on 2 cores)
+    python scripts/parity.py --workloads arc_easy_0shot --models stories260k --limit 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from side_by_side import (  # noqa: E402
+    compare,
+    lmeval_python,
+    model_dir,
+    new_workdir,
+    run_pair,
+)
+from workloads import SHARED_DATA, WORKLOADS  # noqa: E402
+
+DEFAULT_MODELS = ["gpt2_random", "stories260k"]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", nargs="+", default=None, help=f"of {list(WORKLOADS)}")
+    parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS)
+    parser.add_argument("--limit", type=int, default=None, help="docs per workload (override)")
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--lmeval-batch-size", default="16")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--mill-override", action="append", default=[], help="extra Mill override")
+    parser.add_argument("--json", type=Path, default=None, help="write the comparison here")
+    parser.add_argument("--keep", type=Path, default=None, help="keep driver outputs here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    if not lmeval_python().exists():
+        print(
+            f"parity: no lm-eval interpreter at {lmeval_python()}; run "
+            "scripts/setup_lmeval_venv.sh or set MILL_LMEVAL_PYTHON",
+            file=sys.stderr,
+        )
+        return 2
+    if not args.data_dir.is_dir():
+        print(f"parity: data folder {args.data_dir} not found (--data-dir)", file=sys.stderr)
+        return 2
+    names = args.workloads or [n for n, w in WORKLOADS.items() if w.available()]
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        print(
+            f"parity: unknown workloads {unknown}; choose from {list(WORKLOADS)}", file=sys.stderr
+        )
+        return 2
+    batch = (
+        int(args.lmeval_batch_size) if args.lmeval_batch_size.isdigit() else args.lmeval_batch_size
+    )
+    rows, report = [], []
+    for model_name in args.models:
+        model = model_dir(model_name)
+        for name in names:
+            workload = WORKLOADS[name]
+            if not workload.available():
+                print(f"parity: skipping {name}: {workload.requires} is not importable")
+                continue
+            if args.limit is not None:
+                workload = workload.with_limit(args.limit)
+            workdir = new_workdir(args.keep / model_name / name if args.keep else None)
+            runs = run_pair(
+                workload,
+                model,
+                workdir,
+                args.data_dir,
+                threads=args.threads,
+                lmeval_batch_size=batch,
+                mill_overrides=args.mill_override,
+            )
+            result = compare(workload, runs["mill"].out, runs["lmeval"].out)
+            metrics = "; ".join(
+                f"{m['metric']} {m['mill']:.6g}/{m['lmeval']:.6g}{'' if m['equal'] else ' (!)'}"
+                for m in result.metric_rows
+                if m["mill"] is not None and m["lmeval"] is not None
+            )
+            rows.append(
+                f"| {name} | {model_name} | {result.docs} | {result.requests} | "
+                f"{result.max_abs_delta:.2e} | {result.greedy_mismatches} | "
+                f"{result.text_mismatches} | {metrics} | {'yes' if result.ok else 'NO'} |"
+            )
+            print(rows[-1], flush=True)
+            for problem in result.problems[:20]:
+                print(f"    {problem}", flush=True)
+            report.append({"model": model_name, **asdict(result), "ok": result.ok})
+    print()
+    print(
+        "| workload | model | docs | requests | max abs delta logp | is_greedy mismatches "
+        "| generation mismatches | metrics (mill/lm-eval) | parity |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    return 0 if all(r["ok"] for r in report) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,265 @@
+"""Run one workload on Mill and on lm-evaluation-harness, each in its own process, and
+compare what they computed request by request (shared by parity.py and benchmark.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from workloads import REPO, Workload, derive_data
+
+HERE = Path(__file__).resolve().parent
+LOGP_TOL = 1e-4
+"""Max |delta log-likelihood| per request (fp32)."""
+ROLLING_REL_TOL = 1e-6
+"""Rolling (whole-document) totals: max(LOGP_TOL, this x |total|) (see docs/parity.md)."""
+METRIC_REL_TOL = 1e-6
+
+
+def lmeval_python() -> Path:
+    """The dev virtualenv's interpreter: $MILL_LMEVAL_PYTHON or <repo>/.venv-lmeval."""
+    return Path(os.environ.get("MILL_LMEVAL_PYTHON", REPO / ".venv-lmeval" / "bin" / "python"))
+
+
+def model_dir(name: str) -> Path:
+    """Folder of a named test model (built on first use for the random ones)."""
+    if name == "stories260k":
+        return Path(str(resources.files("mill.resources").joinpath("models/stories260k")))
+    from mill.model.random import random_gpt2_dir
+
+    shapes = {
+        "gpt2_random": (2, 64, 4),  # the test suite's tiny model
+        "gpt2_bench": (6, 384, 6),  # the issue's benchmark shape
+    }
+    if name not in shapes:
+        raise SystemExit(f"unknown model {name!r}; choose one of {['stories260k', *shapes]}")
+    return random_gpt2_dir(*shapes[name], seed=0)
+
+
+@dataclass
+class SideRun:
+    """One harness's run of one workload."""
+
+    out: dict[str, Any]
+    wall_s: float
+    peak_rss_kib: int
+
+
+def _child_env(threads: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS=str(threads),
+        MKL_NUM_THREADS=str(threads),
+        TQDM_DISABLE="1",
+    )
+    return env
+
+
+def run_side(python: Path, driver: str, spec: dict[str, Any], workdir: Path, tag: str) -> SideRun:
+    """Run a driver in its own interpreter; wall time and the child's own peak RSS."""
+    spec_path, out_path = workdir / f"{tag}.spec.json", workdir / f"{tag}.out.json"
+    log_path = workdir / f"{tag}.log"
+    spec_path.write_text(json.dumps(spec))
+    start = time.perf_counter()
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            [str(python), str(HERE / driver), str(spec_path), str(out_path)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=_child_env(int(spec.get("threads", 2))),
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        tail = log_path.read_text()[-3000:]
+        raise RuntimeError(f"{driver} failed (exit {proc.returncode}); log {log_path}:\n{tail}")
+    return SideRun(json.loads(out_path.read_text()), wall, int(usage.ru_maxrss))
+
+
+def run_pair(
+    workload: Workload,
+    model: Path,
+    workdir: Path,
+    data_dir: Path,
+    *,
+    threads: int = 2,
+    lmeval_batch_size: int | str = 16,
+    mill_overrides: list[str] | None = None,
+    sides: tuple[str, ...] = ("mill", "lmeval"),
+) -> dict[str, SideRun]:
+    """Run ``workload`` on the model folder ``model`` with both harnesses."""
+    runs: dict[str, SideRun] = {}
+    if "mill" in sides:
+        overrides = workload.mill_overrides(data_dir) + [
+            "model=hf",
+            f"model.pretrained={model}",
+            f"model.name={model.name}",
+            "model.device=cpu",
+            *(mill_overrides or []),
+        ]
+        runs["mill"] = run_side(
+            Path(sys.executable),
+            "mill_driver.py",
+            {"overrides": overrides, "threads": threads, "model": str(model)},
+            workdir,
+            f"{workload.name}.mill",
+        )
+    if "lmeval" in sides:
+        files = derive_data(workload, data_dir, workdir)
+        spec = {
+            "model": str(model),
+            "batch_size": lmeval_batch_size,
+            "threads": threads,
+            "limit": workload.limit,
+            "tasks": workload.lmeval_tasks(files),
+        }
+        runs["lmeval"] = run_side(
+            lmeval_python(), "lmeval_driver.py", spec, workdir, f"{workload.name}.lmeval"
+        )
+    return runs
+
+
+@dataclass
+class Comparison:
+    """Per-request and per-metric agreement of the two harnesses on one workload."""
+
+    workload: str
+    requests: int = 0
+    docs: int = 0
+    max_abs_delta: float = 0.0
+    max_rel_delta: float = 0.0
+    greedy_mismatches: int = 0
+    text_mismatches: int = 0
+    logp_violations: int = 0
+    metric_rows: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.problems
+            or self.greedy_mismatches
+            or self.text_mismatches
+            or self.logp_violations
+            or any(not row["equal"] for row in self.metric_rows)
+        )
+
+
+def _same_number(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=METRIC_REL_TOL, abs_tol=1e-12)
+
+
+def compare(workload: Workload, mill: dict[str, Any], lmeval: dict[str, Any]) -> Comparison:
+    """Compare per request (doc id + request index), per doc metric and aggregate metric."""
+    result = Comparison(workload.name)
+    (mill_task,) = mill["tasks"]
+    mill_docs = {(s["subject"], s["doc_id"]): s for s in mill["samples"]}
+    for subject in workload.subjects:
+        lm_task = lmeval["tasks"][workload.lmeval_task_name(subject)]
+        lm_docs: dict[int, list[dict[str, Any]]] = {}
+        for sample in lm_task["samples"]:
+            lm_docs.setdefault(int(sample["doc_id"]), []).append(sample)
+        mill_ids = {d for s, d in mill_docs if s == subject}
+        if mill_ids != set(lm_docs):
+            result.problems.append(
+                f"{subject}: doc ids differ (mill {len(mill_ids)}, lm-eval {len(lm_docs)})"
+            )
+        for doc_id in sorted(mill_ids & set(lm_docs)):
+            ours, theirs = mill_docs[(subject, doc_id)], lm_docs[doc_id]
+            result.docs += 1
+            resps = [r[0] for r in theirs[0]["resps"]]  # one repeat per request
+            where = f"{subject}/{doc_id}"
+            if workload.output_type == "generative":
+                result.requests += len(resps)
+                for i, (a, b) in enumerate(zip(ours["text"], resps, strict=True)):
+                    if a != b:
+                        result.text_mismatches += 1
+                        result.problems.append(f"{where}/{i}: text {a!r} != {b!r}")
+            else:
+                values = [r[0] if isinstance(r, list) else r for r in resps]
+                if len(values) != len(ours["logprobs"]):
+                    result.problems.append(f"{where}: {len(values)} vs {len(ours['logprobs'])}")
+                    continue
+                result.requests += len(values)
+                for i, (a, b) in enumerate(zip(ours["logprobs"], values, strict=True)):
+                    delta = abs(a - b)
+                    result.max_abs_delta = max(result.max_abs_delta, delta)
+                    result.max_rel_delta = max(result.max_rel_delta, delta / max(abs(b), 1e-30))
+                    tol = LOGP_TOL
+                    if workload.output_type == "perplexity":
+                        tol = max(LOGP_TOL, ROLLING_REL_TOL * abs(b))
+                    if delta > tol:
+                        result.logp_violations += 1
+                        result.problems.append(f"{where}/{i}: logp {a} vs {b} (|d|={delta:.3g})")
+                if workload.output_type == "logprobs":
+                    greedy = [bool(r[1]) for r in resps]
+                    for i, (a, b) in enumerate(zip(ours["is_greedy"], greedy, strict=True)):
+                        if a != b:
+                            result.greedy_mismatches += 1
+                            result.problems.append(f"{where}/{i}: is_greedy {a} vs {b}")
+            # per-doc metrics (mean-type only: ratio metrics log (ll, count) pairs)
+            for sample in theirs:
+                for lm_metric, value in sample["metrics"].items():
+                    key = f"{lm_metric},{sample['filter']}"
+                    name = workload.metrics.get(key)
+                    if name is None or isinstance(value, list):
+                        continue
+                    if not _same_number(float(ours["metrics"][name]), float(value)):
+                        result.problems.append(
+                            f"{where}: {name} {ours['metrics'][name]} vs {value}"
+                        )
+    # aggregate metrics: per subject for lm-eval, Mill aggregates over its subjects
+    for lm_key, name in workload.metrics.items():
+        theirs = [
+            lmeval["tasks"][workload.lmeval_task_name(s)]["metrics"].get(lm_key)
+            for s in workload.subjects
+        ]
+        if len(workload.subjects) > 1:
+            counts = [
+                len(lmeval["tasks"][workload.lmeval_task_name(s)]["samples"])
+                // max(
+                    1,
+                    len(
+                        {
+                            x["filter"]
+                            for x in lmeval["tasks"][workload.lmeval_task_name(s)]["samples"]
+                        }
+                    ),
+                )
+                for s in workload.subjects
+            ]
+            theirs_value = sum(v * n for v, n in zip(theirs, counts, strict=True)) / sum(counts)
+        else:
+            theirs_value = theirs[0]
+        ours_value = mill["tasks"][mill_task]["metrics"].get(name)
+        result.metric_rows.append(
+            {
+                "metric": name,
+                "mill": ours_value,
+                "lmeval": theirs_value,
+                "equal": _same_number(ours_value, theirs_value),
+            }
+        )
+    return result
+
+
+def new_workdir(keep: Path | None) -> Path:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        return keep
+    return Path(tempfile.mkdtemp(prefix="mill-sxs-"))

@@ -1,0 +1,199 @@
+"""The workloads that parity.py and benchmark.py run on both Mill and lm-evaluation-harness.
+
+A workload is one Mill task config plus the lm-eval task YAML it corresponds to, with the
+same doc limit, few-shot count, few-shot split and sampler (``first_n`` on both sides, so
+both place the same shots). Local data files feed both sides: Mill reads them with
+``data=local``; lm-eval reads hub-schema JSONL files derived from the same local files by
+Mill's own loader and adapter (:func:`derive_data`), through a task YAML that ``include``s
+lm-eval's own YAML and overrides only the data source and few-shot settings.
+
+Adding a workload (e.g. a new task) is one more entry in :data:`WORKLOADS`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+MMLU_SUBJECTS = ["abstract_algebra", "anatomy", "college_biology", "high_school_geography"]
+"""Subjects of the MMLU workload (a few, as the issue asks)."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One evaluation run, described for both harnesses."""
+
+    name: str
+    mill_task: str
+    """Mill task config (``conf/task/<name>.yaml``)."""
+    lmeval_yaml: str
+    """lm-eval task YAML relative to ``lm_eval/tasks``; ``{subject}`` is substituted."""
+    output_type: str
+    """logprobs, perplexity or generative (what is compared per request)."""
+    metrics: dict[str, str]
+    """lm-eval ``metric,filter`` key -> Mill metric name."""
+    num_fewshot: int = 0
+    limit: int | None = None
+    test_split: str = "test"
+    fewshot_split: str | None = None
+    subjects: tuple[str, ...] = ("default",)
+    extra_mill_overrides: tuple[str, ...] = field(default_factory=tuple)
+    requires: str | None = None
+    """A module that must be importable for this workload to run (e.g. a task in progress)."""
+
+    def with_limit(self, limit: int | None) -> Workload:
+        return replace(self, limit=limit)
+
+    def lmeval_task_name(self, subject: str) -> str:
+        return f"mill__{self.name}__{subject}"
+
+    def mill_overrides(self, data_dir: Path) -> list[str]:
+        """Hydra overrides selecting this workload on the Mill side (the CLI's syntax)."""
+        out = [
+            f"task={self.mill_task}",
+            f"++task.num_fewshot={self.num_fewshot}",
+            "++task.fewshot_sampler=first_n",
+            f"++task.limit={'null' if self.limit is None else self.limit}",
+            "data=local",
+            f"data.dir={data_dir}",
+        ]
+        if self.fewshot_split:
+            out.append(f"++task.fewshot_split={self.fewshot_split}")
+        if self.subjects != ("default",):
+            out.append("++task.subjects=[" + ",".join(self.subjects) + "]")
+        return out + list(self.extra_mill_overrides)
+
+    def lmeval_tasks(self, files: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+        """lm-eval task specs for lmeval_driver.py; ``files[subject][split]`` = JSONL path."""
+        tasks = []
+        for subject in self.subjects:
+            data_files = dict(files[subject])
+            overrides: dict[str, Any] = {
+                "dataset_path": "json",
+                "dataset_name": None,
+                "dataset_kwargs": {"data_files": data_files},
+                "training_split": None,
+                "validation_split": None,
+                "test_split": self.test_split,
+                "num_fewshot": self.num_fewshot,
+            }
+            if self.fewshot_split:
+                overrides["fewshot_split"] = self.fewshot_split
+                overrides["fewshot_config"] = {"sampler": "first_n"}
+            tasks.append(
+                {
+                    "name": self.lmeval_task_name(subject),
+                    "include": self.lmeval_yaml.format(subject=subject),
+                    "overrides": overrides,
+                }
+            )
+        return tasks
+
+    def available(self) -> bool:
+        if self.requires is None:
+            return True
+        import importlib.util
+
+        return importlib.util.find_spec(self.requires) is not None
+
+
+_MC = {"acc,none": "acc", "acc_norm,none": "acc_norm"}
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in [
+        Workload(
+            "arc_easy_0shot",
+            "arc_easy",
+            "arc/arc_easy.yaml",
+            "logprobs",
+            _MC,
+            num_fewshot=0,
+            limit=300,
+        ),
+        Workload(
+            "arc_easy_25shot",
+            "arc_easy",
+            "arc/arc_easy.yaml",
+            "logprobs",
+            _MC,
+            num_fewshot=25,
+            limit=100,
+            fewshot_split="validation",  # local ARC has no train split: shots from Dev
+        ),
+        Workload(
+            "mmlu_5shot",
+            "mmlu",
+            "mmlu/default/mmlu_{subject}.yaml",
+            "logprobs",
+            {"acc,none": "acc"},
+            num_fewshot=5,
+            fewshot_split="dev",
+            subjects=tuple(MMLU_SUBJECTS),
+            requires="mill.tasks.mmlu",
+        ),
+        Workload(
+            "gsm8k_8shot",
+            "gsm8k",
+            "gsm8k/gsm8k.yaml",
+            "generative",
+            {
+                "exact_match,strict-match": "exact_match_strict",
+                "exact_match,flexible-extract": "exact_match_flexible",
+            },
+            num_fewshot=8,
+            limit=50,
+            fewshot_split="train",
+        ),
+        Workload(
+            "wikitext2",
+            "wikitext",
+            "wikitext/wikitext.yaml",
+            "perplexity",
+            {
+                "word_perplexity,none": "word_perplexity",
+                "byte_perplexity,none": "byte_perplexity",
+                "bits_per_byte,none": "bits_per_byte",
+            },
+        ),
+    ]
+}
+
+
+def derive_data(workload: Workload, data_dir: Path, out_dir: Path) -> dict[str, dict[str, str]]:
+    """Write hub-schema JSONL files for lm-eval from the local files Mill reads.
+
+    Rows go through Mill's own loader, local-schema adapter and document preprocessing
+    (e.g. WikiText's split into articles), so both harnesses see the same documents.
+    Returns ``{subject: {split: path}}``.
+    """
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    import mill.cli  # noqa: F401  (mill_resource resolver)
+    from mill.data.load import DataSource
+    from mill.runner.build import build_tasks
+
+    GlobalHydra.instance().clear()
+    with initialize_config_module("mill.conf", version_base="1.3"):
+        cfg = compose("mill", overrides=workload.mill_overrides(data_dir))
+    GlobalHydra.instance().clear()
+    (task,), _ = build_tasks(cfg.task, [str(a) for a in cfg.get("allow_targets", [])])
+    source = DataSource("local", str(data_dir))
+    splits = [workload.test_split] + ([workload.fewshot_split] if workload.fewshot_split else [])
+    files: dict[str, dict[str, str]] = {}
+    for subject in workload.subjects:
+        files[subject] = {}
+        for split in splits:
+            rows = task._load_split(split, source, subject)
+            path = out_dir / f"{workload.name}.{subject}.{split}.jsonl"
+            with path.open("w") as handle:
+                for row in rows:
+                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            files[subject][split] = str(path)
+    return files

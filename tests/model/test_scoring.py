@@ -1,0 +1,139 @@
+"""Every scoring path of the engine against the oracle (one full forward per request, as
+lm-eval computes it), on the real tiny models, plus the work each path does."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+import torch
+
+from mill.model import scoring
+from mill.model.hf import HFCausalLM
+from mill.model.random import random_gpt2
+from mill.types import OutputType, Request
+
+
+@pytest.fixture(scope="module")
+def gpt2() -> HFCausalLM:
+    return random_gpt2(n_layer=2, n_embd=64, seed=0)
+
+
+@pytest.fixture(scope="module")
+def llama() -> HFCausalLM:
+    return HFCausalLM(str(resources.files("mill.resources").joinpath("models/stories260k")))
+
+
+def _oracle(model: HFCausalLM, context: str, continuation: str) -> tuple[float, bool]:
+    ctx, cont = model.encode_pair(context, continuation)
+    ids = torch.tensor([(ctx + cont)[-(model.max_length + 1) :][:-1]])
+    with torch.no_grad():
+        logp = torch.log_softmax(model.model(ids).logits[0].float(), -1)[-len(cont) :]
+    target = torch.tensor(cont)
+    return float(logp.gather(-1, target[:, None]).sum()), bool((logp.argmax(-1) == target).all())
+
+
+def _mc(context: str, choices: list[str], doc: int) -> list[Request]:
+    return [
+        Request(OutputType.LOGPROBS, "t", doc, i, context, " " + c) for i, c in enumerate(choices)
+    ]
+
+
+SHOTS = "".join(
+    f"Question: Which animal says {w}?\nAnswer: the {a}\n\n"
+    for w, a in [("moo", "cow"), ("woof", "dog"), ("meow", "cat"), ("quack", "duck")] * 3
+)  # ~170 GPT-2 tokens, ~450 stories260K tokens: a shared prefix that fits both models
+CHOICES = ["a big red ball", "the sun", "water", "sand and small rocks"]
+
+
+def _workload() -> list[Request]:
+    reqs = []
+    for d, q in enumerate(["Which is wet?", "Which is hot?", "Which is round?"]):
+        reqs += _mc(SHOTS + f"Question: {q}\nAnswer:", CHOICES, d)  # long shared prefix
+    reqs += _mc("Question: Which is small?\nAnswer:", CHOICES, 3)  # short: packed pass
+    reqs += _mc("Q: pick one\nA:", ["A", "B", "C", "D"], 4)  # single tokens
+    reqs += _mc("Q: pick one\nA:", ["A", "B"], 5)  # duplicates of doc 4's requests
+    reqs.append(Request(OutputType.LOGPROBS, "t", 6, 0, "", "Hello there"))  # empty context
+    reqs.append(Request(OutputType.LOGPROBS, "t", 7, 0, "The dog ran. " * 300, " home"))
+    return reqs
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    calls: list[int] = []
+    original = getattr(scoring, name)
+
+    def wrapper(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(scoring, name, wrapper)
+    return calls
+
+
+@pytest.mark.parametrize("which", ["gpt2", "llama"])
+@pytest.mark.parametrize("tree", [True, False], ids=["4d-mask", "expanded-cache"])
+def test_every_path_matches_a_full_forward_per_request(
+    which: str, tree: bool, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = request.getfixturevalue(which)
+    if not tree:  # the fallback for attention kernels without custom masks
+        monkeypatch.setattr(model._forward, "supports_4d_mask", lambda: False)
+    spies = {n: _spy(monkeypatch, n) for n in ("_packed_pass", "_shared_pass", "_full_pass")}
+    reqs = _workload()
+    responses = model.loglikelihood(reqs)
+    for req, res in zip(reqs, responses, strict=True):
+        want, greedy = _oracle(model, req.context, req.continuation)
+        assert res.logprob == pytest.approx(want, abs=1e-4), req.id
+        assert res.is_greedy == greedy, req.id
+    assert responses[-1].truncated_tokens_count > 0
+    assert spies["_full_pass"] and spies["_shared_pass"]  # truncated; long contexts
+    assert bool(spies["_packed_pass"]) == tree
+
+
+def test_shared_prefix_runs_once_and_work_stays_small(
+    gpt2: HFCausalLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Contexts sharing few-shot examples run them once; single-token choices need no
+    continuation pass; identical requests are scored once; the head sees only scored
+    positions."""
+    fed: list[int] = []
+    handle = gpt2.model.base_model.register_forward_pre_hook(
+        lambda m, a, k: fed.append(int(k["input_ids"].numel())), with_kwargs=True
+    )
+    head_rows: list[int] = []
+    logits = gpt2._forward.logits
+    monkeypatch.setattr(
+        gpt2._forward, "logits", lambda h: head_rows.append(h.shape[0]) or logits(h)
+    )
+    try:
+        docs = [SHOTS + f"Question: Which is item {d}?\nAnswer:" for d in range(6)]
+        reqs = [r for d, ctx in enumerate(docs) for r in _mc(ctx, ["A", "B", "C", "D"], d)]
+        reqs += reqs[:4]  # exact duplicates
+        responses = gpt2.loglikelihood(reqs)
+    finally:
+        handle.remove()
+    ctx_tokens = [len(gpt2.encode_pair(c, " A")[0]) for c in docs]
+    shared = min(ctx_tokens)  # upper bound of the common prefix
+    assert sum(fed) < shared + sum(n - shared for n in ctx_tokens) + 6 * 8
+    assert sum(fed) < sum(ctx_tokens) / 3  # far less than once per doc
+    assert sum(head_rows) == len(docs)  # one scored position per doc (single tokens)
+    assert [r.logprob for r in responses[-4:]] == [r.logprob for r in responses[:4]]
+    for req, res in zip(reqs[:8], responses[:8], strict=True):
+        assert res.logprob == pytest.approx(
+            _oracle(gpt2, req.context, req.continuation)[0], abs=1e-4
+        )
+
+
+def test_single_token_choices_cost_one_forward_pass_per_doc(gpt2: HFCausalLM) -> None:
+    calls: list[int] = []
+    handle = gpt2.model.base_model.register_forward_pre_hook(
+        lambda m, a, k: calls.append(1), with_kwargs=True
+    )
+    gpt2.batch_size = 1  # one doc per forward pass
+    try:
+        reqs = [r for d in range(3) for r in _mc(f"Q{d}: short question?\nA:", list("ABCD"), d)]
+        gpt2.loglikelihood(reqs)
+    finally:
+        gpt2.batch_size = "auto"
+        handle.remove()
+    assert len(calls) == 3

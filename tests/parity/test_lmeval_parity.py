@@ -1,0 +1,62 @@
+"""Mill against the real lm-evaluation-harness 0.4.13 (dev only: ``pytest -m parity``).
+
+Runs ``scripts/parity.py`` for each workload and model on a slice of the real data: lm-eval
+in its own virtualenv (``$MILL_LMEVAL_PYTHON``, default ``<repo>/.venv-lmeval``, created
+by ``scripts/setup_lmeval_venv.sh``), Mill in this interpreter, both on the same model
+folder and the same local files. Per request: |delta log-likelihood| <= 1e-4, identical
+is_greedy and generations; per doc and in aggregate: identical metrics. The full-size
+comparison is ``python scripts/parity.py`` (see docs/parity.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO.parent / "shared" / "data"
+LMEVAL = Path(os.environ.get("MILL_LMEVAL_PYTHON", REPO / ".venv-lmeval" / "bin" / "python"))
+
+sys.path.insert(0, str(REPO / "scripts"))
+from workloads import WORKLOADS  # noqa: E402
+
+pytestmark = [
+    pytest.mark.parity,
+    pytest.mark.skipif(not LMEVAL.exists(), reason=f"no lm-eval interpreter at {LMEVAL}"),
+    pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}"),
+]
+
+LIMITS = {
+    "arc_easy_0shot": 60,
+    "arc_easy_25shot": 12,
+    "mmlu_5shot": 10,
+    "gsm8k_8shot": 8,
+    "wikitext2": 10,
+}
+"""Docs per workload here; parity.py runs the full sizes."""
+
+
+@pytest.mark.parametrize("model", ["gpt2_random", "stories260k"])
+@pytest.mark.parametrize("workload", list(WORKLOADS))
+def test_mill_equals_lmeval(workload: str, model: str, tmp_path: Path) -> None:
+    if not WORKLOADS[workload].available():
+        pytest.skip(f"{WORKLOADS[workload].requires} does not exist yet")
+    out = tmp_path / "parity.json"
+    cmd = [sys.executable, str(REPO / "scripts" / "parity.py"), "--workloads", workload]
+    cmd += ["--models", model, "--json", str(out), "--data-dir", str(DATA)]
+    if workload in LIMITS:
+        cmd += ["--limit", str(LIMITS[workload])]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=3000, check=False)
+    assert out.exists(), run.stdout[-3000:] + run.stderr[-3000:]
+    (report,) = json.loads(out.read_text())
+    assert report["docs"] > 0 and report["requests"] >= report["docs"]
+    assert report["problems"] == [], report["problems"][:10]
+    assert report["max_abs_delta"] <= 1e-4 or WORKLOADS[workload].output_type == "perplexity"
+    assert report["greedy_mismatches"] == 0 and report["text_mismatches"] == 0
+    assert all(row["equal"] for row in report["metric_rows"]), report["metric_rows"]
+    assert report["ok"] and run.returncode == 0
