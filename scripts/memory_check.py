@@ -7,7 +7,7 @@ heads, 4 KV heads, MLP 5632, 2048 positions) and the real GPT-2 tokenizer (vocab
 child process and prints its peak RSS (``ru_maxrss``), time and tokens fed, for each
 batching setting given.
 
-    python scripts/memory_check.py --docs 16 --settings auto 4
+    python scripts/memory_check.py --docs 16 --settings auto auto@16384 4
 """
 
 from __future__ import annotations
@@ -63,7 +63,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=16)
     parser.add_argument("--sampler", default="random", help="random: no prefix shared by docs")
-    parser.add_argument("--settings", nargs="+", default=["auto", "4"], help="batch sizes")
+    parser.add_argument(
+        "--settings",
+        nargs="+",
+        default=["auto", "auto@16384", "4"],
+        help="batch sizes; auto@N = auto with token_budget N",
+    )
     parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
@@ -81,7 +86,10 @@ def main() -> int:
     results = []
     for setting in args.settings:
         overrides = base + ["model=hf", f"model.pretrained={model}", "model.name=llama1b"]
-        overrides += ["model.device=cpu", f"model.batch_size={setting}"]
+        batch_size, _, budget = setting.partition("@")
+        overrides += ["model.device=cpu", f"model.batch_size={batch_size}"]
+        if budget:
+            overrides.append(f"model.token_budget={budget}")
         with tempfile.TemporaryDirectory() as tmp:
             run = run_side(
                 Path(sys.executable),

@@ -99,7 +99,7 @@ class HFCausalLM(LanguageModel):
             4096 on CPU, where smaller blocks stay in cache and peak memory stays low,
             16384 on GPUs).
         cache_budget: generation: rows x (context + new tokens) held in one decode batch's
-            KV cache when ``batch_size=auto`` (default: 32768 on CPU, 65536 on GPUs).
+            KV cache when ``batch_size=auto`` (default 65536).
         max_length: context window; default from the model config (as lm-eval).
         max_gen_toks: default generation length when a request does not set one.
         share_prefix: run each shared context once for all its choices.
@@ -148,7 +148,7 @@ class HFCausalLM(LanguageModel):
         self.device = torch.device(device)
         on_cpu = self.device.type == "cpu"
         self.token_budget = int(token_budget or (4096 if on_cpu else 16384))
-        self.cache_budget = int(cache_budget or (32768 if on_cpu else 65536))
+        self.cache_budget = int(cache_budget or 65536)
         local = Path(os.path.expanduser(self.pretrained))
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         placement = _placement(device_map, max_memory, offload_folder)

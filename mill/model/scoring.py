@@ -34,6 +34,9 @@ PACK_MAX_TOKENS = 512
 (full attention mask); longer ones run the context with the causal kernel first."""
 
 
+PACK_ROW_TOKENS = 256
+"""Packed rows are at least this wide (or as wide as the longest context block)."""
+
 MIN_SHARED_PREFIX = 128
 """Contexts of different requests sharing at least this many leading tokens run them once."""
 
@@ -269,12 +272,14 @@ def _expanded_continuations(
 def _packed_pass(
     fwd: Forward, groups: list[list[_Item]], greedy: bool, results: dict[int, Scored]
 ) -> None:
-    """One row per context: ``context | cont_1[:-1] | cont_2[:-1] | ...`` in a single
-    forward pass, no cache. A 4D mask gives the context causal attention and each
-    continuation segment its context plus its own earlier tokens; segment positions
-    continue from the context's length. Used for short contexts, where one pass with
-    little padding beats a context pass plus a continuation pass."""
-    spans = []  # per group: [(item, offset of its segment)]
+    """Short contexts, packed: each context becomes a block
+    ``context | cont_1[:-1] | cont_2[:-1] | ...`` and blocks are packed into rows (first
+    fit, longest first), all in one forward pass with no cache. A block-diagonal 4D mask
+    gives each context causal attention and each continuation segment its context plus
+    its own earlier tokens; positions restart at every block and continue from the
+    context's length in every segment. So each token sees exactly what it would see in a
+    full forward of its own ``context + continuation``, and almost no padding is run."""
+    spans = []  # per group: [(item, offset of its segment within the block)]
     lengths = []
     for group in groups:
         n = len(group[0].context)
@@ -284,32 +289,48 @@ def _packed_pass(
             offset += len(item.continuation) - 1
         spans.append(span)
         lengths.append(offset)
-    width = max(lengths)
-    ids = np.zeros((len(groups), width), dtype=np.int64)
-    positions = np.zeros((len(groups), width), dtype=np.int64)
-    any_segment = any(length > len(g[0].context) for length, g in zip(lengths, groups, strict=True))
-    allowed = np.zeros((len(groups), width, width), dtype=bool) if any_segment else None
-    rows: list[int] = []
+    width = max(max(lengths), min(PACK_ROW_TOKENS, sum(lengths)))
+    fill: list[int] = []  # first fit, longest first: (row, base) per group
+    place: dict[int, tuple[int, int]] = {}
+    for g in sorted(range(len(groups)), key=lambda g: -lengths[g]):
+        row = next((r for r, used in enumerate(fill) if used + lengths[g] <= width), len(fill))
+        if row == len(fill):
+            fill.append(0)
+        place[g] = (row, fill[row])
+        fill[row] += lengths[g]
+    n_rows = len(fill)
+    ids = np.zeros((n_rows, width), dtype=np.int64)
+    positions = np.zeros((n_rows, width), dtype=np.int64)
+    need_mask = n_rows < len(groups) or any(
+        length > len(g[0].context) for length, g in zip(lengths, groups, strict=True)
+    )
+    allowed = np.zeros((n_rows, width, width), dtype=bool) if need_mask else None
+    if allowed is not None:
+        allowed[:, :, 0] = True  # padding queries see one real key (no all-masked rows)
+    entries: list[int] = []
     targets: list[int] = []
     for g, group in enumerate(groups):
+        row, base = place[g]
         ctx = group[0].context
         n = len(ctx)
-        ids[g, :n] = ctx
-        positions[g, :n] = np.arange(n)
+        ids[row, base : base + n] = ctx
+        positions[row, base : base + n] = np.arange(n)
         if allowed is not None:
-            allowed[g, :n, :n] = _TRIL[n]
-            allowed[g, n:, 0] = True  # padding queries see one real key
+            allowed[row, base : base + lengths[g], 0] = base == 0
+            allowed[row, base : base + n, base : base + n] = _TRIL[n]
+        flat = row * width + base
         for item, off in spans[g]:
             k = len(item.continuation) - 1
-            rows.append(g * width + n - 1)
+            entries.append(flat + n - 1)
             targets.append(item.continuation[0])
             if k:
-                ids[g, off : off + k] = item.continuation[:-1]
-                positions[g, off : off + k] = n + np.arange(k)
+                lo = base + off
+                ids[row, lo : lo + k] = item.continuation[:-1]
+                positions[row, lo : lo + k] = n + np.arange(k)
                 assert allowed is not None
-                allowed[g, off : off + k, :n] = True
-                allowed[g, off : off + k, off : off + k] = _TRIL[k]
-                rows.extend(g * width + off + j for j in range(k))
+                allowed[row, lo : lo + k, base : base + n] = True
+                allowed[row, lo : lo + k, lo : lo + k] = _TRIL[k]
+                entries.extend(range(flat + off, flat + off + k))
                 targets.extend(item.continuation[1:])
     device = fwd.device
     mask = None
@@ -321,12 +342,12 @@ def _packed_pass(
         torch.from_numpy(ids).to(device), mask, position_ids, None, use_cache=False
     )
     hidden = hidden.reshape(-1, hidden.shape[-1])
-    # unique scored rows (all choices share the context's last position)
-    unique_rows, inverse = np.unique(np.asarray(rows, dtype=np.int64), return_inverse=True)
+    # unique scored positions (all choices share the context's last position)
+    unique_rows, inverse = np.unique(np.asarray(entries, dtype=np.int64), return_inverse=True)
     lp, flags = score_positions(
         fwd.logits,
         hidden[torch.from_numpy(unique_rows).to(hidden.device)],
-        torch.from_numpy(inverse.astype(np.int64)),
+        torch.from_numpy(inverse.reshape(-1).astype(np.int64)),
         torch.tensor(targets),
         fwd.vocab_size,
         greedy,
@@ -335,7 +356,35 @@ def _packed_pass(
     sums = _sums(lp, flags, [len(item.continuation) for item in ordered])
     g_of = [g for g in range(len(groups)) for _ in spans[g]]
     for item, g, (total, flag) in zip(ordered, g_of, sums, strict=True):
-        results[item.index] = Scored(total, flag, list(item.context), 0, width - lengths[g])
+        row, base = place[g]
+        padded = width - fill[row] if base == 0 else 0  # a row's padding, charged once
+        results[item.index] = Scored(total, flag, list(item.context), 0, padded)
+
+
+def _token_batches(
+    groups: list[list[_Item]],
+    size: Callable[[list[_Item]], int],
+    token_budget: int | None,
+    max_rows: int | None,
+) -> list[list[list[_Item]]]:
+    """Consecutive batches holding at most ``token_budget`` real tokens (packing removes
+    the padding) and at most ``max_rows`` contexts."""
+    batches: list[list[list[_Item]]] = []
+    batch: list[list[_Item]] = []
+    tokens = 0
+    for group in groups:
+        n = size(group)
+        over = (token_budget is not None and tokens + n > token_budget) or (
+            max_rows is not None and len(batch) + 1 > max_rows
+        )
+        if batch and over:
+            batches.append(batch)
+            batch, tokens = [], 0
+        batch.append(group)
+        tokens += n
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 def _shared_pass(
@@ -536,7 +585,7 @@ def score_continuations(
         packed = [g for g in rest if tree and total(g) <= PACK_MAX_TOKENS]
         shared = [g for g in rest if not (tree and total(g) <= PACK_MAX_TOKENS)]
         packed.sort(key=lambda g: (-total(g), g[0].index))
-        for batch in budget_batches(packed, lambda g: (1, total(g)), token_budget, max_rows):
+        for batch in _token_batches(packed, total, token_budget, max_rows):
             _packed_pass(fwd, batch, greedy, results)
             report([it for group in batch for it in group])
 
