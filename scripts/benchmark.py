@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     if "lmeval" in sides and not lmeval_python().exists():
         print(f"benchmark: no lm-eval interpreter at {lmeval_python()}", file=sys.stderr)
         return 2
-    names = args.workloads or [n for n, w in WORKLOADS.items() if w.available()]
+    names = args.workloads or [n for n in TARGETS if WORKLOADS[n].available()]
     model = model_dir(args.model)
     header = (
         "| workload | lm-eval batch size | Mill s | lm-eval s | speed-up (target) | Mill wall s "

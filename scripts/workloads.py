@@ -43,6 +43,8 @@ class Workload:
     fewshot_split: str | None = None
     subjects: tuple[str, ...] = ("default",)
     extra_mill_overrides: tuple[str, ...] = field(default_factory=tuple)
+    lmeval_overrides: dict[str, Any] = field(default_factory=dict)
+    """Extra lm-eval task YAML keys (the same change as ``extra_mill_overrides``)."""
     requires: str | None = None
     """A module that must be importable for this workload to run (e.g. a task in progress)."""
 
@@ -85,6 +87,7 @@ class Workload:
             if self.fewshot_split:
                 overrides["fewshot_split"] = self.fewshot_split
                 overrides["fewshot_config"] = {"sampler": "first_n"}
+            overrides.update(self.lmeval_overrides)
             tasks.append(
                 {
                     "name": self.lmeval_task_name(subject),
@@ -149,6 +152,27 @@ WORKLOADS: dict[str, Workload] = {
             num_fewshot=8,
             limit=50,
             fewshot_split="train",
+        ),
+        Workload(  # stop strings that fire early: rows stop at different steps
+            "gsm8k_8shot_stop",
+            "gsm8k",
+            "gsm8k/gsm8k.yaml",
+            "generative",
+            {
+                "exact_match,strict-match": "exact_match_strict",
+                "exact_match,flexible-extract": "exact_match_flexible",
+            },
+            num_fewshot=8,
+            limit=50,
+            fewshot_split="train",
+            extra_mill_overrides=('++task.generation.until=[".","Question:"]',),
+            lmeval_overrides={
+                "generation_kwargs": {
+                    "until": [".", "Question:"],
+                    "do_sample": False,
+                    "temperature": 0.0,
+                }
+            },
         ),
         Workload(
             "wikitext2",

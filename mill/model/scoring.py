@@ -2,19 +2,26 @@
 
 Semantics are lm-evaluation-harness's (``_loglikelihood_tokens``): the model input is
 ``(context + continuation)[-(L+1):][:-1]``, the last ``len(continuation)`` positions are
-scored, the answer is the sum of the target log-probabilities and whether every
-target is the argmax. The work differs:
+scored, the answer is the sum of the target log-probabilities and whether every target is
+the argmax. The work differs; every path gives each token exactly the attention it gets
+in a full forward pass of its own ``context + continuation``:
 
 * Identical (context, continuation) pairs are scored once.
-* Requests sharing a context (the choices of one question) run the context **once**;
-  its KV cache is repeated for the choices, which then run only their own tokens. A
-  choice of one token needs no second pass: the context's last position scores it, so a
-  question with single-token choices (MMLU's " A".." D") costs one forward pass.
+* The choices of a question share its context, which runs **once**. The first token of
+  every choice is scored at the context's last position, so single-token choices (MMLU's
+  " A".." D") cost one forward pass per question.
+* Short contexts (``PACK_MAX_TOKENS``): each context and its choices form one block
+  ``context | choice_1[:-1] | choice_2[:-1] | ...`` with a block-diagonal 4D mask, and
+  blocks are packed into rows: one forward pass, no cache, almost no padding.
+* Long contexts: the context runs with the causal kernel and a KV cache, then all its
+  multi-token choices run in one row against that cache (a 4D mask again: no per-choice
+  copy of the cache). Without custom-mask support the cache is repeated per choice.
+* Contexts of different docs sharing a long prefix (few-shot examples placed first_n):
+  the prefix runs once and every batch continues from its cache.
+* Requests that need left truncation, or that share their context with nobody, take one
+  full pass, right-padded without an attention mask as lm-eval does.
 * The LM head and log-softmax run only on scored positions, in fp32, chunked
   (:mod:`mill.model.head`).
-* Requests that need left truncation, or that share their context with nobody, take one
-  full pass, right-padded without an attention mask as lm-eval does (right padding cannot
-  affect earlier positions of a causal LM).
 * Batches are formed by a token budget over length-sorted work (:mod:`mill.model.batching`).
 """
 

@@ -36,6 +36,7 @@ LIMITS = {
     "arc_easy_25shot": 12,
     "mmlu_5shot": 10,
     "gsm8k_8shot": 8,
+    "gsm8k_8shot_stop": 20,
     "wikitext2": 10,
 }
 """Docs per workload here; parity.py runs the full sizes."""
