@@ -7,38 +7,9 @@ import pytest
 import torch
 
 from mill.model.hf import HFCausalLM
-from mill.model.random import random_gpt2
 from mill.model.rolling import rolling_windows
 from mill.types import GenerationArgs, OutputType, Request
-
-
-@pytest.fixture(scope="module")
-def gpt2() -> HFCausalLM:
-    return random_gpt2(n_layer=2, n_embd=64, seed=0)
-
-
-@pytest.fixture(scope="module")
-def llama() -> HFCausalLM:
-    from importlib import resources
-
-    return HFCausalLM(str(resources.files("mill.resources").joinpath("models/stories260k")))
-
-
-def _oracle(model: HFCausalLM, context: str, continuation: str) -> tuple[float, bool]:
-    """One full forward over (context + continuation)[:-1], as lm-eval computes it."""
-    ctx, cont = model.encode_pair(context, continuation)
-    ids = torch.tensor([(ctx + cont)[-(model.max_length + 1) :][:-1]])
-    with torch.no_grad():
-        logp = torch.log_softmax(model.model(ids).logits[0].float(), -1)[-len(cont) :]
-    target = torch.tensor(cont)
-    return float(logp.gather(-1, target[:, None]).sum()), bool((logp.argmax(-1) == target).all())
-
-
-def _requests(context: str, choices: list[str], doc: int = 0) -> list[Request]:
-    return [
-        Request(OutputType.LOGPROBS, "t", doc, i, context, " " + c) for i, c in enumerate(choices)
-    ]
-
+from tests.model.conftest import choice_requests, full_forward_oracle
 
 CHOICES = ["water", "a big rock made of ice and snow", "steam", "sand", "Lily"]
 
@@ -46,17 +17,21 @@ CHOICES = ["water", "a big rock made of ice and snow", "steam", "sand", "Lily"]
 @pytest.mark.parametrize("which", ["gpt2", "llama"])
 def test_shared_prefix_matches_full_forward(which: str, request: pytest.FixtureRequest) -> None:
     model = request.getfixturevalue(which)
-    reqs = _requests("Question: Which is a liquid?\nAnswer:", CHOICES)
-    reqs += _requests("Once upon a time, there was a little girl named", ["Lily.", "Tom"], doc=1)
+    reqs = choice_requests("Question: Which is a liquid?\nAnswer:", CHOICES)
+    reqs += choice_requests(
+        "Once upon a time, there was a little girl named", ["Lily.", "Tom"], doc=1
+    )
     reqs.append(Request(OutputType.LOGPROBS, "t", 2, 0, "", "Hello there"))
     for req, res in zip(reqs, model.loglikelihood(reqs), strict=True):
-        want, greedy = _oracle(model, req.context, req.continuation)
+        want, greedy = full_forward_oracle(model, req.context, req.continuation)
         assert res.logprob == pytest.approx(want, abs=1e-4)
         assert res.is_greedy == greedy
 
 
 def test_scores_do_not_depend_on_batching(llama: HFCausalLM) -> None:
-    reqs = [r for d in range(6) for r in _requests(f"Story {d}: the cat sat on the", CHOICES, d)]
+    reqs = [
+        r for d in range(6) for r in choice_requests(f"Story {d}: the cat sat on the", CHOICES, d)
+    ]
     runs = []
     for batch_size, budget in (("auto", 16384), (1, 16384), (8, 16384), (64, 16384), ("auto", 64)):
         llama.batch_size, llama.token_budget = batch_size, budget
@@ -79,7 +54,7 @@ def test_left_truncation_is_counted(llama: HFCausalLM) -> None:
     long_context = "The dog ran. " * 200  # > 512 tokens
     req = Request(OutputType.LOGPROBS, "t", 0, 0, long_context, " home")
     (res,) = llama.loglikelihood([req])
-    want, _ = _oracle(llama, req.context, req.continuation)
+    want, _ = full_forward_oracle(llama, req.context, req.continuation)
     assert res.truncated_tokens_count > 0
     assert res.logprob == pytest.approx(want, abs=1e-4)
 

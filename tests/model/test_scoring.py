@@ -3,41 +3,12 @@ lm-eval computes it), on the real tiny models, plus the work each path does."""
 
 from __future__ import annotations
 
-from importlib import resources
-
 import pytest
-import torch
 
 from mill.model import scoring
 from mill.model.hf import HFCausalLM
-from mill.model.random import random_gpt2
 from mill.types import OutputType, Request
-
-
-@pytest.fixture(scope="module")
-def gpt2() -> HFCausalLM:
-    return random_gpt2(n_layer=2, n_embd=64, seed=0)
-
-
-@pytest.fixture(scope="module")
-def llama() -> HFCausalLM:
-    return HFCausalLM(str(resources.files("mill.resources").joinpath("models/stories260k")))
-
-
-def _oracle(model: HFCausalLM, context: str, continuation: str) -> tuple[float, bool]:
-    ctx, cont = model.encode_pair(context, continuation)
-    ids = torch.tensor([(ctx + cont)[-(model.max_length + 1) :][:-1]])
-    with torch.no_grad():
-        logp = torch.log_softmax(model.model(ids).logits[0].float(), -1)[-len(cont) :]
-    target = torch.tensor(cont)
-    return float(logp.gather(-1, target[:, None]).sum()), bool((logp.argmax(-1) == target).all())
-
-
-def _mc(context: str, choices: list[str], doc: int) -> list[Request]:
-    return [
-        Request(OutputType.LOGPROBS, "t", doc, i, context, " " + c) for i, c in enumerate(choices)
-    ]
-
+from tests.model.conftest import choice_requests, full_forward_oracle
 
 SHOTS = "".join(
     f"Question: Which animal says {w}?\nAnswer: the {a}\n\n"
@@ -49,10 +20,10 @@ CHOICES = ["a big red ball", "the sun", "water", "sand and small rocks"]
 def _workload() -> list[Request]:
     reqs = []
     for d, q in enumerate(["Which is wet?", "Which is hot?", "Which is round?"]):
-        reqs += _mc(SHOTS + f"Question: {q}\nAnswer:", CHOICES, d)  # long shared prefix
-    reqs += _mc("Question: Which is small?\nAnswer:", CHOICES, 3)  # short: packed pass
-    reqs += _mc("Q: pick one\nA:", ["A", "B", "C", "D"], 4)  # single tokens
-    reqs += _mc("Q: pick one\nA:", ["A", "B"], 5)  # duplicates of doc 4's requests
+        reqs += choice_requests(SHOTS + f"Question: {q}\nAnswer:", CHOICES, d)  # long shared prefix
+    reqs += choice_requests("Question: Which is small?\nAnswer:", CHOICES, 3)  # short: packed pass
+    reqs += choice_requests("Q: pick one\nA:", ["A", "B", "C", "D"], 4)  # single tokens
+    reqs += choice_requests("Q: pick one\nA:", ["A", "B"], 5)  # duplicates of doc 4's requests
     reqs.append(Request(OutputType.LOGPROBS, "t", 6, 0, "", "Hello there"))  # empty context
     reqs.append(Request(OutputType.LOGPROBS, "t", 7, 0, "The dog ran. " * 300, " home"))
     return reqs
@@ -82,7 +53,7 @@ def test_every_path_matches_a_full_forward_per_request(
     reqs = _workload()
     responses = model.loglikelihood(reqs)
     for req, res in zip(reqs, responses, strict=True):
-        want, greedy = _oracle(model, req.context, req.continuation)
+        want, greedy = full_forward_oracle(model, req.context, req.continuation)
         assert res.logprob == pytest.approx(want, abs=1e-4), req.id
         assert res.is_greedy == greedy, req.id
     assert responses[-1].truncated_tokens_count > 0
@@ -107,7 +78,9 @@ def test_shared_prefix_runs_once_and_work_stays_small(
     )
     try:
         docs = [SHOTS + f"Question: Which is item {d}?\nAnswer:" for d in range(6)]
-        reqs = [r for d, ctx in enumerate(docs) for r in _mc(ctx, ["A", "B", "C", "D"], d)]
+        reqs = [
+            r for d, ctx in enumerate(docs) for r in choice_requests(ctx, ["A", "B", "C", "D"], d)
+        ]
         reqs += reqs[:4]  # exact duplicates
         responses = gpt2.loglikelihood(reqs)
     finally:
@@ -120,7 +93,7 @@ def test_shared_prefix_runs_once_and_work_stays_small(
     assert [r.logprob for r in responses[-4:]] == [r.logprob for r in responses[:4]]
     for req, res in zip(reqs[:8], responses[:8], strict=True):
         assert res.logprob == pytest.approx(
-            _oracle(gpt2, req.context, req.continuation)[0], abs=1e-4
+            full_forward_oracle(gpt2, req.context, req.continuation)[0], abs=1e-4
         )
 
 
@@ -131,7 +104,11 @@ def test_single_token_choices_cost_one_forward_pass_per_doc(gpt2: HFCausalLM) ->
     )
     gpt2.batch_size = 1  # one doc per forward pass
     try:
-        reqs = [r for d in range(3) for r in _mc(f"Q{d}: short question?\nA:", list("ABCD"), d)]
+        reqs = [
+            r
+            for d in range(3)
+            for r in choice_requests(f"Q{d}: short question?\nA:", list("ABCD"), d)
+        ]
         gpt2.loglikelihood(reqs)
     finally:
         gpt2.batch_size = "auto"
