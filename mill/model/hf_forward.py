@@ -3,10 +3,14 @@ selected positions only, and KV-cache surgery."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 import torch.nn.functional as F
 
 from mill.model.generation import Stepper
+from mill.model.head import CPU_VOCAB_TILE
 from mill.model.scoring import Forward
 
 
@@ -26,6 +30,9 @@ class HFForward(Forward, Stepper):
         self.logit_scale = getattr(config, "logit_scale", None)
         self._device = device
         self._growable: bool | None = None
+        # tile the vocabulary where a [rows, vocab] block would fall out of the CPU's cache
+        self.vocab_tile: int | None = CPU_VOCAB_TILE if device.type == "cpu" else None
+        self._head_held = False
 
     @property
     def device(self) -> torch.device:
@@ -45,17 +52,17 @@ class HFForward(Forward, Stepper):
         )
         return out.last_hidden_state, out.past_key_values
 
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """fp32 logits of the LM head for the given hidden states."""
+    def logits(self, hidden: torch.Tensor, lo: int = 0, hi: int | None = None) -> torch.Tensor:
+        """fp32 logits of the LM head for vocabulary entries ``[lo, hi)``."""
         # a model dispatched with device_map: the head may sit on another GPU, or be
         # offloaded (accelerate's hook loads its weights for the call and drops them after)
-        hook = getattr(self.head, "_hf_hook", None)
+        hook = None if self._head_held else getattr(self.head, "_hf_hook", None)
         if hook is not None:
             (hidden,), _ = hook.pre_forward(self.head, hidden)
         try:
-            weight = self.head.weight.float()
+            weight = self.head.weight[lo:hi].float()
             bias = getattr(self.head, "bias", None)
-            bias = None if bias is None else bias.float()
+            bias = None if bias is None else bias[lo:hi].float()
             logits = F.linear(hidden.float().to(weight.device), weight, bias)
         finally:
             if hook is not None:
@@ -65,6 +72,22 @@ class HFForward(Forward, Stepper):
         if self.softcap:
             logits = torch.tanh(logits / self.softcap) * self.softcap
         return logits
+
+    @contextmanager
+    def loaded(self) -> Iterator[None]:
+        """Keep a dispatched head's weights on its execution device for many ``logits``
+        calls (accelerate's hook would load an offloaded head once per call)."""
+        hook = getattr(self.head, "_hf_hook", None)
+        if hook is None or self._head_held:
+            yield
+            return
+        hook.pre_forward(self.head, torch.empty(0))
+        self._head_held = True
+        try:
+            yield
+        finally:
+            self._head_held = False
+            hook.post_forward(self.head, None)
 
     def expand_cache(self, past, indices):  # type: ignore[override]
         past.batch_select_indices(indices)

@@ -28,6 +28,7 @@ in a full forward pass of its own ``context + continuation``:
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,9 +94,17 @@ class Forward:
         """Final hidden states [batch, seq, dim] and the updated cache."""
         raise NotImplementedError
 
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """fp32 logits of the LM head for hidden states [n, dim] -> [n, V]."""
+    vocab_tile: int | None = None
+    """Vocabulary columns the head reduces at a time (None: all, see :mod:`mill.model.head`)."""
+
+    def logits(self, hidden: torch.Tensor, lo: int = 0, hi: int | None = None) -> torch.Tensor:
+        """fp32 logits of the LM head for hidden states [n, dim] and vocabulary entries
+        ``[lo, hi)`` -> [n, hi - lo]."""
         raise NotImplementedError
+
+    def loaded(self) -> AbstractContextManager[None]:
+        """Hold the head's weights ready for many ``logits`` calls (default: nothing to do)."""
+        return nullcontext()
 
     def expand_cache(self, past: object, indices: torch.Tensor) -> object:
         """Select/repeat cache rows along the batch dimension."""
@@ -139,7 +148,7 @@ def _sums(
     sums in fp32, whose rounding near 150 is already 1.5e-5, so a float64 sum keeps totals
     independent of batching and differs from lm-eval only by lm-eval's own rounding.
     Without (rolling windows, each one fp32 sum then summed per document in float64 by the
-    caller) it is lm-eval's fp32 sum of the window, bit for bit given the same inputs."""
+    caller) it is lm-eval's arithmetic: an fp32 sum per window."""
     if greedy is None:
         out, offset = [], 0
         for n in lengths:
@@ -177,11 +186,10 @@ def _full_pass(
     )
     targets = torch.tensor([t for item in batch for t in item.continuation])
     lp, flags = score_positions(
-        fwd.logits,
+        fwd,
         hidden[flat.to(hidden.device)],
         torch.arange(len(flat)),
         targets,
-        fwd.vocab_size,
         greedy,
     )
     sums = _sums(lp, flags, [len(item.continuation) for item in batch])
@@ -352,11 +360,10 @@ def _packed_pass(
     # unique scored positions (all choices share the context's last position)
     unique_rows, inverse = np.unique(np.asarray(entries, dtype=np.int64), return_inverse=True)
     lp, flags = score_positions(
-        fwd.logits,
+        fwd,
         hidden[torch.from_numpy(unique_rows).to(hidden.device)],
         torch.from_numpy(inverse.reshape(-1).astype(np.int64)),
         torch.tensor(targets),
-        fwd.vocab_size,
         greedy,
     )
     ordered = [item for g in range(len(groups)) for item, _ in spans[g]]
@@ -440,11 +447,10 @@ def _shared_pass(
             base += k
         sources.append(cont_hidden)
     lp, flags = score_positions(
-        fwd.logits,
+        fwd,
         torch.cat(sources) if len(sources) > 1 else sources[0],
         torch.tensor(rows),
         torch.tensor(targets),
-        fwd.vocab_size,
         greedy,
     )
     # regroup entries per item: first token at entry k, the rest after all first tokens
