@@ -111,6 +111,8 @@ class HFCausalLM(LanguageModel):
         max_memory: per-device budget for ``device_map``, e.g. ``{0: 70GiB, 1: 70GiB,
             cpu: 200GiB}``.
         offload_folder: where ``device_map`` may put weights that fit nowhere else.
+        fused_gelu: run tanh-GELU activations (GPT-2 family) with torch's fused kernel
+            (:mod:`mill.model.kernels`; equal to rounding); false keeps the model's modules.
     """
 
     def __init__(
@@ -130,6 +132,7 @@ class HFCausalLM(LanguageModel):
         device_map: str | dict[str, Any] | None = None,
         max_memory: dict[Any, str] | None = None,
         offload_folder: str | None = None,
+        fused_gelu: bool = True,
     ) -> None:
         import torch
         import transformers
@@ -190,6 +193,11 @@ class HFCausalLM(LanguageModel):
         else:
             self.model.to(self.device)
         self.model.eval()
+        fused = 0
+        if fused_gelu:
+            from mill.model.kernels import fuse_gelu
+
+            fused = fuse_gelu(self.model)
         self.dtype = str(self.model.dtype).removeprefix("torch.")
         self.max_length = int(max_length or self._default_max_length())
         # Mill truncates to max_length itself (counted per request, one warning per run);
@@ -213,6 +221,7 @@ class HFCausalLM(LanguageModel):
             "max_length": self.max_length,
             "max_gen_toks": self.max_gen_toks,
             "trust_remote_code": bool(trust_remote_code),
+            "fused_gelu": fused > 0,
             "class": type(self.model).__name__,
             "num_parameters": sum(p.numel() for p in self.model.parameters()),
         }
