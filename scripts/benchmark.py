@@ -12,6 +12,7 @@ time of each process is printed as well.
 
     python scripts/benchmark.py                                # the issue's table
     python scripts/benchmark.py --workloads arc_easy_0shot --lmeval-batch-size 8
+    python scripts/benchmark.py --repeat 3     # median of 3 alternating rounds per side
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -57,6 +59,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=None, help="docs per workload (override)")
     parser.add_argument("--mill-override", action="append", default=[], help="extra Mill override")
     parser.add_argument("--only", choices=["mill", "lmeval"], default=None)
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds per workload; times are the median"
+    )
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--keep", type=Path, default=None, help="keep driver outputs here")
     return parser.parse_args(argv)
@@ -91,31 +96,42 @@ def main(argv: list[str] | None = None) -> int:
             workload = workload.with_limit(args.limit)
         given = args.lmeval_batch_size
         batch = (int(given) if given.isdigit() else given) if given else LMEVAL_BATCH.get(name, 8)
-        workdir = new_workdir(args.keep / name if args.keep else None)
-        runs = run_pair(
-            workload,
-            model,
-            workdir,
-            args.data_dir,
-            threads=args.threads,
-            lmeval_batch_size=batch,
-            mill_overrides=args.mill_override,
-            sides=sides,
-        )
+        rounds = []
+        for r in range(args.repeat):  # alternate the sides: machine drift hits both
+            tag = f"{name}/{r}" if args.repeat > 1 else name
+            workdir = new_workdir(args.keep / tag if args.keep else None)
+            rounds.append(
+                run_pair(
+                    workload,
+                    model,
+                    workdir,
+                    args.data_dir,
+                    threads=args.threads,
+                    lmeval_batch_size=batch,
+                    mill_overrides=args.mill_override,
+                    sides=sides,
+                )
+            )
+        runs = rounds[0]
+        work = {side: [rnd[side].out["seconds"]["work"] for rnd in rounds] for side in runs}
         entry = {"workload": name, "model": args.model, "lmeval_batch_size": batch}
         for side, run in runs.items():
             entry[side] = {
                 "seconds": run.out["seconds"],
+                "work_s_each_round": work[side],
                 "wall_s": run.wall_s,
                 "peak_rss_kib": run.peak_rss_kib,
                 "tokens_fed": run.out["tokens_fed"],
                 "forward_calls": run.out["forward_calls"],
             }
+        if args.repeat > 1:
+            each = "; ".join(f"{s} " + "/".join(f"{t:.1f}" for t in ts) for s, ts in work.items())
+            print(f"    {name}: work seconds per round: {each}", flush=True)
         mill = runs.get("mill")
         lm = runs.get("lmeval")
         if mill and lm:
             result = compare(workload, mill.out, lm.out)
-            t_mill, t_lm = mill.out["seconds"]["work"], lm.out["seconds"]["work"]
+            t_mill, t_lm = statistics.median(work["mill"]), statistics.median(work["lmeval"])
             entry.update(
                 speedup=t_lm / t_mill,
                 rss_ratio=mill.peak_rss_kib / lm.peak_rss_kib,
@@ -139,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             ((side, run),) = runs.items()
             rows.append(
-                f"| {name} | {side} only: {run.out['seconds']['work']:.1f} s, wall "
+                f"| {name} | {side} only: {statistics.median(work[side]):.1f} s, wall "
                 f"{run.wall_s:.1f} s, peak RSS {_gib(run.peak_rss_kib)} GiB, tokens fed "
                 f"{run.out['tokens_fed']:,} |"
             )
