@@ -1,12 +1,13 @@
 """Prove that Mill computes what lm-evaluation-harness 0.4.13 computes.
 
-For every workload (ARC-Easy 0- and 25-shot, MMLU 5-shot once ``mill.tasks.mmlu`` exists,
-GSM8K 8-shot, WikiText-2) and every model (a seeded random GPT-2 shape with the real GPT-2
-tokenizer, and the shipped stories260K), run Mill and lm-eval (in its own virtualenv, see
-``setup_lmeval_venv.sh``; ``$MILL_LMEVAL_PYTHON`` points at its python) on the same
-model folder and the same local data, then compare request by request (doc id + choice
-index): |delta log-likelihood| <= 1e-4, identical is_greedy, identical generations,
-identical per-doc and aggregate metrics. Prints a markdown table; exits 1 on any mismatch.
+For every workload (ARC-Easy 0- and 25-shot, MMLU 5-shot on four subjects, GSM8K 8-shot
+with and without a stop string, WikiText-2) and every model (a seeded random GPT-2 shape
+with the real GPT-2 tokenizer, and the shipped stories260K), run Mill and lm-eval (in its
+own virtualenv, see ``setup_lmeval_venv.sh``; ``$MILL_LMEVAL_PYTHON`` points at its
+python) on the same model folder and the same local data, then compare request by request
+(doc id + choice index): |delta log-likelihood| <= 1e-4, identical is_greedy, identical
+generations, identical per-doc and aggregate metrics. Prints a markdown table; exits 1 on
+any mismatch.
 
     python scripts/parity.py                       # everything (tens of minutes on 2 cores)
     python scripts/parity.py --workloads arc_easy_0shot --models stories260k --limit 20

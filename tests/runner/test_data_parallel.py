@@ -19,6 +19,10 @@ import pytest
 from tests.conftest import run_mill
 
 ARGS = ("task=arc", "model=gpt2_random", "task.limit=6", "model.batch_size=1")
+# One BLAS thread in every process: the GEMM kernel that torch picks for a small matrix
+# depends on the thread count (measured: a [5, 64] x [64, 1024] product differs in the last
+# bit between 1 and 2 threads), so byte-identical floats need the same count on both sides.
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 
 
 def _samples(folder: Path) -> dict[str, bytes]:
@@ -41,14 +45,14 @@ def _tasks(folder: Path) -> dict:
 @pytest.fixture(scope="module")
 def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("single") / "run"
-    proc = run_mill(*ARGS, f"hydra.run.dir={out}")
+    proc = run_mill(*ARGS, f"hydra.run.dir={out}", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
     return out
 
 
 def test_two_workers_equal_one_process_exactly(single: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    proc = run_mill(*ARGS, "runner.num_processes=2", f"hydra.run.dir={out}")
+    proc = run_mill(*ARGS, "runner.num_processes=2", f"hydra.run.dir={out}", env=ONE_THREAD)
     assert proc.returncode == 0, proc.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
     # byte-identical per-sample records (batch_size=1: every doc is scored alone on both
