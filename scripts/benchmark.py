@@ -41,7 +41,7 @@ RSS_TARGET = 1 / 3
 LMEVAL_BATCH = {
     "arc_easy_0shot": 8,
     "arc_easy_25shot": 4,
-    "mmlu_5shot": 8,
+    "mmlu_5shot": 4,
     "gsm8k_8shot": 8,
     "wikitext2": 4,
 }
@@ -112,8 +112,10 @@ def main(argv: list[str] | None = None) -> int:
                     sides=sides,
                 )
             )
-        runs = rounds[0]
+        runs = rounds[0]  # outputs, tokens and wall time of the first round
         work = {side: [rnd[side].out["seconds"]["work"] for rnd in rounds] for side in runs}
+        for side, run in runs.items():  # peak RSS: the largest of all rounds
+            run.peak_rss_kib = max(rnd[side].peak_rss_kib for rnd in rounds)
         entry = {"workload": name, "model": args.model, "lmeval_batch_size": batch}
         for side, run in runs.items():
             entry[side] = {
