@@ -119,6 +119,10 @@ def unique_tokens_across_docs(records: list[SampleRecord], types: dict[str, Outp
     return count
 
 
+def _peak_rss_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     out_path = Path(sys.argv[2])
@@ -127,6 +131,7 @@ def main() -> None:
     import datasets  # noqa: F401  (loaded by lm-eval's imports too)
 
     t_imported = time.perf_counter()
+    rss = {"imports": _peak_rss_kib()}
     with initialize_config_module("mill.conf", version_base="1.3"):
         cfg = compose("mill", overrides=list(spec["overrides"]))
     allow = [str(a) for a in cfg.get("allow_targets", [])]
@@ -134,9 +139,11 @@ def main() -> None:
     tasks, _ = build_tasks(cfg.task, allow)
     metrics = build_metrics(cfg.get("metrics"), tasks, allow)
     t_ready = time.perf_counter()
+    rss["task_build"] = _peak_rss_kib()
     model = instantiate(cfg.model, allow)
     counter = TokenCounter(model.model.base_model)
     t_model = time.perf_counter()
+    rss["model_load"] = _peak_rss_kib()
     records: list[SampleRecord] = []
     per_task = evaluate(
         tasks,
@@ -149,6 +156,7 @@ def main() -> None:
         seed=int(cfg.runner.seed),
     )
     t_done = time.perf_counter()
+    rss["evaluate"] = _peak_rss_kib()
     types = {t.name: t.OUTPUT_TYPE for t in tasks}
     unique = sum(unique_tokens(r, types[r.task], model) for r in records)
     unique_all = unique_tokens_across_docs(records, types) + sum(
@@ -189,7 +197,8 @@ def main() -> None:
         "forward_calls": counter.calls,
         "unique_tokens": unique,
         "unique_tokens_across_docs": unique_all,
-        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "peak_rss_kib": _peak_rss_kib(),
+        "peak_rss_kib_after": rss,
     }
     out_path.write_text(json.dumps(out))
 
