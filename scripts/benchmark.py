@@ -114,15 +114,14 @@ def main(argv: list[str] | None = None) -> int:
             )
         runs = rounds[0]  # outputs, tokens and wall time of the first round
         work = {side: [rnd[side].out["seconds"]["work"] for rnd in rounds] for side in runs}
-        for side, run in runs.items():  # peak RSS: the largest of all rounds
-            run.peak_rss_kib = max(rnd[side].peak_rss_kib for rnd in rounds)
+        peak = {side: max(rnd[side].peak_rss_kib for rnd in rounds) for side in runs}
         entry = {"workload": name, "model": args.model, "lmeval_batch_size": batch}
         for side, run in runs.items():
             entry[side] = {
                 "seconds": run.out["seconds"],
                 "work_s_each_round": work[side],
                 "wall_s": run.wall_s,
-                "peak_rss_kib": run.peak_rss_kib,
+                "peak_rss_kib": peak[side],  # the largest of all rounds
                 "tokens_fed": run.out["tokens_fed"],
                 "forward_calls": run.out["forward_calls"],
             }
@@ -136,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             t_mill, t_lm = statistics.median(work["mill"]), statistics.median(work["lmeval"])
             entry.update(
                 speedup=t_lm / t_mill,
-                rss_ratio=mill.peak_rss_kib / lm.peak_rss_kib,
+                rss_ratio=peak["mill"] / peak["lmeval"],
                 max_abs_delta=result.max_abs_delta,
                 parity=result.ok,
                 unique_tokens=mill.out["unique_tokens"],
@@ -145,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(
                 f"| {name} | {batch} | {t_mill:.1f} | {t_lm:.1f} | {t_lm / t_mill:.1f}x "
                 f"(>= {target}x) | {mill.wall_s:.1f} | {lm.wall_s:.1f} | "
-                f"{_gib(mill.peak_rss_kib)} | {_gib(lm.peak_rss_kib)} | "
-                f"{mill.peak_rss_kib / lm.peak_rss_kib:.2f} (<= 0.33) | "
+                f"{_gib(peak['mill'])} | {_gib(peak['lmeval'])} | "
+                f"{peak['mill'] / peak['lmeval']:.2f} (<= 0.33) | "
                 f"{mill.out['tokens_fed']:,} / {lm.out['tokens_fed']:,} | "
                 f"{mill.out['unique_tokens']:,} / {mill.out['unique_tokens_across_docs']:,} | "
                 f"{result.max_abs_delta:.1e} | "
@@ -158,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             ((side, run),) = runs.items()
             rows.append(
                 f"| {name} | {side} only: {statistics.median(work[side]):.1f} s, wall "
-                f"{run.wall_s:.1f} s, peak RSS {_gib(run.peak_rss_kib)} GiB, tokens fed "
+                f"{run.wall_s:.1f} s, peak RSS {_gib(peak[side])} GiB, tokens fed "
                 f"{run.out['tokens_fed']:,} |"
             )
         print(rows[-1], flush=True)
