@@ -8,11 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.model.hf import HFCausalLM
-
-
-def cache_root() -> Path:
-    """``$MILL_CACHE`` or ``~/.cache/mill``."""
-    return Path(os.environ.get("MILL_CACHE", Path.home() / ".cache" / "mill"))
+from mill.model.identity import cache_root
 
 
 def random_gpt2_dir(n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: int = 0) -> Path:
