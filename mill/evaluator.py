@@ -21,10 +21,9 @@ from mill.metrics.base import DocResponses, Metric
 from mill.metrics.exact_match import ExactMatch
 from mill.metrics.groups import aggregate_members, row
 from mill.model.base import LanguageModel
-from mill.record import ModelResponse, SampleRecord
+from mill.record import SampleRecord
 from mill.task.base import Task
-from mill.task.doc import Doc
-from mill.types import OutputType, Request, Response
+from mill.types import Doc, DocOutput, OutputType, Request, Response
 
 DISPATCH_ORDER = (OutputType.LOGPROBS, OutputType.PERPLEXITY, OutputType.GENERATIVE)
 
@@ -155,7 +154,7 @@ def evaluate(
         for name, value in scores.items():
             result.values.setdefault(name, []).append(value)
             subject.values.setdefault(name, []).append(value)
-        model_response = ModelResponse.from_responses(doc, task.OUTPUT_TYPE, list(responses))
+        model_response = DocOutput.from_responses(doc, task.OUTPUT_TYPE, list(responses))
         if responses.unconditioned:
             model_response.unconditioned_logprobs = [
                 float(r.logprob or 0.0) for r in responses.unconditioned

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ModelError
-from mill.model.base import LanguageModel, OnResponse, _ignore
-from mill.task.chat import ChatTemplate
-from mill.types import Request, Response
+from mill.model.base import LanguageModel, _ignore
+from mill.types import ChatTemplate, OnResponse, Request, Response
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +243,7 @@ class HFCausalLM(LanguageModel):
         return dict(self._identity)
 
     def chat_template(self) -> ChatTemplate | None:
-        from mill.task.chat import tokenizer_chat_template
+        from mill.model.chat import tokenizer_chat_template
 
         return tokenizer_chat_template(self.tokenizer)
 

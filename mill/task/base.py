@@ -22,10 +22,9 @@ from typing import Any, ClassVar
 
 from mill.data.load import DatasetSpec, DataSource, load_rows
 from mill.errors import TaskError
-from mill.task.chat import ChatTemplate, Message, join_delimited, render_chat, render_text
-from mill.task.doc import Doc
+from mill.task.chat import Message, join_delimited, render_chat, render_text
 from mill.task.fewshot import choose_shots
-from mill.types import GenerationArgs, OutputType, Request
+from mill.types import ChatTemplate, Doc, GenerationArgs, OutputType, Request
 
 
 class Task:

@@ -9,8 +9,8 @@ import pytest
 
 from mill.data.load import DataSource
 from mill.errors import TaskError
+from mill.model.chat import tokenizer_chat_template
 from mill.runner.build import build_tasks
-from mill.task.chat import tokenizer_chat_template
 from mill.types import OutputType
 from tests.task.chat_fixtures import make_chat_tokenizer
 

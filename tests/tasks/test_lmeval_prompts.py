@@ -27,8 +27,8 @@ from mill.tasks.wikitext import WikiText
 from mill.tasks.winogrande import WinoGrande
 
 from mill.data.load import DataSource
+from mill.model.chat import tokenizer_chat_template
 from mill.task import Task
-from mill.task.chat import tokenizer_chat_template
 from tests.task.chat_fixtures import make_chat_tokenizer
 
 pytestmark = pytest.mark.parity
