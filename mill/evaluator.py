@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -21,19 +21,12 @@ from mill.metrics.base import DocResponses, Metric
 from mill.metrics.exact_match import ExactMatch
 from mill.metrics.groups import aggregate_members, row
 from mill.model.base import LanguageModel
+from mill.progress import Progress
 from mill.record import SampleRecord
 from mill.task.base import Task
 from mill.types import Doc, DocOutput, OutputType, Request, Response
 
 DISPATCH_ORDER = (OutputType.LOGPROBS, OutputType.PERPLEXITY, OutputType.GENERATIVE)
-
-
-class Progress(Protocol):
-    """What the evaluator reports progress to (see :mod:`mill.report.progress`)."""
-
-    def phase(self, name: str, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-    def done(self) -> None: ...
 
 
 @dataclass

@@ -20,24 +20,12 @@ from omegaconf import DictConfig, OmegaConf
 from mill.errors import ConfigError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import device_info
+from mill.progress import NullProgress
 from mill.record import SampleRecord
 from mill.runner.dist import Dist, agree
 from mill.runner.settings import RunnerSettings
 
 log = logging.getLogger("mill")
-
-
-class _Silent:
-    """Progress for ranks other than 0: they never render."""
-
-    def phase(self, name: str, total: int) -> None:
-        return None
-
-    def advance(self, n: int = 1) -> None:
-        return None
-
-    def done(self) -> None:
-        return None
 
 
 def _seed_everything(seed: int) -> None:
@@ -116,7 +104,7 @@ def execute(
     progress: Any = (
         PhaseProgress(err_console, interactive(mode), float(cfg.report.every_s))
         if main
-        else _Silent()
+        else NullProgress()  # ranks other than 0 never render
     )
     allow = [str(a) for a in cfg.get("allow_targets", [])]
     seed, iters = settings.seed, settings.bootstrap_iters

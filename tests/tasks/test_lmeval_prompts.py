@@ -28,6 +28,7 @@ from mill.tasks.winogrande import WinoGrande
 
 from mill.data.load import DataSource
 from mill.model.chat import tokenizer_chat_template
+from mill.progress import NullProgress
 from mill.task import Task
 from tests.task.chat_fixtures import make_chat_tokenizer
 
@@ -298,12 +299,6 @@ SCORED: list[tuple[str, Any, list[str], str, dict[str, str], dict[str, Any], dic
 ]
 
 
-class _Quiet:
-    def phase(self, name: str, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-    def done(self) -> None: ...
-
-
 @pytest.mark.skipif(not LMEVAL_PYTHON.is_file(), reason="needs the lm-eval dev virtualenv")
 @pytest.mark.parametrize(
     ("case", "make", "metrics", "lm_task", "splits", "overrides", "keys"),
@@ -360,7 +355,7 @@ def test_scores_match_lm_eval(
         HFCausalLM(str(model_dir), device="cpu"),
         BUNDLED,
         records.append,
-        _Quiet(),
+        NullProgress(),
         bootstrap_iters=10,
     )
     records.sort(key=lambda r: r.doc_id)
