@@ -11,22 +11,14 @@
 from __future__ import annotations
 
 import fcntl
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 import jsonlines
 
 from mill.errors import ExperimentExists, MillError
+from mill.files import read_json, write_json
 from mill.record import SampleRecord
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temp file + rename)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 class ExperimentFolder:
@@ -92,7 +84,7 @@ class ExperimentFolder:
             )
         self.lock()
         try:
-            old = json.loads(self.manifest_path.read_text())
+            old = read_json(self.manifest_path)
         except (OSError, ValueError) as err:
             self.unlock()
             raise MillError(f"cannot resume {self.path}: unreadable manifest.json") from err
@@ -105,7 +97,7 @@ class ExperimentFolder:
         return old
 
     def read_manifest(self) -> dict[str, Any]:
-        return json.loads(self.manifest_path.read_text())
+        return read_json(self.manifest_path)
 
     def write_sample(self, record: SampleRecord) -> None:
         """Append one sample line (flushed, so an interrupted run keeps what it had)."""

@@ -373,9 +373,9 @@ def write_compare(
     text: str,
 ) -> None:
     """``compare.json``, ``compare.txt``, ``plots/compare.png`` and ``compare.html``."""
+    from mill.files import write_atomic
     from mill.report import html, plots
     from mill.report.console import make_console
-    from mill.report.rebuild import write_file
 
     params = {"iters": int(cfg.iters), "seed": int(cfg.seed), "alpha": float(cfg.alpha)}
     out.mkdir(parents=True, exist_ok=True)
@@ -386,10 +386,10 @@ def write_compare(
         **params,
         "rows": dicts,
     }
-    write_file(out / "compare.json", json.dumps(blob, indent=2) + "\n")
-    write_file(out / "compare.txt", text)
+    write_atomic(out / "compare.json", json.dumps(blob, indent=2) + "\n")
+    write_atomic(out / "compare.txt", text)
     png = plots.compare_png(dicts, *labels)
     (out / "plots").mkdir(exist_ok=True)
-    write_file(out / "plots" / "compare.png", png)
-    write_file(out / "compare.html", html.compare_page(*labels, run_a, run_b, dicts, png, params))
+    write_atomic(out / "plots" / "compare.png", png)
+    write_atomic(out / "compare.html", html.compare_page(*labels, run_a, run_b, dicts, png, params))
     make_console(stderr=True).print(f"[mill] wrote {out / 'compare.html'}")

@@ -6,8 +6,6 @@ run left behind (see README, "The experiment folder").
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,19 +13,11 @@ from typing import Any
 import jsonlines
 
 from mill.errors import MillError
+from mill.files import job_order, read_json
 
 
 class ReportInputError(MillError):
     """A folder given to ``report`` or ``compare`` is not a usable experiment folder."""
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ReportInputError(
-            f"{path} is not valid JSON ({err.msg} at line {err.lineno})"
-        ) from err
 
 
 @dataclass
@@ -71,7 +61,11 @@ class RunFolder:
         path = Path(path)
         if not path.is_dir():
             raise ReportInputError(f"{path} is not a folder; give the path of a run folder")
-        manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
+        manifest = (
+            read_json(path / "manifest.json", ReportInputError)
+            if (path / "manifest.json").is_file()
+            else {}
+        )
         results_path = path / "results.json"
         if not results_path.is_file():
             status = manifest.get("status")
@@ -88,7 +82,7 @@ class RunFolder:
 
             loaded = OmegaConf.to_container(OmegaConf.load(resolved))
             config = loaded if isinstance(loaded, dict) else {}
-        return cls(path, _read_json(results_path), manifest, config)
+        return cls(path, read_json(results_path, ReportInputError), manifest, config)
 
     # --- identity -------------------------------------------------------------------
 
@@ -186,11 +180,6 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _job_order(path: Path) -> tuple[int, str]:
-    match = re.match(r"(\d+)_", path.name)
-    return (int(match.group(1)) if match else 1 << 30, path.name)
-
-
 @dataclass
 class Sweep:
     """A multirun folder: one sub-folder per job; failed jobs have no results.json."""
@@ -209,7 +198,7 @@ def open_sweep(path: str | Path) -> Sweep:
             for p in path.iterdir()
             if p.is_dir() and ((p / "manifest.json").is_file() or (p / "results.json").is_file())
         ),
-        key=_job_order,
+        key=job_order,
     )
     if not jobs:
         raise ReportInputError(

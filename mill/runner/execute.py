@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import ConfigError
 from mill.experiment.folder import ExperimentFolder
-from mill.experiment.manifest import device_info
+from mill.experiment.manifest import device_info, record_failure
 from mill.progress import NullProgress
 from mill.record import SampleRecord
 from mill.runner.dist import Dist, agree
@@ -221,11 +220,7 @@ def execute(
         return results
     except Exception as err:
         if main:
-            manifest["error"] = f"{type(err).__name__}: {err}".splitlines()[0]
-            from mill.errors import MillError
-
-            if not isinstance(err, MillError):
-                manifest["traceback"] = traceback.format_exc()
+            record_failure(manifest, err)
         raise
     finally:
         if store is not None:

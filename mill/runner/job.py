@@ -21,7 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder
-from mill.experiment.manifest import base_manifest
+from mill.experiment.manifest import base_manifest, mark_failed
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
 from mill.runner.settings import RunnerSettings
 
@@ -118,19 +118,6 @@ def _prepare(
     folder.write_manifest(manifest)
 
 
-def _mark_failed(folder: ExperimentFolder, err: BaseException) -> None:
-    """A crash outside the evaluation (workers died, Ctrl-C): the manifest must not say
-    ``running`` forever."""
-    try:
-        manifest = folder.read_manifest()
-    except (OSError, ValueError):
-        return
-    if manifest.get("status") == "running":
-        manifest["status"] = "failed"
-        manifest.setdefault("error", f"{type(err).__name__}: {err}".splitlines()[0])
-        folder.write_manifest(manifest)
-
-
 def run_job(
     cfg: DictConfig, output_dir: Path, hydra_cfg: DictConfig | None = None
 ) -> dict[str, Any] | None:
@@ -180,12 +167,12 @@ def run_job(
         return launch_workers(path, n, settings)
     except MillError as err:
         if owned:
-            _mark_failed(folder, err)
+            mark_failed(folder, err)
         dist.close()  # every rank raised the same error: leave the group together
         raise
     except BaseException as err:
         if owned:
-            _mark_failed(folder, err)
+            mark_failed(folder, err)
         raise
     finally:
         folder.unlock()
