@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from mill.report.load import ReportInputError, RunFolder, flatten
-from mill.report.table import num
+from mill.report.numbers import number
 
 CHUNK = 1000
 FEW_DOCS = 30  # below this, say that bootstrap intervals and p-values are unreliable
@@ -162,7 +162,8 @@ def compare_metric(
     counts = f" (right only in A: {n10}, only in B: {n01})" if binary else ""
     few = "; few docs: bootstrap numbers are unreliable" if not binary and n < FEW_DOCS else ""
     numbers = (
-        f"B - A = {num(diff, True)}, {level}% CI [{num(lo, True)}, {num(hi, True)}], "
+        f"B - A = {number(diff, sign=True)}, "
+        f"{level}% CI [{number(lo, sign=True)}, {number(hi, sign=True)}], "
         f"{test} p={p:.4g}{counts}, {n} shared docs{few}"
     )
     if better is None:
@@ -307,10 +308,10 @@ def compare_table(rows: Sequence[Paired], title: str, alpha: float) -> Any:
             r.task,
             f"{r.metric} {'^' if r.higher_is_better else 'v'}",
             str(r.n),
-            num(r.a),
-            num(r.b),
-            num(r.diff, True),
-            f"[{num(r.ci[0], True)}, {num(r.ci[1], True)}]",
+            number(r.a),
+            number(r.b),
+            number(r.diff, sign=True),
+            f"[{number(r.ci[0], sign=True)}, {number(r.ci[1], sign=True)}]",
             f"{r.p_value:.4g}",
             r.test,
         )

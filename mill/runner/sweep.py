@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import MillError
 from mill.files import job_order, read_json
+from mill.report.numbers import value_pm_stderr
 
 LAST: dict[str, Any] | None = None
 """The summary of the last sweep of this process (read by ``mill``'s exit code)."""
@@ -113,11 +114,8 @@ def cell(row: dict[str, Any] | None) -> str:
     """``value ± stderr`` (4 decimals), or ``-`` when missing."""
     if not row or row.get("value") is None:
         return "-"
-    value = row["value"]
-    text = f"{value:.4f}" if isinstance(value, (int, float)) else str(value)
-    if isinstance(row.get("stderr"), (int, float)):
-        text += f" ± {row['stderr']:.4f}"
-    return text
+    stderr = row.get("stderr")
+    return value_pm_stderr(row["value"], stderr if isinstance(stderr, (int, float)) else None)
 
 
 def _row_labels(jobs: list[dict[str, Any]]) -> dict[str, str]:
