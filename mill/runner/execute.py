@@ -16,13 +16,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from mill.errors import ConfigError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import device_info, record_failure
 from mill.progress import NullProgress
 from mill.record import SampleRecord
 from mill.runner.dist import Dist, agree
-from mill.runner.settings import RunnerSettings
+from mill.runner.settings import RunnerSettings, refuse_device_map
 
 log = logging.getLogger("mill")
 
@@ -49,11 +48,7 @@ def _model_node(cfg: DictConfig, dist: Dist) -> DictConfig:
     node = cfg.model.copy()
     if dist.world_size == 1:
         return node
-    if node.get("device_map"):
-        raise ConfigError(
-            "model.device_map spreads one model over all GPUs; run it as one process "
-            "(runner.num_processes=1), not under data parallelism"
-        )
+    refuse_device_map(node, dist.world_size)
     if "device" in node and str(node.get("device") or "auto") == "auto" and dist.device:
         node.device = dist.device
     return node

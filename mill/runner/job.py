@@ -23,7 +23,7 @@ from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import base_manifest, mark_failed
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
-from mill.runner.settings import RunnerSettings
+from mill.runner.settings import RunnerSettings, refuse_device_map
 
 log = logging.getLogger("mill")
 
@@ -159,11 +159,7 @@ def run_job(
         n = settings.processes()
         if n == 1:
             return execute(resolved, path, dist)
-        if (resolved.get("model") or {}).get("device_map"):
-            raise ConfigError(
-                "model.device_map spreads one model over all GPUs; run it as one process "
-                "(runner.num_processes=1), not under data parallelism"
-            )
+        refuse_device_map(resolved.get("model"), n)
         return launch_workers(path, n, settings)
     except MillError as err:
         if owned:
