@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mill.metrics.stats import Statistic, mcnemar_exact, paired_bootstrap
 from mill.report.load import ReportInputError, RunFolder, flatten
 from mill.report.numbers import number
 
-CHUNK = 1000
 FEW_DOCS = 30  # below this, say that bootstrap intervals and p-values are unreliable
 
 
@@ -75,20 +75,6 @@ def settings_diff(
     ]
 
 
-def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
-    """(n10, n01, two-sided exact p) for paired 0/1 outcomes."""
-    from scipy.stats import binomtest
-
-    a, b = a.astype(bool), b.astype(bool)
-    n10, n01 = int(np.sum(a & ~b)), int(np.sum(~a & b))
-    if n10 + n01 == 0:
-        return n10, n01, 1.0
-    return n10, n01, float(binomtest(n01, n10 + n01, 0.5).pvalue)
-
-
-Statistic = Callable[[np.ndarray], np.ndarray]
-
-
 def _statistic(metric: Any, values: list[Any]) -> tuple[np.ndarray, Statistic]:
     """Per-doc values as an array, and the corpus aggregate of rows of doc indices."""
     from mill.metrics.base import MeanMetric, RatioMetric
@@ -109,19 +95,6 @@ def _statistic(metric: Any, values: list[Any]) -> tuple[np.ndarray, Statistic]:
         return out if idx.ndim > 1 else out[0]
 
     return arr, generic
-
-
-def paired_bootstrap(
-    stat_a: Statistic, stat_b: Statistic, n: int, iters: int, seed: int
-) -> np.ndarray:
-    """Differences stat_b - stat_a over ``iters`` paired resamples (see module doc)."""
-    rng = np.random.default_rng(seed)
-    out = np.empty(iters, dtype=np.float64)
-    for start in range(0, iters, CHUNK):
-        rows = min(CHUNK, iters - start)
-        idx = np.stack([rng.integers(0, n, size=n) for _ in range(rows)])
-        out[start : start + rows] = stat_b(idx) - stat_a(idx)
-    return out
 
 
 def compare_metric(
@@ -182,7 +155,7 @@ def _metric(run: RunFolder, name: str) -> Any:
     from omegaconf import OmegaConf
 
     from mill.errors import MillError
-    from mill.runner.build import build_metric, metric_config
+    from mill.metrics.config import build_metric, metric_config
 
     chosen = (run.config.get("metrics") or {}).get(name)
     allow = [str(a) for a in run.config.get("allow_targets", [])]

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from importlib import resources
-from typing import Any
-
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from mill.data.load import DataSource
 from mill.errors import ConfigError
 from mill.instantiate import instantiate
 from mill.metrics.base import Metric
+from mill.metrics.config import build_metric, metric_config
 from mill.task.base import Task, TaskGroup
 
 
@@ -22,24 +20,6 @@ def build_tasks(node: DictConfig, allow: list[str]) -> tuple[list[Task], TaskGro
     if isinstance(built, Task):
         return [built], None
     raise ConfigError(f"task config builds a {type(built).__name__}, not a mill Task")
-
-
-def metric_config(name: str) -> DictConfig:
-    """The built-in config ``conf/metrics/<name>.yaml`` (its body under key ``name``)."""
-    path = resources.files("mill.conf").joinpath("metrics", f"{name}.yaml")
-    if not path.is_file():
-        raise ConfigError(f"no built-in metric config named {name!r}")
-    loaded = OmegaConf.create(path.read_text())
-    assert isinstance(loaded, DictConfig)
-    return loaded[name]
-
-
-def build_metric(name: str, node: Any, allow: list[str]) -> Metric:
-    metric = instantiate(node, allow)
-    if not isinstance(metric, Metric):
-        raise ConfigError(f"metrics.{name} builds a {type(metric).__name__}, not a mill Metric")
-    metric.name = name
-    return metric
 
 
 def build_metrics(

@@ -9,7 +9,8 @@ from omegaconf import OmegaConf
 
 from mill.errors import ConfigError
 from mill.instantiate import check_targets, instantiate
-from mill.runner.build import build_metrics, build_tasks, metric_config
+from mill.metrics.config import metric_config
+from mill.runner.build import build_metrics, build_tasks
 from mill.task.base import Task
 
 

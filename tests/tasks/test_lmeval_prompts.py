@@ -317,8 +317,8 @@ def test_scores_match_lm_eval(
 ) -> None:
     """Same rows, same demo model: per-request log-likelihoods to 1e-4, metrics equal."""
     from mill.evaluator import evaluate
+    from mill.metrics.config import build_metric, metric_config
     from mill.model.hf import HFCausalLM
-    from mill.runner.build import build_metric, metric_config
 
     task: Task = make()
     model_dir = BUNDLED.root.parent / "models" / "stories260k"  # type: ignore[union-attr]
