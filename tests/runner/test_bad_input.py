@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 
 ARC_ROW = {
     "id": "x1",
@@ -124,6 +124,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_bad_input_is_one_line_exit_2_no_results(name: str, tmp_path: Path) -> None:
     overrides, fragments = _case(name, tmp_path)
@@ -140,6 +141,7 @@ def test_bad_input_is_one_line_exit_2_no_results(name: str, tmp_path: Path) -> N
         assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
 
 
+@pytest.mark.slow
 def test_long_contexts_are_truncated_counted_and_warned_once(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = run_mill(

@@ -12,7 +12,7 @@ from mill.errors import TaskError
 from mill.model.chat import tokenizer_chat_template
 from mill.runner.build import build_tasks
 from mill.types import OutputType
-from tests.task.chat_fixtures import make_chat_tokenizer
+from tests.helpers import make_chat_tokenizer
 
 BUNDLED = DataSource("bundled")
 TASKS = sorted(

@@ -30,7 +30,7 @@ from mill.data.load import DataSource
 from mill.model.chat import tokenizer_chat_template
 from mill.progress import NullProgress
 from mill.task import Task
-from tests.task.chat_fixtures import make_chat_tokenizer
+from tests.helpers import make_chat_tokenizer
 
 pytestmark = pytest.mark.parity
 LMEVAL_PYTHON = Path(os.environ.get("MILL_LMEVAL_PYTHON", "/tmp/lmeval-venv/bin/python"))
