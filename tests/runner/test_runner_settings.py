@@ -62,3 +62,20 @@ def test_resume_may_change_placement_but_not_scores() -> None:
     new["task"]["limit"] = 11
     new["model"]["dtype"] = "bfloat16"
     assert config_changes(old, new) == ["model.dtype", "task.limit"]
+
+
+def test_resume_may_lower_memory_settings() -> None:
+    """Running out of memory is fixed by a smaller KV-cache budget or another placement:
+    neither changes a score, so neither blocks runner.resume=true."""
+    old = {"model": {"name": "m", "cache_budget": None, "max_memory": None}}
+    new = {
+        "model": {
+            "name": "m",
+            "cache_budget": 1024,
+            "max_memory": {"0": "20GiB", "cpu": "64GiB"},
+            "offload_folder": "/tmp/off",
+        }
+    }
+    assert config_changes(old, new) == []
+    new["model"]["name"] = "other"
+    assert config_changes(old, new) == ["model.name"]
