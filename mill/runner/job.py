@@ -36,8 +36,12 @@ RESUME_MAY_CHANGE = (
     "model.device",
     "model.batch_size",
     "model.token_budget",
+    "model.cache_budget",
+    "model.max_memory",
+    "model.offload_folder",
 )
-"""Settings a resumed run may change: they decide where and how fast, never the scores."""
+"""Settings a resumed run may change: they decide where and how fast (and how much memory a
+batch takes), never the scores. A dict-valued one (``model.max_memory``) covers its keys."""
 
 
 def _save_hydra(folder: Path, cfg: DictConfig, hydra_cfg: DictConfig | None) -> None:
@@ -65,7 +69,9 @@ def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     a, b = _flatten(old), _flatten(new)
     changed = []
     for key in sorted(set(a) | set(b)):
-        if key in RESUME_MAY_CHANGE or key.startswith("report."):
+        if key.startswith("report.") or any(
+            key == k or key.startswith(k + ".") for k in RESUME_MAY_CHANGE
+        ):
             continue
         if a.get(key) != b.get(key):
             changed.append(key)
