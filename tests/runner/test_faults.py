@@ -109,6 +109,19 @@ def test_generation_rows_finish_at_different_steps(references: dict[str, Path]) 
     assert len(rows) == GENERATION_REQUESTS and lengths[0] < lengths[-1], lengths
 
 
+def test_mill_log_holds_the_runs_records(references: dict[str, Path]) -> None:
+    log = (references["scoring"] / "mill.log").read_text()
+    for fragment in (
+        "[mill][INFO] tasks: arc_easy (0-shot); data: bundled",
+        "[mill][INFO] loading model stories260k",
+        "[mill][INFO] model loaded: LlamaForCausalLM",
+        f"[mill][INFO] {SCORING_REQUESTS} requests built",
+        f"[mill][INFO] responses: 0 from the cache, {SCORING_REQUESTS} computed, 0 shared",
+        "[mill][INFO] run succeeded",
+    ):
+        assert fragment in log, (fragment, log)
+
+
 POINTS = [
     ("scoring", "prepared"),
     ("scoring", "model_loaded"),
