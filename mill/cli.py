@@ -17,7 +17,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mill.runner.dist import launched_rank, launched_world_size
-from mill.runner.logs import FILE_ONLY
+from mill.runner.logs import to_file
 
 _failures: list[str] = []
 _sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end
@@ -77,14 +77,14 @@ def _job(cfg: DictConfig) -> float | None:
         raise SystemExit(128 + signum) from None
     except MillError as err:
         if not isinstance(err, ExperimentExists):  # not this run's folder: leave its log
-            log.error("%s", err, extra=FILE_ONLY)
+            to_file(logging.ERROR, str(err))
         _say(str(err))
         if not multirun:
             raise SystemExit(2) from None
         _failures.append(f"{output_dir}: {err}")
         return None
     except WorkersFailed as err:
-        log.error("%s", err, extra=FILE_ONLY)
+        to_file(logging.ERROR, str(err))
         _say(str(err))
         if not multirun:
             raise SystemExit(1) from None
@@ -92,7 +92,7 @@ def _job(cfg: DictConfig) -> float | None:
         return None
     except Exception as err:
         if not multirun:
-            log.exception("Mill failed (a bug: please report it with this log)", extra=FILE_ONLY)
+            to_file(logging.ERROR, "Mill failed (a bug: report it with this log)", exc_info=True)
             raise
         # a bug or a crash in one job must not stop the sweep: record it and go on
         log.exception("job failed")

@@ -29,7 +29,7 @@ from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import base_manifest
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
 from mill.runner.faults import fault
-from mill.runner.logs import FILE_ONLY
+from mill.runner.logs import to_file
 from mill.runner.settings import RunnerSettings
 
 log = logging.getLogger("mill")
@@ -231,11 +231,10 @@ def run_job(
         if owned:
             _mark_failed(folder, interrupted)
             interrupted.folder = folder.path
-            log.warning(
-                "interrupted by %s; resume with: %s",
-                interrupted,
-                resume_command(sys.argv[1:], folder.path),
-                extra=FILE_ONLY,
+            to_file(
+                logging.WARNING,
+                f"interrupted by {interrupted}; resume with: "
+                f"{resume_command(sys.argv[1:], folder.path)}",
             )
         if interrupted is err:
             raise

@@ -18,7 +18,6 @@ from omegaconf import OmegaConf
 from mill.errors import MillError
 from mill.runner.dist import Dist, init_dist, launched_rank
 from mill.runner.execute import execute
-from mill.runner.logs import ConsoleFilter
 from mill.runner.settings import RunnerSettings
 
 FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] %(message)s"
@@ -30,7 +29,6 @@ def _logging(folder: Path, rank: int) -> None:
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(logging.WARNING if rank == 0 else logging.ERROR)
     console.setFormatter(logging.Formatter(FORMAT))
-    console.addFilter(ConsoleFilter())
     root.addHandler(console)
     if rank == 0:
         handler = logging.FileHandler(folder / "mill.log", mode="a")

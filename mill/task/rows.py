@@ -15,19 +15,22 @@ from typing import Any
 class MissingField(KeyError):
     """A task read a field that the row lacks or holds as null."""
 
-    def __init__(self, field: str, null: bool) -> None:
+    def __init__(self, field: str, null: bool, used_by: str | None = None) -> None:
         super().__init__(field)
         self.field = field
         self.null = null
+        self.used_by = used_by
+        """What reads the field (a YAML task's template: ``doc_to_text``, ...)."""
 
     def __str__(self) -> str:
         return f"field {self.field!r} is null" if self.null else f"lacks field {self.field!r}"
 
     def explain(self, whose: str) -> str:
         """``whose`` (e.g. "the row") and what is wrong with it, as part of a sentence."""
+        by = f" ({self.used_by} reads it)" if self.used_by else ""
         if self.null:
-            return f"{whose}'s field {self.field!r} is null (the task needs it)"
-        return f"{whose} lacks field {self.field!r} that the task needs"
+            return f"{whose}'s field {self.field!r} is null{by} (the task needs it)"
+        return f"{whose} lacks field {self.field!r}{by} that the task needs"
 
 
 def explain(err: KeyError, whose: str) -> str:

@@ -102,7 +102,11 @@ class YamlTask(Task):
     def _resolve(self, field: str, item: dict[str, Any]) -> Any:
         source, template = self._templates[field]
         if source in item:
-            return strict(item)[source]
+            try:
+                return strict(item)[source]
+            except MissingField as err:
+                err.used_by = field
+                raise
         # a null field is undefined in templates: StrictUndefined names it when it is used
         values = {k: strict(v, k) for k, v in item.items() if v is not None}
         try:
@@ -111,10 +115,10 @@ class YamlTask(Task):
             undefined = re.match(r"'([^']+)' is undefined", str(err))
             if undefined:
                 name = undefined.group(1)
-                raise MissingField(name, null=name in item) from err
+                raise MissingField(name, null=name in item, used_by=field) from err
             attribute = re.search(r"has no attribute '([^']+)'", str(err))
             if attribute:
-                raise MissingField(attribute.group(1), null=False) from err
+                raise MissingField(attribute.group(1), null=False, used_by=field) from err
             raise TaskError(f"task {self.name!r}: {field} failed on a row: {err}") from err
 
     # ----- hooks ----------------------------------------------------------------------------
