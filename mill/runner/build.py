@@ -36,4 +36,9 @@ def build_metrics(
 
 
 def build_source(node: DictConfig) -> DataSource:
-    return DataSource(source=str(node.get("source", "hub")), dir=node.get("dir"))
+    skip = node.get("skip_bad_rows", False)
+    if not isinstance(skip, bool):
+        raise ConfigError(f"data.skip_bad_rows={skip!r} must be true or false")
+    return DataSource(
+        source=str(node.get("source", "hub")), dir=node.get("dir"), skip_bad_rows=skip
+    )
