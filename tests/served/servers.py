@@ -70,9 +70,11 @@ def llama_python() -> str:
         if not candidates:
             raise ServerUnavailable(
                 f"no llama-cpp-python server interpreter: set {LLAMA_PYTHON_ENV} or build "
-                f"{LLAMA_PYTHON_DEFAULTS[0].relative_to(REPO)} (bash .ci/run does)"
+                f"{LLAMA_PYTHON_DEFAULTS[0]} (bash .ci/run does)"
             )
     exe = candidates[0]
+    if not exe.is_file():
+        raise RuntimeError(f"{LLAMA_PYTHON_ENV}={exe} does not exist")
     check = subprocess.run(
         [str(exe), "-c", "import llama_cpp, llama_cpp.server.app; print(llama_cpp.__version__)"],
         capture_output=True,
