@@ -78,6 +78,59 @@ def _format(value: Any, fields: dict[str, str]) -> Any:
     return value
 
 
+def read_overrides(value: Any) -> dict[str, dict[str, Any]]:
+    """``task.dataset_overrides``: a mapping, or the path of a YAML file holding one."""
+    if not value:
+        return {}
+    if isinstance(value, (str, Path)):
+        import yaml
+
+        path = Path(value)
+        if not path.is_file():
+            raise ConfigError(
+                f"task.dataset_overrides: {path} is not a file; give a mapping "
+                "{task or glob: {dataset_path: ..., ...}} or a YAML file holding one"
+            )
+        value = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ConfigError(
+            "task.dataset_overrides must map task names or globs to TaskConfig keys, e.g. "
+            "{gsm8k: {dataset_path: json, dataset_kwargs: {data_files: {test: f.jsonl}}}}"
+        )
+    return {str(k): dict(v) for k, v in value.items()}
+
+
+def write_overrides(manager: Any, overrides: dict[str, dict[str, Any]], folder: Path) -> int:
+    """Write into ``folder``, per lm-eval YAML task whose name matches a pattern of
+    ``overrides``, a YAML that ``include``s the task's own YAML and sets the pattern's keys
+    (``{task}`` and ``{dataset_name}`` in strings become the task's own). lm-eval's
+    ``include_path`` then finds them before the originals. Returns the number written."""
+    import yaml
+    from lm_eval.tasks._index import Kind
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    written = 0
+    for pattern, keys in overrides.items():
+        matched = [
+            name
+            for name, entry in manager.task_index.items()
+            if entry.kind is Kind.TASK and entry.yaml_path and fnmatch.fnmatch(name, pattern)
+        ]
+        if not matched:
+            raise ConfigError(
+                f"task.dataset_overrides: pattern {pattern!r} matches no lm-eval YAML task"
+            )
+        for name in matched:
+            path = Path(manager.task_index[name].yaml_path).resolve()
+            original = load_yaml(path, resolve_func=False)
+            fields = {"task": name, "dataset_name": str(original.get("dataset_name") or "")}
+            body = {"include": str(path), "task": name, **_format(dict(keys or {}), fields)}
+            text = yaml.safe_dump(body, sort_keys=False)
+            (folder / f"{written:05d}_{name}.yaml").write_text(text)
+            written += 1
+    return written
+
+
 class LMEvalMetric(CorpusMetric):
     """One lm-eval metric under one filter (``acc,none``, ``exact_match,strict-match``).
 
@@ -393,7 +446,7 @@ class LMEvalSuite(TaskGroup):
         chat_template: bool = False,
         fewshot_as_multiturn: bool = True,
         system_prompt: str | None = None,
-        dataset_overrides: dict[str, dict[str, Any]] | None = None,
+        dataset_overrides: dict[str, dict[str, Any]] | str | None = None,
         random_seed: int = 0,
         numpy_random_seed: int = 1234,
         torch_random_seed: int = 1234,
@@ -437,8 +490,9 @@ class LMEvalSuite(TaskGroup):
                     f"task.tasks: {spec!r} is not an lm-eval task, group or tag{hint} "
                     "(see `lm-eval ls tasks`, or add your YAML folder with task.include_path)"
                 )
-        if dataset_overrides:
-            self._apply_overrides(manager, dict(dataset_overrides))
+        overrides = read_overrides(dataset_overrides)
+        if overrides:
+            self._apply_overrides(manager, overrides)
         self._state = self._seed(random_seed, numpy_random_seed, torch_random_seed)
         with self.random_state():
             loaded = self._load(manager, names)
@@ -473,33 +527,12 @@ class LMEvalSuite(TaskGroup):
         return TaskManager(include_path=paths or None, metadata=dict(metadata or {}))
 
     def _apply_overrides(self, manager: Any, overrides: dict[str, dict[str, Any]]) -> None:
-        """Write, per task matching a pattern, a YAML that includes the task's own YAML and
-        sets the override keys; index them over the originals."""
-        import yaml
-        from lm_eval.tasks._index import Kind, TaskIndex
-        from lm_eval.tasks._yaml_loader import load_yaml
-
         tmp = Path(tempfile.mkdtemp(prefix="mill-lm-eval-"))
         atexit.register(shutil.rmtree, tmp, True)
         self._tmp = tmp
-        written = 0
-        for pattern, keys in overrides.items():
-            matched = [
-                name
-                for name, entry in manager.task_index.items()
-                if entry.kind is Kind.TASK and entry.yaml_path and fnmatch.fnmatch(name, pattern)
-            ]
-            if not matched:
-                raise ConfigError(
-                    f"task.dataset_overrides: pattern {pattern!r} matches no lm-eval YAML task"
-                )
-            for name in matched:
-                path = Path(manager.task_index[name].yaml_path).resolve()
-                original = load_yaml(path, resolve_func=False)
-                fields = {"task": name, "dataset_name": original.get("dataset_name") or ""}
-                body = {"include": str(path), "task": name, **_format(dict(keys or {}), fields)}
-                (tmp / f"{written:05d}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
-                written += 1
+        write_overrides(manager, overrides, tmp)
+        from lm_eval.tasks._index import TaskIndex
+
         manager._index.update(TaskIndex().build([tmp]))
 
     def _load(self, manager: Any, names: list[str]) -> dict[str, Any]:
