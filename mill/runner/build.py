@@ -28,6 +28,15 @@ def build_metrics(
     """Metrics per task: the ``metrics`` selection if given, else each task's defaults."""
     out: dict[str, list[Metric]] = {}
     for task in tasks:
+        own = getattr(task, "lm_eval_metrics", None)
+        if own is not None:  # lm-eval tasks score with their own metric_list
+            if chosen:
+                raise ConfigError(
+                    f"task {task.name!r} is an lm-eval task scored by its own metric_list; "
+                    "drop metrics=... (or +metrics=...) from the command"
+                )
+            out[task.name] = own()
+            continue
         if chosen:
             out[task.name] = [build_metric(str(k), v, allow) for k, v in chosen.items()]
         else:

@@ -247,7 +247,9 @@ def execute(
         }
         for t in tasks:  # subject groups of multi-subject tasks (MMLU categories, overall)
             results["groups"].update(per_task[t.name].groups)
-        if group is not None:
+        if group is not None and hasattr(group, "aggregate_results"):  # lm-eval groups
+            results["groups"].update(group.aggregate_results(per_task, iters, seed))
+        elif group is not None:
             shared = [
                 m
                 for m in metrics[tasks[0].name]
