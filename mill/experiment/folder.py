@@ -20,6 +20,7 @@ import jsonlines
 
 from mill.errors import ExperimentExists, MillError
 from mill.record import SampleRecord
+from mill.results import Manifest, Results
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -131,11 +132,15 @@ class ExperimentFolder:
         self._writers.clear()
         self._handles.clear()
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        write_json(self.manifest_path, manifest)
+    def write_manifest(self, manifest: Manifest | dict[str, Any]) -> None:
+        """``manifest.json``, atomically, in the schema of :class:`mill.results.Manifest`."""
+        if isinstance(manifest, dict):
+            manifest = Manifest.from_dict(manifest)
+        write_json(self.manifest_path, manifest.to_dict())
 
-    def write_results(self, results: dict[str, Any]) -> None:
-        write_json(self.results_path, results)
+    def write_results(self, results: Results) -> None:
+        """``results.json``, the last file of a succeeded run (see :mod:`mill.results`)."""
+        write_json(self.results_path, results.to_dict())
 
     def write_text(self, name: str, text: str) -> None:
         (self.path / name).write_text(text, encoding="utf-8")

@@ -20,7 +20,9 @@ from omegaconf import DictConfig, OmegaConf
 from mill.errors import ConfigError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import device_info
+from mill.model.base import LanguageModel
 from mill.record import SampleRecord
+from mill.results import Results
 from mill.runner.dist import Dist, agree
 from mill.runner.settings import RunnerSettings
 
@@ -89,14 +91,18 @@ def execute(
     resolved: dict[str, Any],
     folder_path: Path,
     dist: Dist,
-) -> dict[str, Any] | None:
+    model: LanguageModel | None = None,
+) -> Results | None:
     """Run the experiment described by ``resolved`` on this rank.
 
+    ``model``: an already-built model (``mill.evaluate(model=...)``) instead of
+    ``resolved["model"]``; its identity must say ``in_memory`` when it has no files, and
+    the response cache is then off (no identity to key scores by).
     Rank 0 returns the results (also written to ``results.json``); other ranks return None.
     Raises MillError on bad input (the same error on every rank), after rank 0 marked the
     manifest failed.
     """
-    from mill.evaluator import aggregate_group, check_metrics, evaluate
+    from mill.evaluator import check_metrics, evaluate, to_results
     from mill.instantiate import instantiate
     from mill.report.console import interactive, make_console
     from mill.report.progress import PhaseProgress
@@ -137,9 +143,10 @@ def execute(
         source, tasks, group, metrics = agree(dist, build)
         if main:
             err_console.print(f"[mill] loading model {cfg.model.get('name', '')}")
-        model = agree(dist, lambda: instantiate(_model_node(cfg, dist), allow))
+        if model is None:
+            model = agree(dist, lambda: instantiate(_model_node(cfg, dist), allow))
         identity = model.identity()
-        cache_dir = settings.cache_dir(folder.path)
+        cache_dir = None if identity.get("in_memory") else settings.cache_dir(folder.path)
         if cache_dir is not None:
             for turn in (True, False):  # rank 0 creates the database, then the others
                 opened = agree(
@@ -179,41 +186,18 @@ def execute(
         )
         if warning:
             log.warning(warning)
-        results: dict[str, Any] = {
-            "tasks": {
-                t.name: {
-                    "metrics": per_task[t.name].metrics,
-                    **(
-                        {"subjects": {s: r.metrics for s, r in per_task[t.name].subjects.items()}}
-                        if per_task[t.name].subjects
-                        else {}
-                    ),
-                    "settings": t.describe(),
-                    "data": t.origins,
-                }
-                for t in tasks
-            },
-            "groups": {},
-            "model": identity,
-            "data_source": {
-                "source": source.source,
-                "dir": str(source.root) if source.root else None,
-            },
-            "truncation": truncation,
-            "seconds": round(time.monotonic() - start, 3),
-        }
-        for t in tasks:  # subject groups of multi-subject tasks (MMLU categories, overall)
-            results["groups"].update(per_task[t.name].groups)
-        if group is not None:
-            shared = [
-                m
-                for m in metrics[tasks[0].name]
-                if all(m.name in [x.name for x in metrics[t.name]] for t in tasks)
-            ]
-            results["groups"][group.name] = {
-                "tasks": [t.name for t in tasks],
-                "metrics": aggregate_group([per_task[t.name] for t in tasks], shared, iters, seed),
-            }
+        results = to_results(
+            tasks,
+            per_task,
+            metrics,
+            group,
+            model=identity,
+            source=source,
+            truncation=truncation,
+            seconds=time.monotonic() - start,
+            bootstrap_iters=iters,
+            seed=seed,
+        )
         folder.close_samples(success=True)
         manifest["datasets"] = {t.name: t.origins for t in tasks}
         manifest["tasks"] = {t.name: t.describe() for t in tasks}

@@ -22,6 +22,8 @@ from omegaconf.errors import OmegaConfBaseException
 from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import base_manifest
+from mill.model.base import LanguageModel
+from mill.results import Results
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
 from mill.runner.settings import RunnerSettings
 
@@ -132,13 +134,17 @@ def _mark_failed(folder: ExperimentFolder, err: BaseException) -> None:
 
 
 def run_job(
-    cfg: DictConfig, output_dir: Path, hydra_cfg: DictConfig | None = None
-) -> dict[str, Any] | None:
+    cfg: DictConfig,
+    output_dir: Path,
+    hydra_cfg: DictConfig | None = None,
+    model: LanguageModel | None = None,
+) -> Results | None:
     """Evaluate the configured task(s) on the configured model into ``output_dir``.
 
     Returns the results (also in ``results.json``); None on ranks other than 0 under a
     user's launcher. Raises MillError on bad input, after marking the manifest failed and
-    leaving no ``results.json``.
+    leaving no ``results.json``. ``model``: an already-built model to evaluate in this
+    process instead of ``cfg.model`` (:func:`mill.evaluate`).
     """
     from mill.runner.execute import execute
     from mill.runner.launch import launch_workers
@@ -151,6 +157,11 @@ def run_job(
             raise ConfigError(
                 f"mill was started by a launcher with {launched_world_size()} processes and "
                 f"runner.num_processes={settings.num_processes}; use one or the other"
+            )
+        if model is not None:
+            raise ConfigError(
+                "an in-memory model is evaluated in the process that holds it; call "
+                "mill.evaluate outside a multi-process launcher"
             )
         dist = init_dist(settings.use_cpu(), settings.timeout_s)
     folder = ExperimentFolder(output_dir)
@@ -169,9 +180,9 @@ def run_job(
             results = execute(resolved, path, dist)
             dist.close()
             return results
-        n = settings.processes()
+        n = 1 if model is not None else settings.processes()
         if n == 1:
-            return execute(resolved, path, dist)
+            return execute(resolved, path, dist, model)
         if (resolved.get("model") or {}).get("device_map"):
             raise ConfigError(
                 "model.device_map spreads one model over all GPUs; run it as one process "
