@@ -318,14 +318,15 @@ class Results:
 @dataclass
 class Manifest:
     """``manifest.json``: what reproduces a run and how it went; written when the run
-    starts and rewritten as it goes (``status``: running, succeeded or failed)."""
+    starts and rewritten as it goes (``status``: running, succeeded or failed). Fields
+    not known yet (or not applicable) are absent from the file."""
 
     status: str = _doc("running, succeeded or failed", "running")
     started: str | None = _doc("UTC start time (ISO 8601)", None)
-    argv: list[str] = _doc("the command line", factory=list)
+    argv: list[str] | None = _doc("the command line", None)
     git_sha: str | None = _doc("commit of the Mill checkout, when installed from git", None)
-    versions: dict[str, str | None] = _doc("versions of Mill and its libraries", factory=dict)
-    seeds: dict[str, int] = _doc("seeds (evaluation and bootstrap)", factory=dict)
+    versions: dict[str, str | None] | None = _doc("versions of Mill and its libraries", None)
+    seeds: dict[str, int] | None = _doc("seeds (evaluation and bootstrap)", None)
     attempts: int | None = _doc("how many times the run was started (resumed runs)", None)
     first_started: str | None = _doc("start time of the first attempt (resumed runs)", None)
     model: dict[str, Any] | None = _doc("the model's identity, once loaded", None)
@@ -354,7 +355,7 @@ class Manifest:
             if f.name == "extra":
                 continue
             value = getattr(self, f.name)
-            if value is not None or f.name in ("git_sha", "started"):
+            if value is not None:
                 out[f.name] = value
         out.update(self.extra)
         return out

@@ -25,6 +25,7 @@ from mill.record import SampleRecord
 from mill.results import Results
 from mill.runner.dist import Dist, agree
 from mill.runner.settings import RunnerSettings
+from mill.sinks import RunRecord, Sink
 
 log = logging.getLogger("mill")
 
@@ -87,6 +88,19 @@ def truncation_warning(truncation: dict[str, Any], total: int, max_length: Any) 
     )
 
 
+def sink_record(folder: Path | None, results: Results, resolved: dict[str, Any]) -> RunRecord:
+    """What the sinks log about a run: its name, results, settings, folder and tags."""
+    settings = {k: v for k, v in resolved.items() if k != "hydra"}
+    task = (resolved.get("task") or {}).get("name") or "+".join(results.tasks)
+    model = (resolved.get("model") or {}).get("name") or "?"
+    tags = {"mill.task": str(task), "mill.model": str(model)}
+    tags["mill.data"] = results.data_source.source
+    if folder is not None:
+        tags["mill.folder"] = str(folder)
+    name = folder.name if folder is not None else f"{task}_{model}"
+    return RunRecord(name, results, settings, folder, tags)
+
+
 def execute(
     resolved: dict[str, Any],
     folder_path: Path,
@@ -102,15 +116,16 @@ def execute(
     Raises MillError on bad input (the same error on every rank), after rank 0 marked the
     manifest failed.
     """
-    from mill.evaluator import check_metrics, evaluate, to_results
+    from mill.evaluator import evaluate, to_results
     from mill.instantiate import instantiate
     from mill.report.console import interactive, make_console
     from mill.report.progress import PhaseProgress
     from mill.report.rebuild import report_after_run
     from mill.report.table import results_table
-    from mill.runner.build import build_metrics, build_source, build_tasks
+    from mill.runner.build import build_run
     from mill.runner.cache import CachedModel, ResponseStore
     from mill.runner.shard import ShardedDispatch
+    from mill.sinks import build_sinks, send
 
     cfg = OmegaConf.create(resolved)
     settings = RunnerSettings.parse(resolved.get("runner"))
@@ -129,18 +144,15 @@ def execute(
     start = time.monotonic()
     success = False
     store = None
+    sinks: list[Sink] = []
+    results: Results | None = None
     try:
         _seed_everything(seed)
 
-        def build() -> Any:
-            source = build_source(cfg.data)
-            tasks, group = build_tasks(cfg.task, allow)
-            metrics = build_metrics(cfg.get("metrics"), tasks, allow)
-            for task in tasks:
-                check_metrics(task, metrics[task.name])
-            return source, tasks, group, metrics
-
-        source, tasks, group, metrics = agree(dist, build)
+        source, tasks, group, metrics = agree(dist, lambda: build_run(cfg, allow))
+        # every rank checks the sink settings (a bad one stops all); rank 0 logs
+        sinks = agree(dist, lambda: build_sinks(cfg.get("sink"), allow))
+        sinks = sinks if main else []
         if main:
             err_console.print(f"[mill] loading model {cfg.model.get('name', '')}")
         if model is None:
@@ -232,3 +244,5 @@ def execute(
             manifest["status"] = "succeeded" if success else "failed"
             manifest["seconds"] = round(time.monotonic() - start, 3)
             folder.write_manifest(manifest)
+            if success and sinks and results is not None:  # the folder is complete
+                send(sinks, sink_record(folder.path, results, resolved))

@@ -62,12 +62,12 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Keys whose values differ between two resolved configs, except RESUME_MAY_CHANGE
-    and the report settings."""
+    """Keys whose values differ between two resolved configs, except RESUME_MAY_CHANGE,
+    the report settings and the result sinks."""
     a, b = _flatten(old), _flatten(new)
     changed = []
     for key in sorted(set(a) | set(b)):
-        if key in RESUME_MAY_CHANGE or key.startswith("report."):
+        if key in RESUME_MAY_CHANGE or key.startswith(("report.", "sink.")):
             continue
         if a.get(key) != b.get(key):
             changed.append(key)
