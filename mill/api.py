@@ -180,9 +180,10 @@ def _evaluate_in_memory(
     from mill.evaluator import evaluate as run_evaluation
     from mill.evaluator import to_results
     from mill.instantiate import instantiate
+    from mill.progress import NullProgress
     from mill.runner.build import build_run
     from mill.runner.dist import Dist
-    from mill.runner.execute import _seed_everything, _Silent, sink_record
+    from mill.runner.execute import _seed_everything, sink_record
     from mill.runner.job import _resolve
     from mill.runner.settings import RunnerSettings
     from mill.runner.shard import ShardedDispatch
@@ -197,7 +198,7 @@ def _evaluate_in_memory(
     sinks = build_sinks(cfg.get("sink"), allow)
     if lm is None:
         lm = instantiate(cfg.model, allow)
-    progress: Any = _Silent()
+    progress: Any = NullProgress()
     if show_progress:
         from mill.report.console import interactive, make_console
         from mill.report.progress import PhaseProgress

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +20,8 @@ from mill.errors import ConfigError
 from mill.metrics.base import DocResponses, Metric
 from mill.metrics.groups import aggregate_members, row
 from mill.model.base import LanguageModel
-from mill.record import ModelResponse, SampleRecord
+from mill.progress import Progress
+from mill.record import SampleRecord
 from mill.results import DataSource as DataOrigin
 from mill.results import (
     GroupMetric,
@@ -31,18 +32,9 @@ from mill.results import (
     Truncation,
 )
 from mill.task.base import Task, TaskGroup
-from mill.task.doc import Doc
-from mill.types import OutputType, Request, Response
+from mill.types import Doc, DocOutput, OutputType, Request, Response
 
 DISPATCH_ORDER = (OutputType.LOGPROBS, OutputType.PERPLEXITY, OutputType.GENERATIVE)
-
-
-class Progress(Protocol):
-    """What the evaluator reports progress to (see :mod:`mill.report.progress`)."""
-
-    def phase(self, name: str, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-    def done(self) -> None: ...
 
 
 @dataclass
@@ -189,13 +181,18 @@ class Collector:
             part.keys.append((doc.subject, doc.id))
             for name, value in scores.items():
                 part.values.setdefault(name, []).append(value)
-        model_response = ModelResponse.from_responses(doc, task.OUTPUT_TYPE, list(responses))
+        model_response = DocOutput.from_responses(doc, task.OUTPUT_TYPE, list(responses))
         if responses.unconditioned:
             model_response.unconditioned_logprobs = [
                 float(r.logprob or 0.0) for r in responses.unconditioned
             ]
-        prediction = _prediction(task, doc, responses, task_metrics)
-        self.write_sample(SampleRecord.build(doc, model_response, prediction, scores))
+        record = SampleRecord.build(
+            doc, model_response, _prediction(task, doc, responses, task_metrics), scores
+        )
+        extra = getattr(task, "sample_extra", None)  # lm-eval tasks: their doc and filters
+        if extra is not None:
+            record.extra = extra(doc)
+        self.write_sample(record)
 
 
 def aggregate(
@@ -287,7 +284,7 @@ def to_results(
 ) -> Results:
     """The typed results of a run (``results.json``): tasks, the subject groups of
     multi-subject tasks, and a task group's micro/macro aggregates over the metrics all
-    its tasks share."""
+    its tasks share (an lm-eval group's own aggregates, for ``task=lm_eval``)."""
     results = Results(
         tasks={
             t.name: TaskResults(
@@ -295,6 +292,9 @@ def to_results(
                 subjects={s: _rows(r.metrics) for s, r in per_task[t.name].subjects.items()},
                 settings=t.describe(),
                 data=t.origins,
+                skipped_rows=(
+                    {"count": len(t.skipped), "rows": t.skipped} if source.skip_bad_rows else None
+                ),
             )
             for t in tasks
         },
@@ -306,7 +306,10 @@ def to_results(
     for t in tasks:  # subject groups of multi-subject tasks (MMLU categories, overall)
         for name, body in per_task[t.name].groups.items():
             results.groups[name] = GroupResults.from_dict(body)
-    if group is not None:
+    if group is not None and hasattr(group, "aggregate_results"):  # lm-eval groups
+        for name, body in group.aggregate_results(per_task, bootstrap_iters, seed).items():
+            results.groups[name] = GroupResults.from_dict(body)
+    elif group is not None:
         shared = [
             m
             for m in metrics[tasks[0].name]

@@ -18,8 +18,10 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from mill import files
 from mill.errors import MillError
-from mill.record import ModelResponse, SampleRecord
+from mill.record import SampleRecord
+from mill.types import DocOutput
 
 SCHEMA_VERSION = 1
 """Version of ``results.json``. Files without ``schema_version`` predate it and read as 1."""
@@ -82,27 +84,36 @@ class MetricValue:
 
 @dataclass
 class GroupMetric:
-    """A metric aggregated over a group's members."""
+    """A metric aggregated over a group's members. Mill's groups have both aggregates;
+    lm-eval groups (``task=lm_eval``) have the one their config asks for."""
 
-    micro: MetricValue = _doc("pooled over all samples of all members (n: samples)")
-    macro: MetricValue = _doc("unweighted mean of the member values (n: members)")
+    micro: MetricValue | None = _doc("pooled over all samples of all members (n: samples)", None)
+    macro: MetricValue | None = _doc("unweighted mean of the member values (n: members)", None)
     higher_is_better: bool = _doc("direction of the metric", True)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GroupMetric:
         data = _need(data, "a group metric")
+        micro, macro = data.get("micro"), data.get("macro")
         return cls(
-            MetricValue.from_dict(data.get("micro", {})),
-            MetricValue.from_dict(data.get("macro", {})),
+            None if micro is None else MetricValue.from_dict(micro),
+            None if macro is None else MetricValue.from_dict(macro),
             bool(data.get("higher_is_better", True)),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "micro": self.micro.to_dict(),
-            "macro": self.macro.to_dict(),
-            "higher_is_better": self.higher_is_better,
-        }
+        out: dict[str, Any] = {}
+        if self.micro is not None:
+            out["micro"] = self.micro.to_dict()
+        if self.macro is not None:
+            out["macro"] = self.macro.to_dict()
+        out["higher_is_better"] = self.higher_is_better
+        return out
+
+    def kinds(self) -> list[tuple[str, MetricValue]]:
+        """``("micro", row)`` and ``("macro", row)``, for the aggregates present."""
+        both = (("micro", self.micro), ("macro", self.macro))
+        return [(kind, row) for kind, row in both if row is not None]
 
 
 def _metrics(data: Any) -> dict[str, MetricValue]:
@@ -127,15 +138,20 @@ class TaskResults:
         "where each split came from (source, path or hub id, revision, fingerprint)",
         factory=dict,
     )
+    skipped_rows: dict[str, Any] | None = _doc(
+        "with data.skip_bad_rows=true: count and rows (split, index, why) left out", None
+    )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskResults:
         data = _need(data, "a task's results")
+        skipped = data.get("skipped_rows")
         return cls(
             metrics=_metrics(data.get("metrics")),
             subjects={s: _metrics(m) for s, m in (data.get("subjects") or {}).items()},
             settings=dict(data.get("settings") or {}),
             data=dict(data.get("data") or {}),
+            skipped_rows=None if skipped is None else dict(skipped),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -146,6 +162,8 @@ class TaskResults:
             }
         out["settings"] = self.settings
         out["data"] = self.data
+        if self.skipped_rows is not None:
+            out["skipped_rows"] = self.skipped_rows
         return out
 
     @property
@@ -307,8 +325,8 @@ class Results:
                     put(f"{name}/{subject}/{metric}", row)
         for name, group in self.groups.items():
             for metric, both in group.metrics.items():
-                put(f"{name}/{metric}_micro", both.micro)
-                put(f"{name}/{metric}_macro", both.macro)
+                for kind, row in both.kinds():
+                    put(f"{name}/{metric}_{kind}", row)
         return out
 
 
@@ -372,8 +390,8 @@ def sample_from_dict(data: dict[str, Any]) -> SampleRecord:
     """One line of ``samples/<task>.jsonl`` back as a :class:`~mill.record.SampleRecord`."""
     data = dict(_need(data, "a sample line"))
     response = dict(_need(data.pop("response", {}), "a sample's response"))
-    names = {f.name for f in fields(ModelResponse)}
-    model_response = ModelResponse(**{k: v for k, v in response.items() if k in names})
+    names = {f.name for f in fields(DocOutput)}
+    model_response = DocOutput(**{k: v for k, v in response.items() if k in names})
     names = {f.name for f in fields(SampleRecord)}
     return SampleRecord(**{k: v for k, v in data.items() if k in names}, response=model_response)
 
@@ -398,10 +416,7 @@ def read_samples(path: str | Path) -> list[SampleRecord]:
 
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from ``path`` (ResultsError naming the file when it is not one)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ResultsError(f"{path} is not valid JSON ({err.msg} at line {err.lineno})") from err
+    data = files.read_json(path, ResultsError)
     if not isinstance(data, dict):
         raise ResultsError(f"{path} must hold a JSON object")
     return data
@@ -459,7 +474,7 @@ def _table(cls: type) -> list[str]:
 
 def _sample_table() -> list[str]:
     lines = ["### `SampleRecord` (one line of `samples/<task>.jsonl`)", ""]
-    for cls in (SampleRecord, ModelResponse):
+    for cls in (SampleRecord, DocOutput):
         lines += [f"`{cls.__name__}`: " + " ".join((cls.__doc__ or "").split()), ""]
         lines += ["| field | type |", "| --- | --- |"]
         for f in fields(cls):

@@ -15,7 +15,6 @@ the transformer body, the unique tokens of the workload and this process's peak 
 from __future__ import annotations
 
 import json
-import resource
 import sys
 import time
 from pathlib import Path
@@ -24,39 +23,13 @@ from typing import Any
 T_START = time.perf_counter()
 
 import torch  # noqa: E402
+from driver_common import TokenCounter, import_model_code, peak_rss_kib  # noqa: E402
 
 import mill  # noqa: E402
 from mill.instantiate import instantiate  # noqa: E402
 from mill.model.rolling import rolling_windows  # noqa: E402
 from mill.record import SampleRecord  # noqa: E402
 from mill.types import OutputType  # noqa: E402
-
-
-def import_model_code(model_dir: str) -> None:
-    """Import the model's transformers modules before the clock starts (both drivers do
-    this, so library import time is never counted as work)."""
-    import transformers
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
-
-    config = transformers.AutoConfig.from_pretrained(model_dir)
-    MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
-    transformers.AutoTokenizer.from_pretrained(model_dir)
-
-
-class TokenCounter:
-    """Counts token positions entering the transformer body (padding included)."""
-
-    def __init__(self, body: torch.nn.Module) -> None:
-        self.tokens = 0
-        self.calls = 0
-        body.register_forward_pre_hook(self._hook, with_kwargs=True)
-
-    def _hook(self, module: Any, args: Any, kwargs: Any) -> None:
-        ids = kwargs.get("input_ids")
-        if ids is None and args:
-            ids = args[0]
-        self.tokens += 0 if ids is None else int(ids.numel())
-        self.calls += 1
 
 
 def _trie_size(sequences: list[list[int]]) -> int:
@@ -107,10 +80,6 @@ def unique_tokens_across_docs(records: list[SampleRecord], types: dict[str, Outp
     return count
 
 
-def _peak_rss_kib() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     out_path = Path(sys.argv[2])
@@ -119,19 +88,19 @@ def main() -> None:
     import datasets  # noqa: F401  (loaded by lm-eval's imports too)
 
     t_imported = time.perf_counter()
-    rss = {"imports": _peak_rss_kib()}
+    rss = {"imports": peak_rss_kib()}
     cfg = mill.compose([*spec["overrides"], "report.progress=never"])
     allow = [str(a) for a in cfg.get("allow_targets", [])]
     t_ready = time.perf_counter()
-    rss["task_build"] = _peak_rss_kib()
+    rss["task_build"] = peak_rss_kib()
     model = instantiate(cfg.model, allow)
     counter = TokenCounter(model.model.base_model)
     t_model = time.perf_counter()
-    rss["model_load"] = _peak_rss_kib()
+    rss["model_load"] = peak_rss_kib()
     records: list[SampleRecord] = []
     results = mill.evaluate(config=cfg, model=model, on_sample=records.append)
     t_done = time.perf_counter()
-    rss["evaluate"] = _peak_rss_kib()
+    rss["evaluate"] = peak_rss_kib()
     types = {name: OutputType(task.output_type) for name, task in results.tasks.items()}
     unique = sum(unique_tokens(r, types[r.task], model) for r in records)
     unique_all = unique_tokens_across_docs(records, types) + sum(
@@ -172,7 +141,7 @@ def main() -> None:
         "forward_calls": counter.calls,
         "unique_tokens": unique,
         "unique_tokens_across_docs": unique_all,
-        "peak_rss_kib": _peak_rss_kib(),
+        "peak_rss_kib": peak_rss_kib(),
         "peak_rss_kib_after": rss,
     }
     out_path.write_text(json.dumps(out))

@@ -6,7 +6,6 @@ run left behind (see README, "The experiment folder").
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,18 +13,12 @@ from typing import Any
 import jsonlines
 
 from mill.errors import MillError
-from mill.results import Manifest, Results, ResultsError, read_json
+from mill.files import job_order, read_json
+from mill.results import Manifest, Results
 
 
 class ReportInputError(MillError):
     """A folder given to ``report`` or ``compare`` is not a usable experiment folder."""
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        return read_json(path)
-    except ResultsError as err:
-        raise ReportInputError(str(err)) from err
 
 
 @dataclass
@@ -64,19 +57,21 @@ class RunFolder:
     )
 
     @classmethod
-    def open(cls, path: str | Path) -> RunFolder:
-        """Open a run folder; ReportInputError when it has no ``results.json``."""
+    def open(cls, path: str | Path, finished: bool = True) -> RunFolder:
+        """Open a run folder; ReportInputError when it has no ``results.json`` or (with
+        ``finished``, for everything but the run's own last step) when its manifest does
+        not say ``succeeded``: an interrupted run's files are not a result."""
         path = Path(path)
         if not path.is_dir():
             raise ReportInputError(f"{path} is not a folder; give the path of a run folder")
         has_manifest = (path / "manifest.json").is_file()
         try:
             manifest = (
-                Manifest.from_dict(_read_json(path / "manifest.json"))
+                Manifest.from_dict(read_json(path / "manifest.json", ReportInputError))
                 if has_manifest
                 else Manifest()
             )
-        except ResultsError as err:
+        except (TypeError, ValueError, MillError) as err:
             raise ReportInputError(f"{path / 'manifest.json'}: {err}") from err
         results_path = path / "results.json"
         if not results_path.is_file():
@@ -87,6 +82,13 @@ class RunFolder:
             raise ReportInputError(
                 f"{path} has no results.json ({why}); only a succeeded run can be reported"
             )
+        status = manifest.status if has_manifest else None
+        if finished and status != "succeeded":
+            why = f"its manifest says {status!r}" if status else "it has no manifest.json"
+            raise ReportInputError(
+                f"{path} is not a finished run ({why}); only a succeeded run can be reported "
+                "or compared. Finish it with runner.resume=true and the run's command"
+            )
         config: dict[str, Any] = {}
         resolved = path / "resolved.yaml"
         if resolved.is_file():
@@ -95,8 +97,10 @@ class RunFolder:
             loaded = OmegaConf.to_container(OmegaConf.load(resolved))
             config = loaded if isinstance(loaded, dict) else {}
         try:
-            results = Results.from_dict(_read_json(results_path))
-        except (ResultsError, TypeError, ValueError) as err:
+            results = Results.from_dict(read_json(results_path, ReportInputError))
+        except ReportInputError:
+            raise
+        except (TypeError, ValueError, MillError) as err:
             raise ReportInputError(
                 f"{results_path} does not follow the results schema: {err}"
             ) from err
@@ -145,7 +149,7 @@ class RunFolder:
                 out.append(Score(task, metric, row.value, row.stderr, row.n, row.better_is_higher))
         for group, body in self.results.groups.items():
             for metric, both in body.metrics.items():
-                for kind, row in (("micro", both.micro), ("macro", both.macro)):
+                for kind, row in both.kinds():
                     out.append(
                         Score(
                             group,
@@ -187,11 +191,6 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _job_order(path: Path) -> tuple[int, str]:
-    match = re.match(r"(\d+)_", path.name)
-    return (int(match.group(1)) if match else 1 << 30, path.name)
-
-
 @dataclass
 class Sweep:
     """A multirun folder: one sub-folder per job; failed jobs have no results.json."""
@@ -210,7 +209,7 @@ def open_sweep(path: str | Path) -> Sweep:
             for p in path.iterdir()
             if p.is_dir() and ((p / "manifest.json").is_file() or (p / "results.json").is_file())
         ),
-        key=_job_order,
+        key=job_order,
     )
     if not jobs:
         raise ReportInputError(

@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 from rich import box
 from rich.table import Table
 
 from mill.report.load import Score
+from mill.report.numbers import number
 from mill.results import Results
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return str(value)
-
-
-def num(value: float, sign: bool = False) -> str:
-    """4 decimals, or none for numbers of 1000 and more (perplexities)."""
-    if math.isfinite(value) and abs(value) >= 1000:
-        return f"{value:+.0f}" if sign else f"{value:.0f}"
-    return f"{value:+.4f}" if sign else f"{value:.4f}"
 
 
 def results_table(results: Results, title: str) -> Table:
@@ -37,13 +20,19 @@ def results_table(results: Results, title: str) -> Table:
     for name, task in results.tasks.items():
         for metric, row in task.metrics.items():
             arrow = "^" if row.better_is_higher else "v"
-            table.add_row(name, f"{metric} {arrow}", _fmt(row.value), _fmt(row.stderr), _fmt(row.n))
+            table.add_row(
+                name, f"{metric} {arrow}", number(row.value), number(row.stderr), number(row.n)
+            )
     for name, group in results.groups.items():
         for metric, rows in group.metrics.items():
-            for kind, row in (("micro", rows.micro), ("macro", rows.macro)):
+            for kind, row in rows.kinds():  # lm-eval groups report one of the two
                 unit = "samples" if kind == "micro" else "tasks"
                 table.add_row(
-                    f"{name} ({kind})", metric, _fmt(row.value), _fmt(row.stderr), f"{row.n} {unit}"
+                    f"{name} ({kind})",
+                    metric,
+                    number(row.value),
+                    number(row.stderr),
+                    f"{row.n} {unit}",
                 )
     return table
 
@@ -67,8 +56,8 @@ def sweep_table(entries: list[tuple[str, Score]], title: str) -> Table:
                 row_name,
                 f"{metric} {arrow}",
                 label,
-                _fmt(s.value),
-                _fmt(s.stderr),
+                number(s.value),
+                number(s.stderr),
                 f"{s.n}{unit}",
                 end_section=i == len(rows) - 1 and k < len(keys) - 1,
             )

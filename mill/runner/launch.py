@@ -11,7 +11,6 @@ driver turns it back into the same one-line error.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,6 +18,7 @@ import sys
 from pathlib import Path
 
 from mill.errors import ConfigError
+from mill.files import read_json
 from mill.results import Results
 from mill.runner.dist import _decode
 from mill.runner.settings import RunnerSettings
@@ -97,7 +97,7 @@ def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> Results:
     proc = subprocess.run(
         cmd, env=env, check=False, preexec_fn=_die_with_parent if sys.platform == "linux" else None
     )
-    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = read_json(folder / "manifest.json")
     if manifest.get("status") == "succeeded" and (folder / "results.json").is_file():
         return Results.read(folder / "results.json")
     error = manifest.get("error")

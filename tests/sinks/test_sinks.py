@@ -12,7 +12,7 @@ import pytest
 
 import mill
 from mill.runner.job import config_changes
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 
 pytest.importorskip("mlflow")
 pytest.importorskip("wandb")
