@@ -106,16 +106,16 @@ def test_wandb_offline_run_files_hold_config_metrics_and_artifact(logged) -> Non
     assert "run" in kinds and "history" in kinds and "artifact" in kinds
     run = next(r.run for r in records if r.WhichOneof("record_type") == "run")
     assert run.display_name == folder.name and run.project == "mill"
-    history = {
-        item.key: json.loads(item.value_json)
+    items = [
+        (item.key or "/".join(item.nested_key), item.value_json)
         for r in records
         if r.WhichOneof("record_type") == "history"
         for item in r.history.item
-        if not item.key.startswith("_")
-    }
+    ]
+    history = {key: json.loads(value) for key, value in items if not key.startswith("_")}
     assert history == pytest.approx(results.flat())
     config = {
-        item.key: json.loads(item.value_json)
+        item.key or "/".join(item.nested_key): json.loads(item.value_json)
         for r in records
         if r.WhichOneof("record_type") in ("config", "run")
         for item in (
