@@ -32,6 +32,8 @@ def test_output_type_end_to_end(
     if task == "gsm8k":
         assert response["text"] and response["output_tokens"][0]
         assert samples[0]["fewshot_ids"] and len(samples[0]["fewshot_ids"]) == 5
+        # the metric's extraction hook: the prediction is what each extracting metric read
+        assert set(samples[0]["prediction"]) == set(results.tasks[task].metrics)
     elif task == "wikitext":
         assert response["logprobs"][0] < 0 and samples[0]["metrics"][metric][1] > 0
     else:

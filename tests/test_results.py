@@ -92,3 +92,16 @@ def test_schema_doc_is_generated_from_the_types() -> None:
         [sys.executable, "-m", "mill.results"], capture_output=True, text=True, check=True
     )
     assert out.stdout == doc
+
+
+def test_a_group_with_one_aggregate_round_trips() -> None:
+    """lm-eval groups (task=lm_eval) report micro or macro, as their config says."""
+    body = {
+        "tasks": ["a", "b"],
+        "metrics": {
+            "acc,none": {"macro": {"value": 0.5, "stderr": 0.1, "n": 2}, "higher_is_better": True}
+        },
+    }
+    results = Results.from_dict({"tasks": {}, "groups": {"g": body}})
+    assert results.to_dict()["groups"]["g"] == body
+    assert results.flat() == {"g/acc,none_macro": 0.5, "g/acc,none_macro_stderr": 0.1}

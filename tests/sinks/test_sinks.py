@@ -154,6 +154,7 @@ def test_sink_settings_may_change_on_resume() -> None:
     assert config_changes(old, {**new, "task": {"name": "mmlu"}}) == ["task.name"]
 
 
+@pytest.mark.slow
 def test_bad_sink_setting_is_one_line_before_the_run(tmp_path: Path) -> None:
     proc = run_mill(
         *TINY, "+sink=mlflow", "+sink.mlflow.nonsense=1", f"hydra.run.dir={tmp_path / 'run'}"
