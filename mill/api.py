@@ -66,6 +66,8 @@ class InMemoryModel:
         return {**self.inner.identity(), "in_memory": True}
 
     def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (copy, pickle): no recursion
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
 
