@@ -101,9 +101,8 @@ def _job(cfg: DictConfig) -> float | None:
         return None
     if results is None:  # a rank other than 0 under the user's own launcher
         return None
-    first = next(iter(results["tasks"].values()))["metrics"]
-    value = next(iter(first.values()))["value"] if first else None
-    return value
+    first = next(iter(results.tasks.values())).metrics
+    return next(iter(first.values())).value if first else None
 
 
 def _under_launcher(argv: list[str]) -> None:

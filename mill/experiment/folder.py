@@ -25,6 +25,7 @@ import jsonlines
 from mill.errors import ExperimentExists, MillError
 from mill.files import read_json, write_json
 from mill.record import SampleRecord
+from mill.results import Manifest, Results
 
 
 class ExperimentFolder:
@@ -146,11 +147,15 @@ class ExperimentFolder:
         self._writers.clear()
         self._handles.clear()
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        write_json(self.manifest_path, manifest)
+    def write_manifest(self, manifest: Manifest | dict[str, Any]) -> None:
+        """``manifest.json``, atomically, in the schema of :class:`mill.results.Manifest`."""
+        if isinstance(manifest, dict):
+            manifest = Manifest.from_dict(manifest)
+        write_json(self.manifest_path, manifest.to_dict())
 
-    def write_results(self, results: dict[str, Any]) -> None:
-        write_json(self.results_path, results)
+    def write_results(self, results: Results) -> None:
+        """``results.json``, atomically, in the schema of :class:`mill.results.Results`."""
+        write_json(self.results_path, results.to_dict())
 
     def write_text(self, name: str, text: str) -> None:
         (self.path / name).write_text(text, encoding="utf-8")

@@ -236,8 +236,8 @@ def compare_runs(
                 f"cannot compare {task}: {len(changed)} shared doc ids hold different documents "
                 f"(doc_hash differs, first {subject}/{doc_id}); the runs used different data"
             )
-        metrics_a = run_a.results["tasks"][task].get("metrics", {})
-        metrics_b = run_b.results["tasks"][task].get("metrics", {})
+        metrics_a = run_a.results.tasks[task].metrics
+        metrics_b = run_b.results.tasks[task].metrics
         for name in [m for m in metrics_a if m in metrics_b]:
             metric = _metric(run_a, name)
             a_vals = [docs_a[k]["metrics"][name] for k in keys]

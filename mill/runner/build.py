@@ -51,3 +51,20 @@ def build_source(node: DictConfig) -> DataSource:
     return DataSource(
         source=str(node.get("source", "hub")), dir=node.get("dir"), skip_bad_rows=skip
     )
+
+
+def build_run(
+    cfg: DictConfig, allow: list[str]
+) -> tuple[DataSource, list[Task], TaskGroup | None, dict[str, list[Metric]]]:
+    """Everything but the model: data source, tasks (and their group), metrics per task,
+    checked against each other, then every task's rows checked and docs built."""
+    from mill.evaluator import check_metrics
+
+    source = build_source(cfg.data)
+    tasks, group = build_tasks(cfg.task, allow)
+    metrics = build_metrics(cfg.get("metrics"), tasks, allow)
+    for task in tasks:
+        check_metrics(task, metrics[task.name])
+    for task in tasks:  # every row checked (and docs built) before the model loads
+        task.prepare(source)
+    return source, tasks, group, metrics
