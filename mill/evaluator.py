@@ -155,6 +155,9 @@ def evaluate(
         record = SampleRecord.build(
             doc, model_response, _prediction(task, doc, responses, task_metrics), scores
         )
+        extra = getattr(task, "sample_extra", None)  # lm-eval tasks: their doc and filters
+        if extra is not None:
+            record.extra = extra(doc)
         write_sample(record)
         del pending[key]
 

@@ -31,6 +31,9 @@ class SampleRecord:
     response: DocOutput
     doc_hash: str
     prompt_hash: str
+    extra: dict[str, Any] | None = None
+    """Task-specific additions (lm-eval tasks: the lm-eval doc, raw and filtered responses);
+    left out of the line when None."""
 
     @classmethod
     def build(
@@ -51,4 +54,7 @@ class SampleRecord:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out.get("extra") is None:
+            out.pop("extra", None)
+        return out

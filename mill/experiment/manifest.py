@@ -92,7 +92,7 @@ def record_failure(manifest: dict[str, Any], err: BaseException) -> None:
 
 def mark_failed(folder: ExperimentFolder, err: BaseException) -> None:
     """A crash outside the evaluation (bad settings, workers died, Ctrl-C): a manifest still
-    saying ``running`` records ``err`` and becomes failed. A finished or unreadable
+    saying ``running`` records ``err`` and becomes failed (or interrupted). A finished or unreadable
     manifest is left as it is."""
     try:
         manifest = folder.read_manifest()

@@ -56,8 +56,10 @@ class RunFolder:
     )
 
     @classmethod
-    def open(cls, path: str | Path) -> RunFolder:
-        """Open a run folder; ReportInputError when it has no ``results.json``."""
+    def open(cls, path: str | Path, finished: bool = True) -> RunFolder:
+        """Open a run folder; ReportInputError when it has no ``results.json`` or (with
+        ``finished``, for everything but the run's own last step) when its manifest does
+        not say ``succeeded``: an interrupted run's files are not a result."""
         path = Path(path)
         if not path.is_dir():
             raise ReportInputError(f"{path} is not a folder; give the path of a run folder")
@@ -74,6 +76,13 @@ class RunFolder:
                 why += f" ({manifest['error']})"
             raise ReportInputError(
                 f"{path} has no results.json ({why}); only a succeeded run can be reported"
+            )
+        status = manifest.get("status")
+        if finished and status != "succeeded":
+            why = f"its manifest says {status!r}" if status else "it has no manifest.json"
+            raise ReportInputError(
+                f"{path} is not a finished run ({why}); only a succeeded run can be reported "
+                "or compared. Finish it with runner.resume=true and the run's command"
             )
         config: dict[str, Any] = {}
         resolved = path / "resolved.yaml"

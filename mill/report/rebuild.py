@@ -46,11 +46,12 @@ def calibrations(run: RunFolder) -> list[Reliability]:
     return found
 
 
-def write_run_report(path: str | Path) -> Path:
-    """Plots (``plots/scores.png``, ``plots/calibration_<task>.png``) and ``report.html``."""
+def write_run_report(path: str | Path, finished: bool = True) -> Path:
+    """Plots (``plots/scores.png``, ``plots/calibration_<task>.png``) and ``report.html``
+    (``finished=False``: the run's own last step, before its manifest says succeeded)."""
     from mill.report import html, plots
 
-    run = RunFolder.open(path)
+    run = RunFolder.open(path, finished=finished)
     out = run.path / PLOTS
     out.mkdir(exist_ok=True)
     calibration = []
@@ -158,7 +159,7 @@ def report_after_run(path: Path) -> None:
 
     A failure here never turns a finished run into a failed one; it is reported on stderr."""
     try:
-        write_run_report(path)
+        write_run_report(path, finished=False)
     except Exception as err:  # noqa: BLE001 - the run's results are already complete
         _warn("report.html", err, path)
 

@@ -31,6 +31,8 @@ def results_table(results: dict[str, Any], title: str) -> Table:
     for name, group in results.get("groups", {}).items():
         for metric, rows in group["metrics"].items():
             for kind in ("micro", "macro"):
+                if kind not in rows:  # lm-eval groups report one of the two
+                    continue
                 row = rows[kind]
                 unit = "samples" if kind == "micro" else "tasks"
                 table.add_row(

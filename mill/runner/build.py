@@ -28,6 +28,15 @@ def build_metrics(
     """Metrics per task: the ``metrics`` selection if given, else each task's defaults."""
     out: dict[str, list[Metric]] = {}
     for task in tasks:
+        own = getattr(task, "lm_eval_metrics", None)
+        if own is not None:  # lm-eval tasks score with their own metric_list
+            if chosen:
+                raise ConfigError(
+                    f"task {task.name!r} is an lm-eval task scored by its own metric_list; "
+                    "drop metrics=... (or +metrics=...) from the command"
+                )
+            out[task.name] = own()
+            continue
         if chosen:
             out[task.name] = [build_metric(str(k), v, allow) for k, v in chosen.items()]
         else:
@@ -36,4 +45,9 @@ def build_metrics(
 
 
 def build_source(node: DictConfig) -> DataSource:
-    return DataSource(source=str(node.get("source", "hub")), dir=node.get("dir"))
+    skip = node.get("skip_bad_rows", False)
+    if not isinstance(skip, bool):
+        raise ConfigError(f"data.skip_bad_rows={skip!r} must be true or false")
+    return DataSource(
+        source=str(node.get("source", "hub")), dir=node.get("dir"), skip_bad_rows=skip
+    )

@@ -76,7 +76,9 @@ def _ece_by_hand(samples: list[dict], bins: int = 10) -> float:
     total = 0.0
     for b in range(bins):
         lo, hi = b / bins, (b + 1) / bins
-        idx = [i for i, c in enumerate(conf) if lo <= c < hi or (b == bins - 1 and c == 1.0)]
+        # right-inclusive bins (lo, hi], 0 in the first (Guo et al. 2017): written out here
+        # independently of mill's binning so that this comparison can fail
+        idx = [i for i, c in enumerate(conf) if lo < c <= hi or (b == 0 and c == 0.0)]
         if idx:
             acc = sum(right[i] for i in idx) / len(idx)
             mean_conf = sum(conf[i] for i in idx) / len(idx)

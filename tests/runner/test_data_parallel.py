@@ -75,6 +75,33 @@ def test_two_workers_equal_one_process_exactly(single: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.slow
+def test_default_thread_counts_agree_to_float_rounding(single: Path, tmp_path: Path) -> None:
+    """Without OMP_NUM_THREADS each of 2 CPU workers gets half the cores while a single
+    process takes them all: the GEMM kernels then sum in another order, so log-likelihoods
+    agree to float rounding (the README's statement), everything else exactly."""
+    runs = {}
+    for n in (1, 2):
+        out = tmp_path / f"run{n}"
+        proc = run_mill(*ARGS, f"runner.num_processes={n}", f"hydra.run.dir={out}")
+        assert proc.returncode == 0, proc.stderr
+        runs[n] = _rows(out)
+    pairs = list(zip(runs[1], runs[2], strict=True))
+    assert len(pairs) == 12
+    for x, y in pairs:
+        for p, q in zip(x["response"]["logprobs"], y["response"]["logprobs"], strict=True):
+            assert p == pytest.approx(q, rel=0, abs=1e-5)
+        strip = ("logprobs", "unconditioned_logprobs")
+        assert {k: v for k, v in x["response"].items() if k not in strip} == {
+            k: v for k, v in y["response"].items() if k not in strip
+        }
+        assert (x["doc_id"], x["prediction"], x["metrics"]) == (
+            y["doc_id"],
+            y["prediction"],
+            y["metrics"],
+        )
+
+
+@pytest.mark.slow
 def test_users_own_torchrun_writes_one_folder(single: Path, tmp_path: Path) -> None:
     """``torchrun -m mill``: every rank runs Hydra, only rank 0 writes. Default batching
     here: the ranks' batches differ from one process's, so log-likelihoods agree to float

@@ -71,3 +71,20 @@ def test_a_model_spread_over_gpus_is_refused_under_data_parallelism() -> None:
     refuse_device_map({"device": "auto"}, 4)
     with pytest.raises(ConfigError, match="runner.num_processes=1"):
         refuse_device_map({"device_map": "auto"}, 2)
+
+
+def test_resume_may_lower_memory_settings() -> None:
+    """Running out of memory is fixed by a smaller KV-cache budget or another placement:
+    neither changes a score, so neither blocks runner.resume=true."""
+    old = {"model": {"name": "m", "cache_budget": None, "max_memory": None}}
+    new = {
+        "model": {
+            "name": "m",
+            "cache_budget": 1024,
+            "max_memory": {"0": "20GiB", "cpu": "64GiB"},
+            "offload_folder": "/tmp/off",
+        }
+    }
+    assert config_changes(old, new) == []
+    new["model"]["name"] = "other"
+    assert config_changes(old, new) == ["model.name"]
