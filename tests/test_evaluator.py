@@ -1,4 +1,5 @@
-"""Each output type end to end on the tiny real models, in process."""
+"""Each output type end to end in process: on the fake model (fast tier) and on the tiny
+real models (slow)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from mill.runner.job import run_job
 @pytest.mark.parametrize(
     ("task", "model", "metric"),
     [
-        ("arc_easy", "gpt2_random", "acc"),
-        ("gsm8k", "stories260k", "exact_match_strict"),
-        ("wikitext", "gpt2_random", "word_perplexity"),
+        ("arc_easy", "fake", "acc"),
+        ("gsm8k", "fake", "exact_match_strict"),
+        ("wikitext", "fake", "word_perplexity"),
+        pytest.param("arc_easy", "gpt2_random", "acc", marks=pytest.mark.slow),
+        pytest.param("gsm8k", "stories260k", "exact_match_strict", marks=pytest.mark.slow),
+        pytest.param("wikitext", "gpt2_random", "word_perplexity", marks=pytest.mark.slow),
     ],
 )
 def test_output_type_end_to_end(

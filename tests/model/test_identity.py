@@ -108,6 +108,7 @@ def _requests() -> list[Request]:
     ]
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_checkpoint_overwritten_in_place_is_another_model(memo: Path, tmp_path: Path) -> None:
     folder = _copy_model(0, tmp_path / "ckpt")
     cache = tmp_path / "cache"
@@ -133,6 +134,7 @@ def test_checkpoint_overwritten_in_place_is_another_model(memo: Path, tmp_path: 
     assert [r.logprob for r in after] == pytest.approx([r.logprob for r in reference], abs=1e-5)
 
 
+@pytest.mark.slow  # real model, seconds of compute
 @pytest.mark.parametrize(
     ("name", "edit"),
     [

@@ -24,6 +24,7 @@ def _samples(folder: Path, task: str) -> list[dict]:
         return list(reader)
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_unconditioned_requests_only_for_pmi(compose, tmp_path: Path) -> None:
     base = ("task=arc_easy", "task.limit=3", "report.progress=never")
     run_job(compose(*base, "+metrics=[acc]"), tmp_path / "acc")
@@ -55,6 +56,7 @@ def test_unconditioned_requests_only_for_pmi(compose, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_abstention_metrics_need_an_idk_task(compose, tmp_path: Path) -> None:
     cfg = compose("task=arc_easy", "task.limit=2", "+metrics=[ternary]", "report.progress=never")
     with pytest.raises(ConfigError, match="I don't know"):
@@ -70,6 +72,7 @@ def test_abstention_metrics_need_an_idk_task(compose, tmp_path: Path) -> None:
     assert all(-1.0 <= s["metrics"]["dcs"] <= 1.0 for s in samples)
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_mmlu_subject_category_and_overall_aggregates(compose, tmp_path: Path) -> None:
     cfg = compose(
         "task=mmlu", "task.subjects=[anatomy,astronomy,virology]", "report.progress=never"

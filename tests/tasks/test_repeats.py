@@ -32,6 +32,7 @@ def _texts(folder: Path) -> list[list[str]]:
         return [row["response"]["text"] for row in reader]
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_sampled_repeats_are_seeded_per_request(compose, tmp_path: Path) -> None:
     first = run_job(compose(*SAMPLED), tmp_path / "a")
     texts = _texts(tmp_path / "a")
