@@ -29,8 +29,18 @@ def _resource(path: str) -> str:
     return str(resources.files("mill.resources").joinpath(path))
 
 
+def _path_name(value: str, setting: str) -> str:
+    """``${mill_name:${task.name},task.name}``: a name checked before it becomes part of a
+    folder name (Hydra makes the run folder before Mill's code runs)."""
+    from mill.experiment.folder import check_name
+
+    return check_name(value, setting)
+
+
 if not OmegaConf.has_resolver("mill_resource"):
     OmegaConf.register_new_resolver("mill_resource", _resource)
+if not OmegaConf.has_resolver("mill_name"):
+    OmegaConf.register_new_resolver("mill_name", _path_name)
 
 
 def _say(message: str) -> None:
@@ -105,6 +115,9 @@ def main() -> None:
     """Console-script entry point."""
     import yaml
     from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from mill.errors import MillError
 
     argv = sys.argv[1:]
     # composition errors reach this function as exceptions, printed below as one line
@@ -117,6 +130,15 @@ def main() -> None:
         from mill.runner.config_errors import describe
 
         _say(describe(err, argv))
+        raise SystemExit(2) from None
+    except OmegaConfBaseException as err:
+        # a Mill check inside an interpolation (${mill_name:...} in the run folder's name)
+        cause: BaseException | None = err
+        while cause is not None and not isinstance(cause, MillError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            raise
+        _say(str(cause))
         raise SystemExit(2) from None
     if _sweeps:
         from mill.report.rebuild import report_after_sweep
