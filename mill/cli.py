@@ -17,6 +17,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mill.runner.dist import launched_rank, launched_world_size
+from mill.runner.logs import to_file
 
 _failures: list[str] = []
 _sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end
@@ -53,7 +54,7 @@ def _say(message: str) -> None:
 def _job(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
-    from mill.errors import MillError
+    from mill.errors import ExperimentExists, MillError
     from mill.runner.job import run_job
     from mill.runner.launch import WorkersFailed
 
@@ -70,13 +71,30 @@ def _job(cfg: DictConfig) -> float | None:
 
             return run_command(cfg)
         results = run_job(cfg, output_dir, HydraConfig.instance().cfg)
+    except KeyboardInterrupt as err:
+        # SIGINT/SIGTERM: the manifest says interrupted; say how to finish the run
+        from mill.runner.job import Interrupted, resume_command
+
+        signum = err.signum if isinstance(err, Interrupted) else 2
+        folder = err.folder if isinstance(err, Interrupted) else None
+        if launched_rank() == 0:
+            how = (
+                f"; resume it with: {resume_command(sys.argv[1:], folder)}"
+                if folder is not None
+                else ""
+            )
+            print(f"mill: interrupted{how}", file=sys.stderr)
+        raise SystemExit(128 + signum) from None
     except MillError as err:
+        if not isinstance(err, ExperimentExists):  # not this run's folder: leave its log
+            to_file(logging.ERROR, str(err))
         _say(str(err))
         if not multirun:
             raise SystemExit(2) from None
         _failures.append(f"{output_dir}: {err}")
         return None
     except WorkersFailed as err:
+        to_file(logging.ERROR, str(err))
         _say(str(err))
         if not multirun:
             raise SystemExit(1) from None
@@ -84,6 +102,7 @@ def _job(cfg: DictConfig) -> float | None:
         return None
     except Exception as err:
         if not multirun:
+            to_file(logging.ERROR, "Mill failed (a bug: report it with this log)", exc_info=True)
             raise
         # a bug or a crash in one job must not stop the sweep: record it and go on
         log.exception("job failed")
@@ -126,19 +145,14 @@ def main() -> None:
         _under_launcher(argv)
     try:
         _job()
-    except (HydraException, yaml.YAMLError) as err:
+    except (HydraException, yaml.YAMLError, OmegaConfBaseException) as err:
         from mill.runner.config_errors import describe
 
-        _say(describe(err, argv))
-        raise SystemExit(2) from None
-    except OmegaConfBaseException as err:
         # a Mill check inside an interpolation (${mill_name:...} in the run folder's name)
         cause: BaseException | None = err
         while cause is not None and not isinstance(cause, MillError):
             cause = cause.__cause__ or cause.__context__
-        if cause is None:
-            raise
-        _say(str(cause))
+        _say(str(cause) if cause is not None else describe(err, argv))
         raise SystemExit(2) from None
     if _sweeps:
         from mill.report.rebuild import report_after_sweep

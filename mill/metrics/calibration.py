@@ -17,8 +17,7 @@ import numpy as np
 from mill.metrics.accuracy import LOGPROBS, logprobs
 from mill.metrics.base import CorpusMetric, SampleValue
 from mill.metrics.probability import softmax
-from mill.task.doc import Doc
-from mill.types import Response
+from mill.types import Doc, Response
 
 
 @dataclass(frozen=True)

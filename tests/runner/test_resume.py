@@ -11,7 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import run_mill
+import pytest
+
+from tests.helpers import run_mill
 
 # 12 docs x 4 choices, one doc per forward pass: long enough to be killed midway
 ARGS = ("task=arc_easy", "model=gpt2_random", "task.limit=12", "model.batch_size=1")
@@ -54,6 +56,7 @@ def _kill_midway(folder: Path, at_least: int) -> int:
     return _cached(folder)
 
 
+@pytest.mark.slow
 def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path) -> None:
     folder = tmp_path / "run"
     finished = _kill_midway(folder, at_least=12)
