@@ -14,10 +14,15 @@ from mill.task.base import Task, TaskGroup
 
 def build_tasks(node: DictConfig, allow: list[str]) -> tuple[list[Task], TaskGroup | None]:
     """Instantiate ``task``: a single task, or a group whose members are evaluated together."""
+    from mill.experiment.folder import check_name
+
     built = instantiate(node, allow, _convert_="all")
     if isinstance(built, TaskGroup):
+        for i, task in enumerate(built.tasks):  # each member names its samples file
+            check_name(task.name, f"task.tasks[{i}].name")
         return built.tasks, built
     if isinstance(built, Task):
+        check_name(built.name, "task.name")
         return [built], None
     raise ConfigError(f"task config builds a {type(built).__name__}, not a mill Task")
 

@@ -30,7 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from mill.errors import ConfigError
+from mill.errors import ConfigError, StorageError
 from mill.model.base import LanguageModel, _ignore
 from mill.types import OnResponse, Request, Response
 
@@ -95,12 +95,22 @@ class ResponseStore:
             ) from err
         self.key = model_key(identity)
         self.path = self.folder / f"responses-{socket.gethostname()}.sqlite"
-        self._conn = _connect(self.path)
-        with self._conn:
-            self._conn.execute(
-                "INSERT OR IGNORE INTO models VALUES (?, ?)",
-                (self.key, json.dumps(identity, sort_keys=True, default=str)),
-            )
+        try:
+            self._conn = _connect(self.path)
+            with self._conn:
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO models VALUES (?, ?)",
+                    (self.key, json.dumps(identity, sort_keys=True, default=str)),
+                )
+        except sqlite3.OperationalError as err:
+            raise self._storage(err, "open") from err
+
+    def _storage(self, err: sqlite3.Error, doing: str) -> StorageError:
+        """A cache file that cannot take a write (full disk, read-only folder, locked)."""
+        return StorageError(
+            f"cannot {doing} the response cache {self.path}: {err}; free disk space or make "
+            "its folder writable, set runner.cache to another folder, or runner.cache=false"
+        )
 
     def files(self) -> list[Path]:
         return sorted(self.folder.glob("responses-*.sqlite"))
@@ -132,11 +142,14 @@ class ResponseStore:
     def put(self, content_hash: str, response: Response) -> None:
         """Commit one finished response (its own transaction: durable when this returns)."""
         blob = zlib.compress(json.dumps(asdict(response), ensure_ascii=False).encode(), 1)
-        with self._conn:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                (self.key, content_hash, blob, time.time()),
-            )
+        try:
+            with self._conn:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                    (self.key, content_hash, blob, time.time()),
+                )
+        except sqlite3.OperationalError as err:
+            raise self._storage(err, "write to") from err
 
     def count(self) -> int:
         """Entries of this model across the folder's files."""

@@ -8,6 +8,7 @@ finished responses to the response cache.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
@@ -16,7 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from mill.errors import ConfigError
+from mill.errors import ConfigError, storage_error
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import device_info, record_failure
 from mill.model.base import LanguageModel
@@ -277,20 +278,30 @@ def execute(
         log.info("wrote %s", folder.results_path)
         success = True
         return results
-    except BaseException as err:
+    except BaseException as caught:
+        err = (
+            storage_error(caught, folder.path) or caught
+        )  # a full disk or read-only folder: one line
         if main:
             record_failure(manifest, err)
             status = manifest["status"]
-        raise
+        if err is caught:
+            raise
+        raise err from caught
     finally:
         if store is not None:
             store.close()
         if main:
             if not success:
-                folder.close_samples(success=False)
+                with contextlib.suppress(OSError):  # a full disk fails the close's flush too
+                    folder.close_samples(success=False)
             manifest["status"] = "succeeded" if success else status
             manifest["seconds"] = round(time.monotonic() - start, 3)
-            folder.write_manifest(manifest)
+            try:
+                folder.write_manifest(manifest)
+            except OSError:
+                if success:  # else the error being raised says more than this one
+                    raise
             log.info("run %s (%.1f s)", manifest["status"], manifest["seconds"])
             if success and sinks and results is not None:  # the folder is complete
                 send(sinks, sink_record(folder.path, results, resolved))
