@@ -9,7 +9,7 @@ Entries are keyed by (model key, request content hash):
   continuation, generation arguments), so a request is found again whatever its doc id.
 
 Responses are stored as zlib-compressed JSON (token lists compress well). The database
-runs in WAL mode with one transaction per response: a process killed at any
+runs in WAL mode with one transaction per doc (its responses): a process killed at any
 moment (SIGKILL, OOM, preemption) keeps every response committed before it died, and a
 rerun takes them from the cache instead of the model. Each host writes its own file
 (``responses-<host>.sqlite``) and lookups read every file in the folder, so a cache folder
@@ -141,13 +141,23 @@ class ResponseStore:
 
     def put(self, content_hash: str, response: Response) -> None:
         """Commit one finished response (its own transaction: durable when this returns)."""
-        blob = zlib.compress(json.dumps(asdict(response), ensure_ascii=False).encode(), 1)
+        self.put_many([(content_hash, response)])
+
+    def put_many(self, items: Sequence[tuple[str, Response]]) -> None:
+        """Commit finished responses (a doc's) in one transaction: all or none survive."""
+        now = time.time()
+        rows = [
+            (
+                self.key,
+                digest,
+                zlib.compress(json.dumps(asdict(response), ensure_ascii=False).encode(), 1),
+                now,
+            )
+            for digest, response in items
+        ]
         try:
             with self._conn:
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                    (self.key, content_hash, blob, time.time()),
-                )
+                self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
         except sqlite3.OperationalError as err:
             raise self._storage(err, "write to") from err
 
@@ -170,9 +180,14 @@ class ResponseStore:
         self._conn.close()
 
 
+def _doc_key(request: Request) -> tuple[str, str, int]:
+    return (request.task, request.subject, request.doc_id)
+
+
 class CachedModel(LanguageModel):
     """A model behind the response cache: hits answer at once, misses go to the model
-    (each distinct content once) and are committed as each one finishes.
+    (each distinct content once) and are committed doc by doc, as each doc's last one
+    finishes.
 
     Counters (this process): ``hits``, requests answered from the cache; ``computed``,
     requests the model scored; ``shared``, requests answered by another request's
@@ -218,16 +233,38 @@ class CachedModel(LanguageModel):
         if not todo:
             return [r for r in out if r is not None]
         unique = [requests[indices[0]] for indices in todo.values()]
+        # A doc's computed responses are committed together, in one transaction, when its
+        # last one finishes, and only then delivered: a killed run never leaves part of a
+        # doc in the cache, so a resumed run scores whole docs, in the same passes (and
+        # with the same float rounding) as an uninterrupted run.
+        members: dict[tuple[str, str, int], list[int]] = {}
+        for indices in todo.values():
+            for i in indices:
+                members.setdefault(_doc_key(requests[i]), []).append(i)
+        waiting = {key: {hashes[i] for i in idx} for key, idx in members.items()}
+        docs_of: dict[str, set[tuple[str, str, int]]] = {}
+        for key, digests in waiting.items():
+            for digest in digests:
+                docs_of.setdefault(digest, set()).add(key)
+        done: dict[str, Response] = {}
+        committed: set[str] = set()
 
         def finished(request: Request, response: Response) -> None:
             digest = request.content_hash
-            self.store.put(digest, response)
+            done[digest] = response
             self.computed += 1
             self.shared += len(todo[digest]) - 1
-            for i in todo[digest]:
-                copy = Response(**{**asdict(response), "request_id": requests[i].id})
-                out[i] = copy
-                on_response(requests[i], copy)
+            for key in sorted(docs_of[digest]):
+                waiting[key].discard(digest)
+                if waiting[key]:
+                    continue
+                fresh = sorted({hashes[i] for i in members[key]} - committed)
+                self.store.put_many([(d, done[d]) for d in fresh])
+                committed.update(fresh)
+                for i in members[key]:
+                    copy = Response(**{**asdict(done[hashes[i]]), "request_id": requests[i].id})
+                    out[i] = copy
+                    on_response(requests[i], copy)
 
         getattr(self.inner, method)(unique, finished)
         return [r for r in out if r is not None]
