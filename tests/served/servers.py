@@ -42,6 +42,16 @@ READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
 
 
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the test process dies, so a killed
+    pytest leaves no server behind."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 class ServerUnavailable(RuntimeError):
     """No interpreter with llama-cpp-python's server is installed (tests skip)."""
 
@@ -164,6 +174,7 @@ class ServerProcess:
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **(self.env or {})},
                 start_new_session=True,  # its own process group, ended as a whole
+                preexec_fn=_die_with_parent,
             )
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
