@@ -241,12 +241,13 @@ def llama_server(
     *,
     port: int | None = None,
     n_ctx: int = 512,
+    threads: int = 1,
     extra_args: Sequence[str] = (),
 ) -> ServerProcess:
     """A (not yet started) llama-cpp-python server for ``gguf_path`` named ``SERVED_NAME``.
 
-    F32 KV cache (``--type_k 0 --type_v 0``), flash attention off, one thread (the CI machine
-    has 2 cores and the model is tiny).
+    F32 KV cache (``--type_k 0 --type_v 0``), flash attention off, ``threads`` threads (one
+    by default: the CI machine has 2 cores and the model is tiny).
     """
     port = port or free_port()
     argv = [
@@ -270,9 +271,9 @@ def llama_server(
         "--flash_attn",
         "false",
         "--n_threads",
-        "1",
+        str(threads),
         "--n_threads_batch",
-        "1",
+        str(threads),
         *extra_args,
     ]
     return ServerProcess(argv, port=port, log=log, ready_path="/v1/models")
