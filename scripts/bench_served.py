@@ -92,7 +92,13 @@ def child_env(threads: int, cache: Path | None = None) -> dict[str, str]:
 
 
 def run_mill(
-    workload: Any, base_url: str, concurrency: int, data_dir: Path, workdir: Path, threads: int
+    workload: Any,
+    base_url: str,
+    concurrency: int,
+    data_dir: Path,
+    workdir: Path,
+    threads: int,
+    max_length: int,
 ) -> tuple[Timed, dict[str, Any]]:
     """Mill's CLI against the server; (timing, output in ``side_by_side.compare``'s shape)."""
     run_dir = workdir / "mill-run"
@@ -106,6 +112,7 @@ def run_mill(
         f"model.model={SERVED_NAME}",
         f"model.tokenizer={STORIES}",
         f"model.num_concurrent={concurrency}",
+        f"model.max_length={max_length}",
         f"hydra.run.dir={run_dir}",
     ]
     timed = run_timed(argv, workdir / "mill.log", child_env(threads, workdir / "mill-cache"), REPO)
