@@ -23,6 +23,8 @@ class ModelResponse:
     logprobs: list[float] = field(default_factory=list)
     argmax_logits_eq_gold: list[bool] = field(default_factory=list)
     unconditioned_logprobs: list[float] | None = None
+    raw_text: list[str] | None = None
+    """GENERATIVE with ``strip_reasoning``: the generations before stripping."""
     truncated_tokens_count: int = 0
     padded_tokens_count: int = 0
 
@@ -40,6 +42,11 @@ class ModelResponse:
             argmax_logits_eq_gold=[bool(r.is_greedy) for r in responses if r.is_greedy is not None],
             truncated_tokens_count=sum(r.truncated_tokens_count for r in responses),
             padded_tokens_count=sum(r.padded_tokens_count for r in responses),
+            raw_text=(
+                [r.raw_text or r.text or "" for r in responses]
+                if any(r.raw_text is not None for r in responses)
+                else None
+            ),
         )
 
 
@@ -83,4 +90,7 @@ class SampleRecord:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["response"]["raw_text"] is None:  # only reasoning-stripped generations
+            del out["response"]["raw_text"]
+        return out

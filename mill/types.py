@@ -98,5 +98,8 @@ class Response:
     """Argmax at every scored position equals the continuation token (LOGPROBS)."""
     text: str | None = None
     """Generated text after stop-string cutting (GENERATIVE)."""
+    raw_text: str | None = None
+    """The server's text before reasoning was stripped (``strip_reasoning``); None when
+    ``text`` is the whole generation."""
     truncated_tokens_count: int = 0
     padded_tokens_count: int = 0

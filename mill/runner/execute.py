@@ -101,7 +101,7 @@ def execute(
     from mill.report.console import interactive, make_console
     from mill.report.progress import PhaseProgress
     from mill.report.rebuild import report_after_run
-    from mill.report.table import results_table
+    from mill.report.table import results_table, usage_table
     from mill.runner.build import build_metrics, build_source, build_tasks
     from mill.runner.cache import CachedModel, ResponseStore
     from mill.runner.shard import ShardedDispatch
@@ -202,6 +202,9 @@ def execute(
             "truncation": truncation,
             "seconds": round(time.monotonic() - start, 3),
         }
+        usage = getattr(model, "usage_summary", None)  # API backends: what the server did
+        if callable(usage):
+            results["usage"] = usage()
         for t in tasks:  # subject groups of multi-subject tasks (MMLU categories, overall)
             results["groups"].update(per_task[t.name].groups)
         if group is not None:
@@ -226,6 +229,8 @@ def execute(
         title = f"{cfg.task.get('name', '')} | {cfg.model.get('name', '')} | data={source.source}"
         out_console = make_console(stderr=False, mode=mode, record=True)
         out_console.print(results_table(results, title))
+        if results.get("usage"):
+            out_console.print(usage_table(results["usage"]))
         folder.write_text("report.txt", out_console.export_text())
         folder.write_results(results)
         report_after_run(folder.path)  # plots/ and report.html, from the files just written
