@@ -17,6 +17,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mill.runner.dist import launched_rank, launched_world_size
+from mill.runner.logs import to_file
 
 _failures: list[str] = []
 _sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end
@@ -43,7 +44,7 @@ def _say(message: str) -> None:
 def _job(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
-    from mill.errors import MillError
+    from mill.errors import ExperimentExists, MillError
     from mill.runner.job import run_job
     from mill.runner.launch import WorkersFailed
 
@@ -60,13 +61,30 @@ def _job(cfg: DictConfig) -> float | None:
 
             return run_command(cfg)
         results = run_job(cfg, output_dir, HydraConfig.instance().cfg)
+    except KeyboardInterrupt as err:
+        # SIGINT/SIGTERM: the manifest says interrupted; say how to finish the run
+        from mill.runner.job import Interrupted, resume_command
+
+        signum = err.signum if isinstance(err, Interrupted) else 2
+        folder = err.folder if isinstance(err, Interrupted) else None
+        if launched_rank() == 0:
+            how = (
+                f"; resume it with: {resume_command(sys.argv[1:], folder)}"
+                if folder is not None
+                else ""
+            )
+            print(f"mill: interrupted{how}", file=sys.stderr)
+        raise SystemExit(128 + signum) from None
     except MillError as err:
+        if not isinstance(err, ExperimentExists):  # not this run's folder: leave its log
+            to_file(logging.ERROR, str(err))
         _say(str(err))
         if not multirun:
             raise SystemExit(2) from None
         _failures.append(f"{output_dir}: {err}")
         return None
     except WorkersFailed as err:
+        to_file(logging.ERROR, str(err))
         _say(str(err))
         if not multirun:
             raise SystemExit(1) from None
@@ -74,6 +92,7 @@ def _job(cfg: DictConfig) -> float | None:
         return None
     except Exception as err:
         if not multirun:
+            to_file(logging.ERROR, "Mill failed (a bug: report it with this log)", exc_info=True)
             raise
         # a bug or a crash in one job must not stop the sweep: record it and go on
         log.exception("job failed")
@@ -105,6 +124,7 @@ def main() -> None:
     """Console-script entry point."""
     import yaml
     from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
 
     argv = sys.argv[1:]
     # composition errors reach this function as exceptions, printed below as one line
@@ -113,7 +133,7 @@ def main() -> None:
         _under_launcher(argv)
     try:
         _job()
-    except (HydraException, yaml.YAMLError) as err:
+    except (HydraException, yaml.YAMLError, OmegaConfBaseException) as err:
         from mill.runner.config_errors import describe
 
         _say(describe(err, argv))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -21,20 +21,12 @@ from mill.metrics.base import DocResponses, Metric
 from mill.metrics.exact_match import ExactMatch
 from mill.metrics.groups import aggregate_members, row
 from mill.model.base import LanguageModel
-from mill.record import ModelResponse, SampleRecord
+from mill.progress import Progress
+from mill.record import SampleRecord
 from mill.task.base import Task
-from mill.task.doc import Doc
-from mill.types import OutputType, Request, Response
+from mill.types import Doc, DocOutput, OutputType, Request, Response
 
 DISPATCH_ORDER = (OutputType.LOGPROBS, OutputType.PERPLEXITY, OutputType.GENERATIVE)
-
-
-class Progress(Protocol):
-    """What the evaluator reports progress to (see :mod:`mill.report.progress`)."""
-
-    def phase(self, name: str, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-    def done(self) -> None: ...
 
 
 @dataclass
@@ -155,7 +147,7 @@ def evaluate(
         for name, value in scores.items():
             result.values.setdefault(name, []).append(value)
             subject.values.setdefault(name, []).append(value)
-        model_response = ModelResponse.from_responses(doc, task.OUTPUT_TYPE, list(responses))
+        model_response = DocOutput.from_responses(doc, task.OUTPUT_TYPE, list(responses))
         if responses.unconditioned:
             model_response.unconditioned_logprobs = [
                 float(r.logprob or 0.0) for r in responses.unconditioned
@@ -163,6 +155,9 @@ def evaluate(
         record = SampleRecord.build(
             doc, model_response, _prediction(task, doc, responses, task_metrics), scores
         )
+        extra = getattr(task, "sample_extra", None)  # lm-eval tasks: their doc and filters
+        if extra is not None:
+            record.extra = extra(doc)
         write_sample(record)
         del pending[key]
 

@@ -1,9 +1,13 @@
 """One experiment folder per run. Nothing half-written can pass for a result:
 
-* ``results.json`` appears only when a run succeeds (written atomically, last);
+* a run commits in one order: final sample files, ``results.json``, ``report.txt``,
+  ``plots/`` and ``report.html``, then ``manifest.json`` with ``status: succeeded``. Only
+  that last write makes the run finished; any folder short of it is completed by
+  ``runner.resume=true``, and report and compare refuse it;
 * samples stream into ``samples/<task>.partial.jsonl`` and are renamed to
   ``samples/<task>.jsonl`` only when the run succeeds;
-* ``manifest.json`` carries ``status``: running, succeeded or failed (with the error);
+* ``manifest.json`` carries ``status``: running, succeeded, failed (with the error) or
+  interrupted (SIGINT/SIGTERM);
 * while a run is in progress its driver holds an exclusive lock on ``.lock``, so a
   resumed run can tell an interrupted folder from one still in use.
 """
@@ -12,21 +16,15 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import jsonlines
 
 from mill.errors import ExperimentExists, MillError
+from mill.files import read_json, write_json
 from mill.record import SampleRecord
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temp file + rename)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 class ExperimentFolder:
@@ -51,12 +49,21 @@ class ExperimentFolder:
         """Refuse a folder that already holds a finished or started run."""
         for existing in (self.results_path, self.manifest_path):
             if existing.exists():
+                hint = ""
+                if not self._succeeded():
+                    hint = "; to finish that unfinished run, add runner.resume=true"
                 raise ExperimentExists(
                     f"{existing} already exists; Mill never overwrites a run. Choose another "
-                    "folder (hydra.run.dir=...) or remove it"
+                    f"folder (hydra.run.dir=...) or remove it{hint}"
                 )
         self.samples_dir.mkdir(parents=True, exist_ok=True)
         self.lock()
+
+    def _succeeded(self) -> bool:
+        try:
+            return json.loads(self.manifest_path.read_text()).get("status") == "succeeded"
+        except (OSError, ValueError):
+            return False
 
     def lock(self) -> None:
         """Hold ``.lock`` for this process's lifetime (released by the OS, even on SIGKILL)."""
@@ -80,32 +87,40 @@ class ExperimentFolder:
             self._lock = None
 
     def reopen(self) -> dict[str, Any]:
-        """Take over an interrupted run's folder (``runner.resume=true``).
+        """Take over an unfinished run's folder (``runner.resume=true``).
 
-        Refuses a finished run and a folder in use; drops the unfinished sample files (the
-        response cache rebuilds them without the model). Returns the old manifest.
+        A run is finished when its manifest says ``succeeded`` (the last write of a run);
+        anything else (``running`` after a kill, ``failed``, ``interrupted``) is completed
+        by a resumed run. Refuses a finished run and a folder in use; removes what the
+        unfinished run derived (sample files, results, reports, temporary files): the
+        response cache rebuilds them without the model. Returns the old manifest.
         """
-        if self.results_path.exists():
-            raise ExperimentExists(
-                f"{self.results_path} exists: that run finished, there is nothing to resume; "
-                "Mill never overwrites a run. Choose another folder (hydra.run.dir=...)"
-            )
         self.lock()
         try:
-            old = json.loads(self.manifest_path.read_text())
+            old = read_json(self.manifest_path)
         except (OSError, ValueError) as err:
             self.unlock()
-            raise MillError(f"cannot resume {self.path}: unreadable manifest.json") from err
+            raise MillError(
+                f"cannot resume {self.path}: unreadable manifest.json; choose another folder "
+                "(hydra.run.dir=...)"
+            ) from err
         if old.get("status") == "succeeded":
             self.unlock()
-            raise ExperimentExists(f"{self.path} holds a succeeded run; there is nothing to resume")
-        for partial in self.samples_dir.glob("*.partial.jsonl"):
-            partial.unlink()
+            raise ExperimentExists(
+                f"{self.path} holds a succeeded run: there is nothing to resume and Mill never "
+                "overwrites a run. Choose another folder (hydra.run.dir=...)"
+            )
+        for name in ("results.json", "report.txt", "report.html"):
+            (self.path / name).unlink(missing_ok=True)
+        for leftover in [*self.path.glob("*.tmp"), *self.samples_dir.glob("*.jsonl")]:
+            leftover.unlink()
+        if (self.path / "plots").is_dir():
+            shutil.rmtree(self.path / "plots")
         self.samples_dir.mkdir(parents=True, exist_ok=True)
         return old
 
     def read_manifest(self) -> dict[str, Any]:
-        return json.loads(self.manifest_path.read_text())
+        return read_json(self.manifest_path)
 
     def write_sample(self, record: SampleRecord) -> None:
         """Append one sample line (flushed, so an interrupted run keeps what it had)."""

@@ -11,8 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mill.metrics.stats import bootstrap_stderr, mean, mean_stderr
-from mill.task.doc import Doc
-from mill.types import OutputType, Response
+from mill.types import Doc, OutputType, Response
 
 if TYPE_CHECKING:
     from mill.task.base import Task

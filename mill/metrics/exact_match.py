@@ -7,8 +7,7 @@ import string
 from collections.abc import Sequence
 
 from mill.metrics.base import MeanMetric
-from mill.task.doc import Doc
-from mill.types import OutputType, Response
+from mill.types import Doc, OutputType, Response
 
 INVALID = "[invalid]"
 

@@ -14,28 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ModelError
-from mill.model.base import OnResponse, _ignore
+from mill.model.base import _ignore
+from mill.model.identity import weights_identity
 from mill.model.tokenizing import GenerationJob, TokenizingLM
-from mill.task.chat import ChatTemplate
-from mill.types import Request, Response
+from mill.types import ChatTemplate, OnResponse, Request, Response
 
 log = logging.getLogger(__name__)
 
 _DTYPES = ("float32", "float16", "bfloat16", "auto")
-
-
-def _fingerprint(directory: Path) -> str:
-    """sha256 over the weight and config files of a model folder (name, size, content of
-    files up to 64 MiB; name and size beyond, to keep start-up fast for big models)."""
-    digest = hashlib.sha256()
-    for path in sorted(directory.iterdir()):
-        if not path.is_file() or path.suffix not in {".safetensors", ".bin", ".json", ".model"}:
-            continue
-        size = path.stat().st_size
-        digest.update(f"{path.name}:{size}".encode())
-        if size <= 64 << 20:
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def _sampler(requests: Sequence[Request], sampling: tuple[float, int] | None) -> Any:
@@ -207,8 +193,8 @@ class HFCausalLM(TokenizingLM):
             "backend": "hf",
             "pretrained": self.pretrained,
             "revision": revision,
-            "commit": commit,
-            "weights_fingerprint": _fingerprint(local) if local.is_dir() else commit,
+            # commit and every byte of weights, tokenizer files and generation config
+            **weights_identity(self.pretrained, revision, commit),
             "dtype": self.dtype,
             "max_length": self.max_length,
             "max_gen_toks": self.max_gen_toks,
@@ -236,7 +222,7 @@ class HFCausalLM(TokenizingLM):
         return dict(self._identity)
 
     def chat_template(self) -> ChatTemplate | None:
-        from mill.task.chat import tokenizer_chat_template
+        from mill.model.chat import tokenizer_chat_template
 
         return tokenizer_chat_template(self.tokenizer)
 

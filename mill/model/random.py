@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from mill.errors import ConfigError
 from mill.model.hf import HFCausalLM
 from mill.model.identity import cache_root
 
@@ -25,8 +26,19 @@ def random_gpt2_dir(n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: i
 
 
 def random_gpt2(
-    n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: int = 0, **kwargs: Any
+    n_layer: int = 2,
+    n_embd: int = 64,
+    n_head: int = 4,
+    seed: int = 0,
+    pretrained: str | None = None,
+    **kwargs: Any,
 ) -> HFCausalLM:
-    """An :class:`HFCausalLM` over the cached random GPT-2 (other args go to HFCausalLM)."""
+    """An :class:`HFCausalLM` over the cached random GPT-2 (other args go to HFCausalLM).
+    Its config extends ``model/hf``; ``pretrained`` must stay null (the weights are built)."""
+    if pretrained is not None:
+        raise ConfigError(
+            f"model.pretrained={pretrained!r}: gpt2_random builds its own weights from "
+            "n_layer/n_embd/n_head/seed; drop model.pretrained or use model=hf"
+        )
     kwargs.setdefault("name", f"gpt2_random_l{n_layer}_d{n_embd}")
     return HFCausalLM(str(random_gpt2_dir(n_layer, n_embd, n_head, seed)), **kwargs)

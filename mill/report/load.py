@@ -6,8 +6,6 @@ run left behind (see README, "The experiment folder").
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,19 +13,11 @@ from typing import Any
 import jsonlines
 
 from mill.errors import MillError
+from mill.files import job_order, read_json
 
 
 class ReportInputError(MillError):
     """A folder given to ``report`` or ``compare`` is not a usable experiment folder."""
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ReportInputError(
-            f"{path} is not valid JSON ({err.msg} at line {err.lineno})"
-        ) from err
 
 
 @dataclass
@@ -66,12 +56,18 @@ class RunFolder:
     )
 
     @classmethod
-    def open(cls, path: str | Path) -> RunFolder:
-        """Open a run folder; ReportInputError when it has no ``results.json``."""
+    def open(cls, path: str | Path, finished: bool = True) -> RunFolder:
+        """Open a run folder; ReportInputError when it has no ``results.json`` or (with
+        ``finished``, for everything but the run's own last step) when its manifest does
+        not say ``succeeded``: an interrupted run's files are not a result."""
         path = Path(path)
         if not path.is_dir():
             raise ReportInputError(f"{path} is not a folder; give the path of a run folder")
-        manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
+        manifest = (
+            read_json(path / "manifest.json", ReportInputError)
+            if (path / "manifest.json").is_file()
+            else {}
+        )
         results_path = path / "results.json"
         if not results_path.is_file():
             status = manifest.get("status")
@@ -81,6 +77,13 @@ class RunFolder:
             raise ReportInputError(
                 f"{path} has no results.json ({why}); only a succeeded run can be reported"
             )
+        status = manifest.get("status")
+        if finished and status != "succeeded":
+            why = f"its manifest says {status!r}" if status else "it has no manifest.json"
+            raise ReportInputError(
+                f"{path} is not a finished run ({why}); only a succeeded run can be reported "
+                "or compared. Finish it with runner.resume=true and the run's command"
+            )
         config: dict[str, Any] = {}
         resolved = path / "resolved.yaml"
         if resolved.is_file():
@@ -88,7 +91,7 @@ class RunFolder:
 
             loaded = OmegaConf.to_container(OmegaConf.load(resolved))
             config = loaded if isinstance(loaded, dict) else {}
-        return cls(path, _read_json(results_path), manifest, config)
+        return cls(path, read_json(results_path, ReportInputError), manifest, config)
 
     # --- identity -------------------------------------------------------------------
 
@@ -186,11 +189,6 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _job_order(path: Path) -> tuple[int, str]:
-    match = re.match(r"(\d+)_", path.name)
-    return (int(match.group(1)) if match else 1 << 30, path.name)
-
-
 @dataclass
 class Sweep:
     """A multirun folder: one sub-folder per job; failed jobs have no results.json."""
@@ -209,7 +207,7 @@ def open_sweep(path: str | Path) -> Sweep:
             for p in path.iterdir()
             if p.is_dir() and ((p / "manifest.json").is_file() or (p / "results.json").is_file())
         ),
-        key=_job_order,
+        key=job_order,
     )
     if not jobs:
         raise ReportInputError(

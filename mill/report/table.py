@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from rich import box
 from rich.table import Table
 
 from mill.report.load import Score
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return str(value)
-
-
-def num(value: float, sign: bool = False) -> str:
-    """4 decimals, or none for numbers of 1000 and more (perplexities)."""
-    if math.isfinite(value) and abs(value) >= 1000:
-        return f"{value:+.0f}" if sign else f"{value:.0f}"
-    return f"{value:+.4f}" if sign else f"{value:.4f}"
+from mill.report.numbers import number
 
 
 def results_table(results: dict[str, Any], title: str) -> Table:
@@ -37,18 +22,24 @@ def results_table(results: dict[str, Any], title: str) -> Table:
         for metric, row in task["metrics"].items():
             arrow = "^" if row.get("higher_is_better", True) else "v"
             table.add_row(
-                name, f"{metric} {arrow}", _fmt(row["value"]), _fmt(row["stderr"]), _fmt(row["n"])
+                name,
+                f"{metric} {arrow}",
+                number(row["value"]),
+                number(row["stderr"]),
+                number(row["n"]),
             )
     for name, group in results.get("groups", {}).items():
         for metric, rows in group["metrics"].items():
             for kind in ("micro", "macro"):
+                if kind not in rows:  # lm-eval groups report one of the two
+                    continue
                 row = rows[kind]
                 unit = "samples" if kind == "micro" else "tasks"
                 table.add_row(
                     f"{name} ({kind})",
                     metric,
-                    _fmt(row["value"]),
-                    _fmt(row["stderr"]),
+                    number(row["value"]),
+                    number(row["stderr"]),
                     f"{row['n']} {unit}",
                 )
     return table
@@ -90,8 +81,8 @@ def sweep_table(entries: list[tuple[str, Score]], title: str) -> Table:
                 row_name,
                 f"{metric} {arrow}",
                 label,
-                _fmt(s.value),
-                _fmt(s.stderr),
+                number(s.value),
+                number(s.stderr),
                 f"{s.n}{unit}",
                 end_section=i == len(rows) - 1 and k < len(keys) - 1,
             )

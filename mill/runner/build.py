@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from importlib import resources
-from typing import Any
-
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from mill.data.load import DataSource
 from mill.errors import ConfigError
 from mill.instantiate import instantiate
 from mill.metrics.base import Metric
+from mill.metrics.config import build_metric, metric_config
 from mill.task.base import Task, TaskGroup
 
 
@@ -24,30 +22,21 @@ def build_tasks(node: DictConfig, allow: list[str]) -> tuple[list[Task], TaskGro
     raise ConfigError(f"task config builds a {type(built).__name__}, not a mill Task")
 
 
-def metric_config(name: str) -> DictConfig:
-    """The built-in config ``conf/metrics/<name>.yaml`` (its body under key ``name``)."""
-    path = resources.files("mill.conf").joinpath("metrics", f"{name}.yaml")
-    if not path.is_file():
-        raise ConfigError(f"no built-in metric config named {name!r}")
-    loaded = OmegaConf.create(path.read_text())
-    assert isinstance(loaded, DictConfig)
-    return loaded[name]
-
-
-def build_metric(name: str, node: Any, allow: list[str]) -> Metric:
-    metric = instantiate(node, allow)
-    if not isinstance(metric, Metric):
-        raise ConfigError(f"metrics.{name} builds a {type(metric).__name__}, not a mill Metric")
-    metric.name = name
-    return metric
-
-
 def build_metrics(
     chosen: DictConfig | None, tasks: list[Task], allow: list[str]
 ) -> dict[str, list[Metric]]:
     """Metrics per task: the ``metrics`` selection if given, else each task's defaults."""
     out: dict[str, list[Metric]] = {}
     for task in tasks:
+        own = getattr(task, "lm_eval_metrics", None)
+        if own is not None:  # lm-eval tasks score with their own metric_list
+            if chosen:
+                raise ConfigError(
+                    f"task {task.name!r} is an lm-eval task scored by its own metric_list; "
+                    "drop metrics=... (or +metrics=...) from the command"
+                )
+            out[task.name] = own()
+            continue
         if chosen:
             out[task.name] = [build_metric(str(k), v, allow) for k, v in chosen.items()]
         else:
@@ -56,4 +45,9 @@ def build_metrics(
 
 
 def build_source(node: DictConfig) -> DataSource:
-    return DataSource(source=str(node.get("source", "hub")), dir=node.get("dir"))
+    skip = node.get("skip_bad_rows", False)
+    if not isinstance(skip, bool):
+        raise ConfigError(f"data.skip_bad_rows={skip!r} must be true or false")
+    return DataSource(
+        source=str(node.get("source", "hub")), dir=node.get("dir"), skip_bad_rows=skip
+    )

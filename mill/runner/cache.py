@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
-from mill.model.base import LanguageModel, OnResponse, _ignore
-from mill.types import Request, Response
+from mill.model.base import LanguageModel, _ignore
+from mill.types import OnResponse, Request, Response
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS models (

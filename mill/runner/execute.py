@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +18,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import ConfigError
 from mill.experiment.folder import ExperimentFolder
-from mill.experiment.manifest import device_info
+from mill.experiment.manifest import device_info, record_failure
+from mill.progress import NullProgress
 from mill.record import SampleRecord
 from mill.runner.dist import Dist, agree
-from mill.runner.settings import RunnerSettings
+from mill.runner.faults import fault
+from mill.runner.settings import RunnerSettings, refuse_device_map
 
 log = logging.getLogger("mill")
-
-
-class _Silent:
-    """Progress for ranks other than 0: they never render."""
-
-    def phase(self, name: str, total: int) -> None:
-        return None
-
-    def advance(self, n: int = 1) -> None:
-        return None
-
-    def done(self) -> None:
-        return None
 
 
 def _seed_everything(seed: int) -> None:
@@ -62,14 +50,39 @@ def _model_node(cfg: DictConfig, dist: Dist) -> DictConfig:
     node = cfg.model.copy()
     if dist.world_size == 1:
         return node
-    if node.get("device_map"):
-        raise ConfigError(
-            "model.device_map spreads one model over all GPUs; run it as one process "
-            "(runner.num_processes=1), not under data parallelism"
-        )
+    refuse_device_map(node, dist.world_size)
     if "device" in node and str(node.get("device") or "auto") == "auto" and dist.device:
         node.device = dist.device
     return node
+
+
+def _open_store(cache_dir: Path, identity: dict[str, Any]) -> Any:
+    """The response cache, or a ConfigError naming a cache file that is not a database."""
+    import sqlite3
+
+    from mill.runner.cache import ResponseStore
+
+    try:
+        return ResponseStore(cache_dir, identity)
+    except sqlite3.DatabaseError as err:
+        if isinstance(err, sqlite3.OperationalError):  # locked, disk I/O: not corruption
+            raise
+        files = " or ".join(str(f) for f in sorted(cache_dir.glob("responses-*.sqlite")))
+        raise ConfigError(
+            f"the response cache {files or cache_dir} is corrupt ({err}); delete the file "
+            "(it only holds cached responses) or run with runner.cache=false"
+        ) from err
+
+
+def skipped_warning(skipped: dict[str, list[dict[str, Any]]]) -> str:
+    """The one line (console, log and report.txt) about bad rows skipped."""
+    per_task = ", ".join(f"{task}: {len(rows)}" for task, rows in sorted(skipped.items()))
+    first = next(iter(skipped.values()))[0]["error"].split(" (or skip such rows")[0]
+    total = sum(len(rows) for rows in skipped.values())
+    return (
+        f"skipped {total} bad row(s) ({per_task}; data.skip_bad_rows=true), listed under "
+        f"skipped_rows in results.json; the first: {first}"
+    )
 
 
 def truncation_warning(truncation: dict[str, Any], total: int, max_length: Any) -> str | None:
@@ -103,7 +116,7 @@ def execute(
     from mill.report.rebuild import report_after_run
     from mill.report.table import results_table, usage_table
     from mill.runner.build import build_metrics, build_source, build_tasks
-    from mill.runner.cache import CachedModel, ResponseStore
+    from mill.runner.cache import CachedModel
     from mill.runner.shard import ShardedDispatch
 
     cfg = OmegaConf.create(resolved)
@@ -116,12 +129,13 @@ def execute(
     progress: Any = (
         PhaseProgress(err_console, interactive(mode), float(cfg.report.every_s))
         if main
-        else _Silent()
+        else NullProgress()  # ranks other than 0 never render
     )
     allow = [str(a) for a in cfg.get("allow_targets", [])]
     seed, iters = settings.seed, settings.bootstrap_iters
     start = time.monotonic()
     success = False
+    status = "failed"
     store = None
     try:
         _seed_everything(seed)
@@ -132,18 +146,28 @@ def execute(
             metrics = build_metrics(cfg.get("metrics"), tasks, allow)
             for task in tasks:
                 check_metrics(task, metrics[task.name])
+            for task in tasks:  # every row checked (and docs built) before the model loads
+                task.prepare(source)
             return source, tasks, group, metrics
 
         source, tasks, group, metrics = agree(dist, build)
+        log.info(
+            "tasks: %s; data: %s",
+            ", ".join(f"{t.name} ({t.describe()['num_fewshot']}-shot)" for t in tasks),
+            source.source,
+        )
         if main:
             err_console.print(f"[mill] loading model {cfg.model.get('name', '')}")
+        log.info("loading model %s", cfg.model.get("name", ""))
         model = agree(dist, lambda: instantiate(_model_node(cfg, dist), allow))
+        fault("model_loaded")
         identity = model.identity()
+        log.info("model loaded: %s", identity.get("class") or type(model).__name__)
         cache_dir = settings.cache_dir(folder.path)
         if cache_dir is not None:
             for turn in (True, False):  # rank 0 creates the database, then the others
                 opened = agree(
-                    dist, lambda t=turn: ResponseStore(cache_dir, identity) if main is t else None
+                    dist, lambda t=turn: _open_store(cache_dir, identity) if main is t else None
                 )
                 store = opened or store
             model = CachedModel(model, store)
@@ -155,6 +179,16 @@ def execute(
                 manifest["cache"] = {"dir": str(cache_dir), "entries_before": store.count()}
             folder.write_manifest(manifest)
         dispatcher = ShardedDispatch(dist)
+
+        def dispatch(model: Any, requests: Any, on_response: Any) -> None:
+            log.info("%d requests built; scoring this rank's share", len(requests))
+
+            def delivered(request: Any, response: Any) -> None:
+                on_response(request, response)
+                fault("response")
+
+            dispatcher(model, requests, delivered)
+
         per_task = evaluate(
             tasks,
             metrics,
@@ -164,8 +198,9 @@ def execute(
             progress,
             bootstrap_iters=iters,
             seed=seed,
-            dispatch_fn=dispatcher,
+            dispatch_fn=dispatch,
         )
+        log.info("scored %d requests on rank %d", dispatcher.local_requests, dist.rank)
         local = {"requests": dispatcher.local_requests}
         if isinstance(model, CachedModel):
             local.update(model.stats())
@@ -179,6 +214,9 @@ def execute(
         )
         if warning:
             log.warning(warning)
+        skipped = {t.name: t.skipped for t in tasks if t.skipped}
+        if skipped:
+            log.warning(skipped_warning(skipped))
         results: dict[str, Any] = {
             "tasks": {
                 t.name: {
@@ -190,6 +228,11 @@ def execute(
                     ),
                     "settings": t.describe(),
                     "data": t.origins,
+                    **(
+                        {"skipped_rows": {"count": len(t.skipped), "rows": t.skipped}}
+                        if source.skip_bad_rows
+                        else {}
+                    ),
                 }
                 for t in tasks
             },
@@ -207,7 +250,9 @@ def execute(
             results["usage"] = usage()
         for t in tasks:  # subject groups of multi-subject tasks (MMLU categories, overall)
             results["groups"].update(per_task[t.name].groups)
-        if group is not None:
+        if group is not None and hasattr(group, "aggregate_results"):  # lm-eval groups
+            results["groups"].update(group.aggregate_results(per_task, iters, seed))
+        elif group is not None:
             shared = [
                 m
                 for m in metrics[tasks[0].name]
@@ -218,6 +263,7 @@ def execute(
                 "metrics": aggregate_group([per_task[t.name] for t in tasks], shared, iters, seed),
             }
         folder.close_samples(success=True)
+        fault("samples_closed")
         manifest["datasets"] = {t.name: t.origins for t in tasks}
         manifest["tasks"] = {t.name: t.describe() for t in tasks}
         manifest["truncation"] = truncation
@@ -226,23 +272,33 @@ def execute(
             manifest["cache"].update(
                 {k: sum(r.get(k, 0) for r in per_rank) for k in ("hits", "computed", "shared")}
             )
+            log.info(
+                "responses: %d from the cache, %d computed, %d shared",
+                *(manifest["cache"][k] for k in ("hits", "computed", "shared")),
+            )
+        # the commit order: samples, results.json, report.txt, plots/ + report.html, and
+        # last the manifest's "succeeded". Until that last write the folder is unfinished
+        # (report and compare refuse it) and runner.resume=true completes it from the cache.
+        folder.write_results(results)
+        fault("results_written")
         title = f"{cfg.task.get('name', '')} | {cfg.model.get('name', '')} | data={source.source}"
         out_console = make_console(stderr=False, mode=mode, record=True)
         out_console.print(results_table(results, title))
         if results.get("usage"):
             out_console.print(usage_table(results["usage"]))
+        if skipped:
+            out_console.print(skipped_warning(skipped), markup=False, highlight=False)
         folder.write_text("report.txt", out_console.export_text())
-        folder.write_results(results)
+        fault("report_text")
         report_after_run(folder.path)  # plots/ and report.html, from the files just written
+        fault("reports_written")
+        log.info("wrote %s", folder.results_path)
         success = True
         return results
-    except Exception as err:
+    except BaseException as err:
         if main:
-            manifest["error"] = f"{type(err).__name__}: {err}".splitlines()[0]
-            from mill.errors import MillError
-
-            if not isinstance(err, MillError):
-                manifest["traceback"] = traceback.format_exc()
+            record_failure(manifest, err)
+            status = manifest["status"]
         raise
     finally:
         if store is not None:
@@ -250,6 +306,7 @@ def execute(
         if main:
             if not success:
                 folder.close_samples(success=False)
-            manifest["status"] = "succeeded" if success else "failed"
+            manifest["status"] = "succeeded" if success else status
             manifest["seconds"] = round(time.monotonic() - start, 3)
             folder.write_manifest(manifest)
+            log.info("run %s (%.1f s)", manifest["status"], manifest["seconds"])

@@ -8,13 +8,15 @@ Written as ``summary.json`` and ``summary.md`` in the sweep folder and printed t
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
+
+from mill.errors import MillError
+from mill.files import job_order, read_json
+from mill.report.numbers import value_pm_stderr
 
 LAST: dict[str, Any] | None = None
 """The summary of the last sweep of this process (read by ``mill``'s exit code)."""
@@ -22,8 +24,8 @@ LAST: dict[str, Any] | None = None
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return read_json(path)
+    except (OSError, MillError):
         return None
 
 
@@ -49,11 +51,6 @@ def _overrides(job_dir: Path) -> list[str]:
     return [str(o) for o in loaded] if isinstance(loaded, list) else []
 
 
-def _order(path: Path) -> tuple[int, str]:
-    match = re.match(r"(\d+)", path.name)
-    return (int(match.group(1)) if match else 1 << 30, path.name)
-
-
 def _name(config: dict[str, Any], key: str) -> str:
     node = config.get(key)
     if isinstance(node, dict) and isinstance(node.get("name"), str):
@@ -66,7 +63,7 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
     jobs = []
     for job_dir in sorted(
         (p for p in Path(sweep_dir).iterdir() if p.is_dir() and not p.name.startswith(".")),
-        key=_order,
+        key=job_order,
     ):
         manifest = _read_json(job_dir / "manifest.json")
         results = _read_json(job_dir / "results.json")
@@ -117,11 +114,8 @@ def cell(row: dict[str, Any] | None) -> str:
     """``value ± stderr`` (4 decimals), or ``-`` when missing."""
     if not row or row.get("value") is None:
         return "-"
-    value = row["value"]
-    text = f"{value:.4f}" if isinstance(value, (int, float)) else str(value)
-    if isinstance(row.get("stderr"), (int, float)):
-        text += f" ± {row['stderr']:.4f}"
-    return text
+    stderr = row.get("stderr")
+    return value_pm_stderr(row["value"], stderr if isinstance(stderr, (int, float)) else None)
 
 
 def _row_labels(jobs: list[dict[str, Any]]) -> dict[str, str]:
@@ -230,7 +224,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 def write_summary(sweep_dir: Path) -> dict[str, Any]:
     summary = summarize(sweep_dir)
-    from mill.experiment.folder import write_json
+    from mill.files import write_json
 
     write_json(Path(sweep_dir) / "summary.json", summary)
     (Path(sweep_dir) / "summary.md").write_text(to_markdown(summary), encoding="utf-8")

@@ -9,7 +9,7 @@ import torch
 from mill.model.hf import HFCausalLM
 from mill.model.rolling import rolling_windows
 from mill.types import GenerationArgs, OutputType, Request
-from tests.model.conftest import choice_requests, full_forward_oracle
+from tests.helpers import choice_requests, full_forward_oracle
 
 CHOICES = ["water", "a big rock made of ice and snow", "steam", "sand", "Lily"]
 

@@ -7,7 +7,7 @@ import pytest
 from transformers.activations import GELUTanh, NewGELUActivation
 
 from mill.model.random import random_gpt2
-from tests.model.conftest import choice_requests, full_forward_oracle
+from tests.helpers import choice_requests, full_forward_oracle
 
 
 def test_fused_gelu_replaces_every_python_gelu_and_scores_stay_equal() -> None:

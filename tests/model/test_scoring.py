@@ -8,7 +8,7 @@ import pytest
 from mill.model import scoring
 from mill.model.hf import HFCausalLM
 from mill.types import OutputType, Request
-from tests.model.conftest import choice_requests, full_forward_oracle
+from tests.helpers import choice_requests, full_forward_oracle
 
 SHOTS = "".join(
     f"Question: Which animal says {w}?\nAnswer: the {a}\n\n"

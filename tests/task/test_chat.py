@@ -9,10 +9,10 @@ import pytest
 
 from mill.data.load import DataSource
 from mill.errors import TaskError
+from mill.model.chat import tokenizer_chat_template
 from mill.runner.build import build_tasks
-from mill.task.chat import tokenizer_chat_template
 from mill.types import OutputType
-from tests.task.chat_fixtures import make_chat_tokenizer
+from tests.helpers import make_chat_tokenizer
 
 BUNDLED = DataSource("bundled")
 TASKS = sorted(

@@ -14,7 +14,7 @@ from mill.errors import ConfigError
 from mill.model.hf import HFCausalLM
 from mill.runner.job import run_job
 from mill.types import OutputType, Request
-from tests.task.chat_fixtures import make_chat_tokenizer
+from tests.helpers import make_chat_tokenizer
 
 DEMO = Path(str(resources.files("mill.resources").joinpath("models", "stories260k")))
 

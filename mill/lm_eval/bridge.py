@@ -1,0 +1,630 @@
+"""lm-eval tasks run by Mill: ``mill task=lm_eval task.tasks=[hellaswag,gsm8k] model=...``.
+
+lm-evaluation-harness 0.4.13 does what it is good at -- task definitions: its
+``TaskManager`` (with ``include_path``) loads tasks and groups, its own code builds the
+documents and requests (``process_docs``, ``doc_to_*``, few-shot samplers, chat templates),
+and its filters, ``process_results`` and aggregation functions turn the model's answers into
+metric values, so the values are lm-eval's by construction. Mill does the rest: its
+runner and engine answer the requests (cache, sharding, progress), and it adds a stderr to
+every value, samples JSONL, results.json and report.html.
+
+Mapping: ``loglikelihood`` requests (multiple_choice and loglikelihood tasks) are Mill
+LOGPROBS requests, ``loglikelihood_rolling`` PERPLEXITY, ``generate_until`` GENERATIVE.
+Filters run per document (lm-eval's built-in filters are per-document maps).
+"""
+
+from __future__ import annotations
+
+import atexit
+import difflib
+import fnmatch
+import logging
+import random
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from mill.data.load import DataSource
+from mill.errors import ConfigError, DatasetUnavailable, TaskError
+from mill.lm_eval import require_lm_eval
+from mill.metrics.base import CorpusMetric, Metric
+from mill.metrics.stats import mean_stderr
+from mill.task.base import Task, TaskGroup
+from mill.types import Doc, GenerationArgs, OutputType, Request, Response
+
+log = logging.getLogger("mill")
+
+_OUTPUT_TYPES = {
+    "loglikelihood": OutputType.LOGPROBS,
+    "loglikelihood_rolling": OutputType.PERPLEXITY,
+    "generate_until": OutputType.GENERATIVE,
+}
+_TASK_OUTPUT_TYPES = {
+    "multiple_choice": OutputType.LOGPROBS,
+    "loglikelihood": OutputType.LOGPROBS,
+    "loglikelihood_rolling": OutputType.PERPLEXITY,
+    "generate_until": OutputType.GENERATIVE,
+}
+_MISSING = object()
+
+
+def _index_suggestions(name: str, names: Sequence[str]) -> list[str]:
+    close = difflib.get_close_matches(name, names, n=5, cutoff=0.6)
+    if not close:
+        close = sorted(n for n in names if name.lower() in n.lower())[:5]
+    return close
+
+
+def _dataset_of(err: BaseException) -> str | None:
+    match = re.search(r"'([\w.\-]+/[\w.\-]+)'", str(err))
+    return match.group(1) if match else None
+
+
+def _format(value: Any, fields: dict[str, str]) -> Any:
+    """``{task}`` and ``{dataset_name}`` in override strings become the task's own."""
+    if isinstance(value, str):
+        for key, field in fields.items():
+            value = value.replace("{" + key + "}", field)
+        return value
+    if isinstance(value, dict):
+        return {k: _format(v, fields) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_format(v, fields) for v in value]
+    return value
+
+
+def read_overrides(value: Any) -> dict[str, dict[str, Any]]:
+    """``task.dataset_overrides``: a mapping, or the path of a YAML file holding one."""
+    if not value:
+        return {}
+    if isinstance(value, (str, Path)):
+        import yaml
+
+        path = Path(value)
+        if not path.is_file():
+            raise ConfigError(
+                f"task.dataset_overrides: {path} is not a file; give a mapping "
+                "{task or glob: {dataset_path: ..., ...}} or a YAML file holding one"
+            )
+        value = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ConfigError(
+            "task.dataset_overrides must map task names or globs to TaskConfig keys, e.g. "
+            "{gsm8k: {dataset_path: json, dataset_kwargs: {data_files: {test: f.jsonl}}}}"
+        )
+    return {str(k): dict(v) for k, v in value.items()}
+
+
+def write_overrides(manager: Any, overrides: dict[str, dict[str, Any]], folder: Path) -> int:
+    """Write into ``folder``, per lm-eval YAML task whose name matches a pattern of
+    ``overrides``, a YAML that ``include``s the task's own YAML and sets the pattern's keys
+    (``{task}`` and ``{dataset_name}`` in strings become the task's own). lm-eval's
+    ``include_path`` then finds them before the originals. Returns the number written."""
+    import yaml
+    from lm_eval.tasks._index import Kind
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    written = 0
+    for pattern, keys in overrides.items():
+        matched = [
+            name
+            for name, entry in manager.task_index.items()
+            if entry.kind is Kind.TASK and entry.yaml_path and fnmatch.fnmatch(name, pattern)
+        ]
+        if not matched:
+            raise ConfigError(
+                f"task.dataset_overrides: pattern {pattern!r} matches no lm-eval YAML task"
+            )
+        for name in matched:
+            path = Path(manager.task_index[name].yaml_path).resolve()
+            original = load_yaml(path, resolve_func=False)
+            fields = {"task": name, "dataset_name": str(original.get("dataset_name") or "")}
+            body = {"include": str(path), "task": name, **_format(dict(keys or {}), fields)}
+            text = yaml.safe_dump(body, sort_keys=False)
+            (folder / f"{written:05d}_{name}.yaml").write_text(text)
+            written += 1
+    return written
+
+
+class LMEvalMetric(CorpusMetric):
+    """One lm-eval metric under one filter (``acc,none``, ``exact_match,strict-match``).
+
+    The per-sample value is what the task's ``process_results`` returned; the aggregate is
+    the task's own aggregation function. The stderr is Mill's: closed form for lm-eval's
+    ``mean``, a seeded bootstrap of the aggregation otherwise (lm-eval reports none for
+    some, e.g. ``bits_per_byte``)."""
+
+    output_types = frozenset(OutputType)
+
+    def __init__(
+        self, task: LMEvalTask, metric: str, filter_name: str, higher_is_better: bool | None
+    ) -> None:
+        self.task = task
+        self.metric = metric
+        self.filter_name = filter_name
+        self.name = f"{metric},{filter_name}"  # type: ignore[misc]
+        self.higher_is_better = True if higher_is_better is None else bool(higher_is_better)  # type: ignore[misc]
+        self._aggregation = task.lm_task.aggregation().get(metric)
+        if self._aggregation is None:
+            from lm_eval.api.metrics import mean
+
+            self._aggregation = mean
+
+    @property
+    def is_mean(self) -> bool:
+        from lm_eval.api.metrics import mean
+
+        return self._aggregation is mean
+
+    def score(self, doc: Doc, responses: Sequence[Response]) -> Any:
+        scores = self.task.scores(doc, responses)
+        return scores.get(self.name)
+
+    def aggregate(self, values: Sequence[Any]) -> float:
+        present = [v for v in values if v is not None]
+        return float(self._aggregation(present))
+
+    def stderr(self, values: Sequence[Any], *, iters: int, seed: int) -> float | None:
+        present = [v for v in values if v is not None]
+        if len(present) < 2:
+            return None
+        if self.is_mean:
+            return mean_stderr([float(v) for v in present])
+        return super().stderr(present, iters=iters, seed=seed)
+
+
+class LMEvalTask(Task):
+    """One lm-eval leaf task, as a Mill task: documents and requests built by lm-eval."""
+
+    def __init__(self, lm_task: Any, suite: LMEvalSuite) -> None:
+        self.lm_task = lm_task
+        self.suite = suite
+        output_type = lm_task.get_config("output_type")
+        if output_type not in _TASK_OUTPUT_TYPES:
+            raise TaskError(
+                f"lm-eval task {lm_task.task_name!r} has output_type {output_type!r}, which "
+                f"Mill does not run (supported: {', '.join(_TASK_OUTPUT_TYPES)})"
+            )
+        self.OUTPUT_TYPE = _TASK_OUTPUT_TYPES[output_type]  # type: ignore[misc]
+        super().__init__(
+            name=lm_task.task_name,
+            chat_template=suite.chat_template,
+            system_prompt=suite.system_prompt,
+            fewshot_as_multiturn=suite.fewshot_as_multiturn,
+        )
+        self.lm_limit = suite.limit
+        self._instances: dict[int, list[Any]] = {}
+        self._scores: dict[int, dict[str, Any]] = {}
+        self._extra: dict[int, dict[str, Any]] = {}
+        self.origins = {
+            "lm_eval": {
+                "dataset_path": lm_task.get_config("dataset_path"),
+                "dataset_name": lm_task.get_config("dataset_name"),
+                "dataset_kwargs": lm_task.get_config("dataset_kwargs"),
+            }
+        }
+
+    # ----- metrics -------------------------------------------------------------------
+    def filter_names(self) -> list[str]:
+        filters = getattr(self.lm_task, "_filters", None) or []
+        return [f.name for f in filters] or ["none"]
+
+    def lm_eval_metrics(self) -> list[Metric]:
+        """Every (metric, filter) pair this task reports, as Mill metrics."""
+        higher = self.lm_task.higher_is_better() or {}
+        return [
+            LMEvalMetric(self, metric, filter_name, higher.get(metric))
+            for filter_name in self.filter_names()
+            for metric in self.lm_task.aggregation()
+        ]
+
+    # ----- docs and requests -----------------------------------------------------------
+    def docs(self, source: DataSource, chat: Any = None) -> Iterator[Doc]:
+        from lm_eval.evaluator_utils import get_sample_size
+
+        task = self.lm_task
+        template = None
+        if self.chat_template:
+            if chat is None:
+                raise TaskError(
+                    f"task {self.name!r}: chat_template=true but the model has no chat "
+                    "template; drop task.chat_template or use a chat model"
+                )
+
+            def template(history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+                return chat(history, add_generation_prompt)
+
+        limit = get_sample_size(task, self.lm_limit)
+        with self.suite.random_state():
+            task.build_all_requests(
+                limit=limit,
+                rank=0,
+                world_size=1,
+                system_instruction=self.system_prompt,
+                apply_chat_template=self.chat_template,
+                fewshot_as_multiturn=self.fewshot_as_multiturn,
+                chat_template=template,
+                tokenizer_name="",
+            )
+        by_doc: dict[int, list[Any]] = {}
+        for instance in task.instances:
+            by_doc.setdefault(instance.doc_id, []).append(instance)
+        for instances in by_doc.values():
+            instances.sort(key=lambda x: x.idx)
+        self._instances = by_doc
+        for doc_id, instances in by_doc.items():
+            doc = instances[0].doc
+            first = instances[0].arguments
+            choices: tuple[str, ...] = ()
+            gold: Any = None
+            try:
+                if task.get_config("output_type") == "multiple_choice":
+                    choices = tuple(str(c) for c in task.doc_to_choice(doc))
+                gold = task.doc_to_target(doc)
+            except Exception:  # noqa: BLE001 - a target is for the record only
+                gold = None
+            if isinstance(gold, list):
+                gold = tuple(str(g) for g in gold)
+            elif gold is not None and not isinstance(gold, (int, str)):
+                gold = str(gold)
+            yield Doc(
+                task=self.name,
+                id=int(doc_id),
+                subject="default",
+                context=str(first[0]),
+                continuation=str(first[1]) if len(first) > 1 and isinstance(first[1], str) else "",
+                choices=choices,
+                gold=gold,
+                item=dict(doc) if isinstance(doc, dict) else {"doc": doc},
+            )
+
+    def _generation(self, gen_kwargs: dict[str, Any]) -> GenerationArgs:
+        kwargs = dict(gen_kwargs)
+        until = kwargs.pop("until", None) or []
+        if isinstance(until, str):
+            until = [until]
+        max_gen = kwargs.pop("max_gen_toks", None)
+        for alias in ("max_new_tokens", "max_tokens", "max_completion_tokens"):
+            value = kwargs.pop(alias, None)
+            if max_gen is None and value is not None:
+                max_gen = value
+        temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
+        do_sample = bool(kwargs.pop("do_sample", False))
+        if temperature == 0.0:
+            do_sample = False
+        return GenerationArgs(
+            until=tuple(str(u) for u in until),
+            max_gen_toks=int(max_gen if max_gen is not None else 256),
+            do_sample=do_sample,
+            temperature=temperature,
+        )
+
+    def requests(self, doc: Doc, unconditioned: bool = False) -> list[Request]:
+        out = []
+        for instance in self._instances[doc.id]:
+            repeats = int(instance.repeats or 1)
+            kind = _OUTPUT_TYPES.get(instance.request_type)
+            if kind is None:
+                raise TaskError(
+                    f"lm-eval task {self.name!r} issues {instance.request_type!r} requests, "
+                    "which Mill does not run"
+                )
+            args = instance.arguments
+            for r in range(repeats):
+                index = instance.idx * repeats + r
+                base = dict(task=self.name, doc_id=doc.id, index=index)
+                if kind is OutputType.LOGPROBS:
+                    out.append(
+                        Request(kind, context=str(args[0]), continuation=str(args[1]), **base)
+                    )
+                elif kind is OutputType.PERPLEXITY:
+                    out.append(Request(kind, context="", continuation=str(args[0]), **base))
+                else:
+                    gen = self._generation(args[1] if len(args) > 1 else {})
+                    out.append(Request(kind, context=str(args[0]), generation=gen, **base))
+        return out
+
+    # ----- scoring ------------------------------------------------------------------------
+    def scores(self, doc: Doc, responses: Sequence[Response]) -> dict[str, Any]:
+        """lm-eval's filters and ``process_results`` on one doc's responses (cached per
+        doc: every metric of the doc reads the same dict)."""
+        if doc.id in self._scores:
+            return self._scores[doc.id]
+        task = self.lm_task
+        instances = self._instances[doc.id]
+        position = 0
+        for instance in instances:
+            repeats = int(instance.repeats or 1)
+            instance.resps = []
+            instance.filtered_resps = {}
+            for response in responses[position : position + repeats]:
+                if instance.request_type == "loglikelihood":
+                    logprob = float(response.logprob or 0.0)
+                    instance.resps.append((logprob, bool(response.is_greedy)))
+                elif instance.request_type == "loglikelihood_rolling":
+                    instance.resps.append(float(response.logprob or 0.0))
+                else:
+                    instance.resps.append(response.text or "")
+            position += repeats
+        if position != len(responses):
+            raise TaskError(
+                f"task {self.name!r}, doc {doc.id}: {len(responses)} responses for "
+                f"{position} requests"
+            )
+        filters = getattr(task, "_filters", None) or []
+        for ensemble in filters:
+            ensemble.apply(instances)
+        if not filters:
+            for instance in instances:
+                instance.filtered_resps["none"] = instance.resps[0]
+        lm_doc = instances[0].doc
+        out: dict[str, Any] = {}
+        filtered: dict[str, list[Any]] = {}
+        for filter_name in self.filter_names():
+            resps = [instance.filtered_resps[filter_name] for instance in instances]
+            filtered[filter_name] = resps
+            for metric, value in task.process_results(lm_doc, resps).items():
+                out[f"{metric},{filter_name}"] = value
+        self._scores[doc.id] = out
+        self._extra[doc.id] = {
+            "doc": lm_doc,
+            "target": doc.gold,
+            "arguments": [list(i.args) for i in instances],
+            "resps": [list(i.resps) for i in instances],
+            "filtered_resps": filtered,
+        }
+        return out
+
+    def sample_extra(self, doc: Doc) -> dict[str, Any]:
+        """What a sample line adds for lm-eval tasks: the lm-eval doc, its requests'
+        arguments, raw and filtered responses (then forgotten)."""
+        self._scores.pop(doc.id, None)
+        return {"lm_eval": self._extra.pop(doc.id, {})}
+
+    def describe(self) -> dict[str, Any]:
+        config = self.lm_task.get_config
+        return {
+            "name": self.name,
+            "class": "mill.lm_eval.bridge.LMEvalTask",
+            "lm_eval_version": self.suite.lm_eval_version,
+            "output_type": self.OUTPUT_TYPE.value,
+            "lm_eval_output_type": config("output_type"),
+            "num_fewshot": config("num_fewshot"),
+            "limit": self.lm_limit,
+            "dataset": {
+                "path": config("dataset_path"),
+                "name": config("dataset_name"),
+            },
+            "version": self.lm_task.VERSION,
+            "chat_template": self.chat_template,
+            "system_prompt": self.system_prompt,
+            "fewshot_as_multiturn": self.fewshot_as_multiturn if self.chat_template else None,
+            "seeds": self.suite.seeds,
+        }
+
+
+class _RandomState:
+    """Python's global ``random`` as lm-eval's ``simple_evaluate`` leaves it, carried between
+    the bridge's lm-eval calls (tasks such as GPQA shuffle with it in ``process_docs``)."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def __enter__(self) -> None:
+        self.outer = random.getstate()
+        random.setstate(self.state)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.state = random.getstate()
+        random.setstate(self.outer)
+
+
+class LMEvalSuite(TaskGroup):
+    """The lm-eval tasks and groups named in ``tasks``, as a Mill task group.
+
+    Settings map to lm-eval's: ``num_fewshot`` (as ``--num_fewshot``: a task whose YAML pins
+    0 keeps 0), ``limit`` (``--limit``: a count, or a fraction below 1), ``chat_template``
+    (``--apply_chat_template``), ``fewshot_as_multiturn``, ``system_prompt``
+    (``--system_instruction``), ``include_path`` (``--include_path``), the seeds
+    (``--seed``: python ``random``, numpy, torch, few-shot; lm-eval's defaults).
+    ``dataset_overrides`` maps task-name patterns to TaskConfig keys (e.g. ``dataset_path:
+    json`` and ``dataset_kwargs.data_files``) to run tasks on local files.
+    """
+
+    def __init__(
+        self,
+        name: str = "lm_eval",
+        tasks: Sequence[str] = (),
+        include_path: str | Sequence[str] | None = None,
+        num_fewshot: int | None = None,
+        limit: float | None = None,
+        chat_template: bool = False,
+        fewshot_as_multiturn: bool = True,
+        system_prompt: str | None = None,
+        dataset_overrides: dict[str, dict[str, Any]] | str | None = None,
+        random_seed: int = 0,
+        numpy_random_seed: int = 1234,
+        torch_random_seed: int = 1234,
+        fewshot_random_seed: int = 1234,
+        confirm_run_unsafe_code: bool = False,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        lm_eval = require_lm_eval()
+        self.lm_eval_version = str(getattr(lm_eval, "__version__", ""))
+        names = [str(t) for t in (tasks or [])]
+        if not names:
+            raise ConfigError(
+                "task=lm_eval needs lm-eval task or group names: task.tasks=[hellaswag,gsm8k]"
+            )
+        if limit is not None and float(limit) <= 0:
+            raise ConfigError("task.limit must be > 0 (a count, or a fraction below 1)")
+        self.limit = None if limit is None else (float(limit) if float(limit) < 1 else int(limit))
+        self.chat_template = bool(chat_template)
+        self.fewshot_as_multiturn = bool(fewshot_as_multiturn)
+        self.system_prompt = system_prompt
+        self.seeds = {
+            "random": random_seed,
+            "numpy": numpy_random_seed,
+            "torch": torch_random_seed,
+            "fewshot": fewshot_random_seed,
+        }
+        paths = [include_path] if isinstance(include_path, str) else list(include_path or [])
+        for path in paths:
+            if not Path(path).is_dir():
+                raise ConfigError(
+                    f"task.include_path: {path} is not a folder; give the folder holding "
+                    "your lm-eval task YAMLs"
+                )
+        manager = self._manager(paths, metadata)
+        known = set(manager.all_tasks)
+        for spec in names:
+            if spec not in known and not Path(spec).is_file():
+                close = _index_suggestions(spec, manager.all_tasks)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise ConfigError(
+                    f"task.tasks: {spec!r} is not an lm-eval task, group or tag{hint} "
+                    "(see `lm-eval ls tasks`, or add your YAML folder with task.include_path)"
+                )
+        overrides = read_overrides(dataset_overrides)
+        if overrides:
+            self._apply_overrides(manager, overrides)
+        self._state = self._seed(random_seed, numpy_random_seed, torch_random_seed)
+        with self.random_state():
+            loaded = self._load(manager, names)
+        self.lm_groups = dict(loaded.get("groups") or {})
+        self.requested = names
+        lm_tasks = dict(loaded["tasks"])
+        members = []
+        for task_name, task_obj in lm_tasks.items():
+            if getattr(task_obj, "UNSAFE_CODE", False) and not confirm_run_unsafe_code:
+                raise ConfigError(
+                    f"lm-eval task {task_name!r} runs model-written code; allow it with "
+                    "task.confirm_run_unsafe_code=true"
+                )
+            if getattr(task_obj, "MULTIMODAL", False):
+                raise ConfigError(
+                    f"lm-eval task {task_name!r} is multimodal; Mill runs text tasks only"
+                )
+            if num_fewshot is not None:
+                if task_obj.get_config("num_fewshot") != 0:
+                    task_obj.set_config(key="num_fewshot", value=int(num_fewshot))
+            elif task_obj.get_config("num_fewshot") is None:
+                task_obj.set_config(key="num_fewshot", value=0)
+            task_obj.set_fewshot_seed(seed=fewshot_random_seed)
+            members.append(LMEvalTask(task_obj, self))
+        super().__init__(name=name, tasks=members)
+
+    # ----- loading ------------------------------------------------------------------------
+    def _manager(self, paths: list[str], metadata: dict[str, Any] | None) -> Any:
+        from lm_eval.tasks import TaskManager
+
+        self._tmp: Path | None = None
+        return TaskManager(include_path=paths or None, metadata=dict(metadata or {}))
+
+    def _apply_overrides(self, manager: Any, overrides: dict[str, dict[str, Any]]) -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="mill-lm-eval-"))
+        atexit.register(shutil.rmtree, tmp, True)
+        self._tmp = tmp
+        write_overrides(manager, overrides, tmp)
+        from lm_eval.tasks._index import TaskIndex
+
+        manager._index.update(TaskIndex().build([tmp]))
+
+    def _load(self, manager: Any, names: list[str]) -> dict[str, Any]:
+        try:
+            return manager.load(names)
+        except (ConnectionError, FileNotFoundError, OSError) as err:
+            raise self._dataset_error(err) from None
+        except Exception as err:
+            name = type(err).__name__
+            if name in ("DatasetNotFoundError", "GatedRepoError", "OfflineModeIsEnabled"):
+                raise self._dataset_error(err) from None
+            raise
+
+    def _dataset_error(self, err: BaseException) -> DatasetUnavailable:
+        dataset = _dataset_of(err) or "an lm-eval dataset"
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return DatasetUnavailable(
+            f"lm-eval task data {dataset} cannot be loaded ({first}); it is gated or "
+            "unreachable offline: log in / go online once to cache it, or give local files "
+            "with task.dataset_overrides={<task or pattern>: {dataset_path: json, "
+            "dataset_name: null, dataset_kwargs: {data_files: {test: /path/file.jsonl}}}}"
+        )
+
+    @staticmethod
+    def _seed(random_seed: int | None, numpy_seed: int | None, torch_seed: int | None) -> Any:
+        """lm-eval ``simple_evaluate``'s seeding; returns python ``random``'s state after it
+        (the global state is restored, so the rest of Mill is unaffected)."""
+        outer = random.getstate()
+        if random_seed is not None:
+            random.seed(random_seed)
+        if numpy_seed is not None:
+            import numpy as np
+
+            np.random.seed(numpy_seed)
+        if torch_seed is not None and "torch" in sys.modules:
+            sys.modules["torch"].manual_seed(torch_seed)
+        state = random.getstate()
+        random.setstate(outer)
+        return _RandomState(state)
+
+    def random_state(self) -> _RandomState:
+        return self._state
+
+    # ----- groups --------------------------------------------------------------------------
+    def aggregate_results(
+        self, per_task: dict[str, Any], iters: int, seed: int
+    ) -> dict[str, dict[str, Any]]:
+        """lm-eval's group aggregates (``aggregate_metric_list``), bottom-up, over Mill's task
+        values and stderrs: size-weighted means are ``micro`` rows, unweighted ``macro``."""
+        from lm_eval.evaluator_utils import EvalAcc, aggregate_groups
+
+        metrics: dict[str, dict[str, Any]] = {}
+        for task in self.tasks:
+            result = per_task[task.name]
+            row: dict[str, Any] = {"name": task.name, "alias": task.name, "sample_len": 0}
+            for key, body in result.metrics.items():
+                if body["value"] is None:
+                    continue
+                metric, _, filter_name = key.partition(",")
+                row[key] = body["value"]
+                row[f"{metric}_stderr,{filter_name}"] = (
+                    body["stderr"] if body["stderr"] is not None else "N/A"
+                )
+                row["sample_len"] = max(row["sample_len"], int(body["n"]))
+            metrics[task.name] = row
+        acc = aggregate_groups(EvalAcc(metrics=metrics, groups=dict(self.lm_groups)))
+        out: dict[str, dict[str, Any]] = {}
+        for group_name, group in self.lm_groups.items():
+            values = acc.metrics.get(group_name, {})
+            weights = {a.metric: a.weight_by_size for a in group.aggregate_metric_list or []}
+            higher = {}
+            for leaf in group.get_all_tasks():
+                for metric, h in (leaf.higher_is_better() or {}).items():
+                    higher.setdefault(metric, h)
+            rows: dict[str, Any] = {}
+            for key, value in values.items():
+                if "," not in key or "_stderr," in key or key == "sample_count":
+                    continue
+                metric, _, filter_name = key.partition(",")
+                stderr = values.get(f"{metric}_stderr,{filter_name}")
+                kind = "micro" if weights.get(metric, True) else "macro"
+                n = values.get("sample_count", {}).get(key, values.get("sample_len", 0))
+                rows[key] = {
+                    kind: {
+                        "value": value,
+                        "stderr": None if stderr in (None, "N/A") else float(stderr),
+                        "n": n if kind == "micro" else len(group.get_all_tasks()),
+                    },
+                    "higher_is_better": bool(higher.get(metric, True)),
+                }
+            if rows:
+                out[group_name] = {
+                    "tasks": [t.task_name for t in group.get_all_tasks()],
+                    "metrics": rows,
+                }
+        return out
