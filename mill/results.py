@@ -259,6 +259,11 @@ class Results:
     )
     truncation: Truncation = _doc("contexts cut to the context window", factory=Truncation)
     seconds: float = _doc("wall-clock seconds of the evaluation", 0.0)
+    usage: dict[str, Any] | None = _doc(
+        "served models only: per task, requests sent and prompt/completion token totals as "
+        "the server reported them; absent for in-process backends",
+        None,
+    )
     schema_version: int = _doc("version of this schema", SCHEMA_VERSION)
 
     @classmethod
@@ -277,11 +282,12 @@ class Results:
             data_source=DataSource.from_dict(data.get("data_source") or {}),
             truncation=Truncation.from_dict(data.get("truncation") or {}),
             seconds=float(data.get("seconds", 0.0)),
+            usage=None if data.get("usage") is None else dict(data["usage"]),
             schema_version=version,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "schema_version": self.schema_version,
             "tasks": {k: v.to_dict() for k, v in self.tasks.items()},
             "groups": {k: v.to_dict() for k, v in self.groups.items()},
@@ -290,6 +296,9 @@ class Results:
             "truncation": self.truncation.to_dict(),
             "seconds": self.seconds,
         }
+        if self.usage is not None:
+            out["usage"] = self.usage
+        return out
 
     @classmethod
     def read(cls, path: str | Path) -> Results:

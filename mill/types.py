@@ -107,6 +107,9 @@ class Response:
     """Argmax at every scored position equals the continuation token (LOGPROBS)."""
     text: str | None = None
     """Generated text after stop-string cutting (GENERATIVE)."""
+    raw_text: str | None = None
+    """The server's text before reasoning was stripped (``strip_reasoning``); None when
+    ``text`` is the whole generation."""
     truncated_tokens_count: int = 0
     padded_tokens_count: int = 0
 
@@ -162,6 +165,9 @@ class DocOutput:
     unconditioned_logprobs: list[float] | None = None
     truncated_tokens_count: int = 0
     padded_tokens_count: int = 0
+    raw_text: list[str] | None = None
+    """GENERATIVE with ``strip_reasoning``: the generations before stripping (left out of
+    sample lines when None)."""
 
     @classmethod
     def from_responses(
@@ -177,4 +183,9 @@ class DocOutput:
             argmax_logits_eq_gold=[bool(r.is_greedy) for r in responses if r.is_greedy is not None],
             truncated_tokens_count=sum(r.truncated_tokens_count for r in responses),
             padded_tokens_count=sum(r.padded_tokens_count for r in responses),
+            raw_text=(
+                [r.raw_text or r.text or "" for r in responses]
+                if any(r.raw_text is not None for r in responses)
+                else None
+            ),
         )

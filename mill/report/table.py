@@ -37,6 +37,23 @@ def results_table(results: Results, title: str) -> Table:
     return table
 
 
+def usage_table(usage: dict[str, dict[str, int]]) -> Table:
+    """Per task: what this run asked of a served model (requests sent, tokens)."""
+    table = Table(title="served model usage (this run)", box=box.ASCII, safe_box=True)
+    table.add_column("task")
+    for col in ("requests", "prompts", "prompt tokens", "completion tokens"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for name, row in usage.items():
+        table.add_row(
+            name,
+            str(row["requests"]),
+            str(row["prompts"]),
+            str(row["prompt_tokens"]),
+            str(row["completion_tokens"]),
+        )
+    return table
+
+
 def sweep_table(entries: list[tuple[str, Score]], title: str) -> Table:
     """Several runs: one row per task x model (x metric), models of a task next to each other.
 

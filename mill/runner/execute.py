@@ -135,7 +135,7 @@ def execute(
     from mill.report.console import interactive, make_console
     from mill.report.progress import PhaseProgress
     from mill.report.rebuild import report_after_run
-    from mill.report.table import results_table
+    from mill.report.table import results_table, usage_table
     from mill.runner.build import build_run
     from mill.runner.cache import CachedModel
     from mill.runner.shard import ShardedDispatch
@@ -247,6 +247,9 @@ def execute(
             bootstrap_iters=iters,
             seed=seed,
         )
+        usage = getattr(model, "usage_summary", None)  # API backends: what the server did
+        if callable(usage):
+            results.usage = usage()
         folder.close_samples(success=True)
         fault("samples_closed")
         manifest["datasets"] = {t.name: t.origins for t in tasks}
@@ -269,6 +272,8 @@ def execute(
         title = f"{cfg.task.get('name', '')} | {cfg.model.get('name', '')} | data={source.source}"
         out_console = make_console(stderr=False, mode=mode, record=True)
         out_console.print(results_table(results, title))
+        if results.usage:
+            out_console.print(usage_table(results.usage))
         if skipped:
             out_console.print(skipped_warning(skipped), markup=False, highlight=False)
         folder.write_text("report.txt", out_console.export_text())
