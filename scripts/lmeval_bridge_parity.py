@@ -9,7 +9,7 @@ log-likelihood tolerance), and per task and group the aggregate values: exactly 
 every per-doc value is, else within a relative 1e-4. Prints a markdown table; exits 1 on
 any mismatch.
 
-Workloads (task YAMLs in tests/lm_eval/tasks point lm-eval's tasks at ../shared/data):
+Workloads (task YAMLs in tests/lmeval/tasks point lm-eval's tasks at ../shared/data):
 a multiple-choice task with a ``!function process_docs`` (mill_arc_easy), a group with
 ``aggregate_metric_list`` (mill_arc_group), GSM8K ``generate_until`` with its strict and
 flexible filters (lm-eval's ``gsm8k`` on the shared files), a ``loglikelihood_rolling``
@@ -34,7 +34,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
-TASKS_DIR = REPO / "tests" / "lm_eval" / "tasks"
+TASKS_DIR = REPO / "tests" / "lmeval" / "tasks"
 TOL = 1e-4
 
 

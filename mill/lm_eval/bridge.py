@@ -198,6 +198,7 @@ class LMEvalTask(Task):
             fewshot_as_multiturn=suite.fewshot_as_multiturn,
         )
         self.lm_limit = suite.limit
+        self.chance = 0.0
         self._instances: dict[int, list[Any]] = {}
         self._scores: dict[int, dict[str, Any]] = {}
         self._extra: dict[int, dict[str, Any]] = {}
@@ -257,6 +258,7 @@ class LMEvalTask(Task):
         for instances in by_doc.values():
             instances.sort(key=lambda x: x.idx)
         self._instances = by_doc
+        chances: list[float] = []
         for doc_id, instances in by_doc.items():
             doc = instances[0].doc
             first = instances[0].arguments
@@ -268,6 +270,8 @@ class LMEvalTask(Task):
                 gold = task.doc_to_target(doc)
             except Exception:  # noqa: BLE001 - a target is for the record only
                 gold = None
+            if choices:
+                chances.append(1.0 / len(choices))
             if isinstance(gold, list):
                 gold = tuple(str(g) for g in gold)
             elif gold is not None and not isinstance(gold, (int, str)):
@@ -282,6 +286,8 @@ class LMEvalTask(Task):
                 gold=gold,
                 item=dict(doc) if isinstance(doc, dict) else {"doc": doc},
             )
+        # random guessing's expected accuracy (the leaderboard's normalisation baseline)
+        self.chance = sum(chances) / len(chances) if chances else 0.0
 
     def _generation(self, gen_kwargs: dict[str, Any]) -> GenerationArgs:
         kwargs = dict(gen_kwargs)
@@ -430,7 +436,8 @@ class LMEvalSuite(TaskGroup):
     Settings map to lm-eval's: ``num_fewshot`` (as ``--num_fewshot``: a task whose YAML pins
     0 keeps 0), ``limit`` (``--limit``: a count, or a fraction below 1), ``chat_template``
     (``--apply_chat_template``), ``fewshot_as_multiturn``, ``system_prompt``
-    (``--system_instruction``), ``include_path`` (``--include_path``), the seeds
+    (``--system_instruction``), ``include_path`` (``--include_path``; ``include_defaults=false``
+    indexes only those folders, which starts faster), the seeds
     (``--seed``: python ``random``, numpy, torch, few-shot; lm-eval's defaults).
     ``dataset_overrides`` maps task-name patterns to TaskConfig keys (e.g. ``dataset_path:
     json`` and ``dataset_kwargs.data_files``) to run tasks on local files.
@@ -441,6 +448,7 @@ class LMEvalSuite(TaskGroup):
         name: str = "lm_eval",
         tasks: Sequence[str] = (),
         include_path: str | Sequence[str] | None = None,
+        include_defaults: bool = True,
         num_fewshot: int | None = None,
         limit: float | None = None,
         chat_template: bool = False,
@@ -480,7 +488,7 @@ class LMEvalSuite(TaskGroup):
                     f"task.include_path: {path} is not a folder; give the folder holding "
                     "your lm-eval task YAMLs"
                 )
-        manager = self._manager(paths, metadata)
+        manager = self._manager(paths, metadata, include_defaults)
         known = set(manager.all_tasks)
         for spec in names:
             if spec not in known and not Path(spec).is_file():
@@ -520,11 +528,19 @@ class LMEvalSuite(TaskGroup):
         super().__init__(name=name, tasks=members)
 
     # ----- loading ------------------------------------------------------------------------
-    def _manager(self, paths: list[str], metadata: dict[str, Any] | None) -> Any:
+    def _manager(
+        self, paths: list[str], metadata: dict[str, Any] | None, include_defaults: bool
+    ) -> Any:
         from lm_eval.tasks import TaskManager
 
         self._tmp: Path | None = None
-        return TaskManager(include_path=paths or None, metadata=dict(metadata or {}))
+        if not include_defaults and not paths:
+            raise ConfigError("task.include_defaults=false leaves no tasks: give task.include_path")
+        return TaskManager(
+            include_path=paths or None,
+            include_defaults=bool(include_defaults),
+            metadata=dict(metadata or {}),
+        )
 
     def _apply_overrides(self, manager: Any, overrides: dict[str, dict[str, Any]]) -> None:
         tmp = Path(tempfile.mkdtemp(prefix="mill-lm-eval-"))
@@ -628,4 +644,28 @@ class LMEvalSuite(TaskGroup):
                     "tasks": [t.task_name for t in group.get_all_tasks()],
                     "metrics": rows,
                 }
+        normalised = self.leaderboard(per_task)
+        if normalised is not None:
+            out["leaderboard_normalised"] = normalised
         return out
+
+    def leaderboard(self, per_task: dict[str, Any]) -> dict[str, Any] | None:
+        """Open LLM Leaderboard v2 normalised scores of the leaderboard tasks run, as a
+        results group (with every subtask's raw value, baseline and score), or None."""
+        from mill.lm_eval.leaderboard import TASKS, as_group_rows, leaderboard_scores
+
+        names = {t.name for t in self.tasks}
+        subtasks: dict[str, list[str]] = {}
+        for task in TASKS:
+            if task in self.lm_groups:
+                subtasks[task] = [t.task_name for t in self.lm_groups[task].get_all_tasks()]
+            elif task in names:
+                subtasks[task] = [task]
+        if not subtasks:
+            return None
+        rows = {name: per_task[name].metrics for name in names}
+        baselines = {t.name: t.chance for t in self.tasks if isinstance(t, LMEvalTask)}
+        scores = leaderboard_scores(subtasks, rows, baselines)
+        if not scores["tasks"]:
+            return None
+        return {**as_group_rows(scores), "details": scores}
