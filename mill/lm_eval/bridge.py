@@ -78,6 +78,29 @@ def _format(value: Any, fields: dict[str, str]) -> Any:
     return value
 
 
+def generation_args(gen_kwargs: dict[str, Any] | None) -> GenerationArgs:
+    """lm-eval ``generate_until`` kwargs as Mill's, normalised as lm-eval's HF model does:
+    ``until`` (a string or list), ``max_gen_toks`` (or max_new_tokens / max_tokens /
+    max_completion_tokens; default 256), greedy unless ``do_sample`` with a temperature."""
+    kwargs = dict(gen_kwargs or {})
+    until = kwargs.pop("until", None) or []
+    if isinstance(until, str):
+        until = [until]
+    max_gen = kwargs.pop("max_gen_toks", None)
+    for alias in ("max_new_tokens", "max_tokens", "max_completion_tokens"):
+        value = kwargs.pop(alias, None)
+        if max_gen is None and value is not None:
+            max_gen = value
+    temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
+    do_sample = bool(kwargs.pop("do_sample", False)) and temperature > 0.0
+    return GenerationArgs(
+        until=tuple(str(u) for u in until),
+        max_gen_toks=int(max_gen if max_gen is not None else 256),
+        do_sample=do_sample,
+        temperature=temperature,
+    )
+
+
 def read_overrides(value: Any) -> dict[str, dict[str, Any]]:
     """``task.dataset_overrides``: a mapping, or the path of a YAML file holding one."""
     if not value:
@@ -289,27 +312,6 @@ class LMEvalTask(Task):
         # random guessing's expected accuracy (the leaderboard's normalisation baseline)
         self.chance = sum(chances) / len(chances) if chances else 0.0
 
-    def _generation(self, gen_kwargs: dict[str, Any]) -> GenerationArgs:
-        kwargs = dict(gen_kwargs)
-        until = kwargs.pop("until", None) or []
-        if isinstance(until, str):
-            until = [until]
-        max_gen = kwargs.pop("max_gen_toks", None)
-        for alias in ("max_new_tokens", "max_tokens", "max_completion_tokens"):
-            value = kwargs.pop(alias, None)
-            if max_gen is None and value is not None:
-                max_gen = value
-        temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
-        do_sample = bool(kwargs.pop("do_sample", False))
-        if temperature == 0.0:
-            do_sample = False
-        return GenerationArgs(
-            until=tuple(str(u) for u in until),
-            max_gen_toks=int(max_gen if max_gen is not None else 256),
-            do_sample=do_sample,
-            temperature=temperature,
-        )
-
     def requests(self, doc: Doc, unconditioned: bool = False) -> list[Request]:
         out = []
         for instance in self._instances[doc.id]:
@@ -331,7 +333,7 @@ class LMEvalTask(Task):
                 elif kind is OutputType.PERPLEXITY:
                     out.append(Request(kind, context="", continuation=str(args[0]), **base))
                 else:
-                    gen = self._generation(args[1] if len(args) > 1 else {})
+                    gen = generation_args(args[1] if len(args) > 1 else {})
                     out.append(Request(kind, context=str(args[0]), generation=gen, **base))
         return out
 
