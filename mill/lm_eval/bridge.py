@@ -24,7 +24,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,32 @@ def generation_args(gen_kwargs: dict[str, Any] | None) -> GenerationArgs:
     )
 
 
+def aggregation_name(fn: Any) -> str | None:
+    """The name lm-eval registered an aggregation function under (None: the task's own)."""
+    from lm_eval.api.registry import AGGREGATION_REGISTRY
+
+    for name, registered in AGGREGATION_REGISTRY.items():
+        if registered is fn:
+            return str(name)
+    return None
+
+
+def rebuild_metric(name: str, settings: dict[str, Any]) -> LMEvalMetric:
+    """An lm-eval task's metric from a run folder's task settings (``mill -cn compare``)."""
+    from lm_eval.api.registry import AGGREGATION_REGISTRY
+
+    require_lm_eval()
+    metric, _, filter_name = name.partition(",")
+    aggregation = (settings.get("aggregations") or {}).get(metric)
+    if aggregation not in AGGREGATION_REGISTRY:
+        raise ConfigError(
+            f"lm-eval metric {name!r} aggregates with the task's own function "
+            f"({aggregation or 'unrecorded'}), which a run folder cannot rebuild"
+        )
+    higher = (settings.get("higher_is_better") or {}).get(metric)
+    return LMEvalMetric(metric, filter_name, higher, AGGREGATION_REGISTRY[aggregation])
+
+
 def read_overrides(value: Any) -> dict[str, dict[str, Any]]:
     """``task.dataset_overrides``: a mapping, or the path of a YAML file holding one."""
     if not value:
@@ -165,18 +191,21 @@ class LMEvalMetric(CorpusMetric):
     output_types = frozenset(OutputType)
 
     def __init__(
-        self, task: LMEvalTask, metric: str, filter_name: str, higher_is_better: bool | None
+        self,
+        metric: str,
+        filter_name: str,
+        higher_is_better: bool | None,
+        aggregation: Callable[[list[Any]], float] | None = None,
+        scorer: Callable[[Doc, Sequence[Response]], dict[str, Any]] | None = None,
     ) -> None:
-        self.task = task
+        from lm_eval.api.metrics import mean
+
         self.metric = metric
         self.filter_name = filter_name
         self.name = f"{metric},{filter_name}"  # type: ignore[misc]
         self.higher_is_better = True if higher_is_better is None else bool(higher_is_better)  # type: ignore[misc]
-        self._aggregation = task.lm_task.aggregation().get(metric)
-        if self._aggregation is None:
-            from lm_eval.api.metrics import mean
-
-            self._aggregation = mean
+        self._aggregation = aggregation or mean
+        self._scorer = scorer
 
     @property
     def is_mean(self) -> bool:
@@ -185,8 +214,9 @@ class LMEvalMetric(CorpusMetric):
         return self._aggregation is mean
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> Any:
-        scores = self.task.scores(doc, responses)
-        return scores.get(self.name)
+        if self._scorer is None:
+            raise TaskError(f"metric {self.name!r} was rebuilt from a run folder; it cannot score")
+        return self._scorer(doc, responses).get(self.name)
 
     def aggregate(self, values: Sequence[Any]) -> float:
         present = [v for v in values if v is not None]
@@ -241,11 +271,13 @@ class LMEvalTask(Task):
     def lm_eval_metrics(self) -> list[Metric]:
         """Every (metric, filter) pair this task reports, as Mill metrics."""
         higher = self.lm_task.higher_is_better() or {}
+        aggregations = self.lm_task.aggregation()
         return [
-            LMEvalMetric(self, metric, filter_name, higher.get(metric))
-            for filter_name in self.filter_names()
-            for metric in self.lm_task.aggregation()
-        ]
+            LMEvalMetric(filter_name=f, metric=m, higher_is_better=higher.get(m),
+                         aggregation=aggregations.get(m), scorer=self.scores)
+            for f in self.filter_names()
+            for m in aggregations
+        ]  # fmt: skip
 
     # ----- docs and requests -----------------------------------------------------------
     def docs(self, source: DataSource, chat: Any = None) -> Iterator[Doc]:
@@ -413,6 +445,10 @@ class LMEvalTask(Task):
             "system_prompt": self.system_prompt,
             "fewshot_as_multiturn": self.fewshot_as_multiturn if self.chat_template else None,
             "seeds": self.suite.seeds,
+            "aggregations": {
+                m: aggregation_name(fn) for m, fn in self.lm_task.aggregation().items()
+            },
+            "higher_is_better": dict(self.lm_task.higher_is_better() or {}),
         }
 
 
