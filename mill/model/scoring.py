@@ -18,8 +18,13 @@ in a full forward pass of its own ``context + continuation``:
   copy of the cache). Without custom-mask support the cache is repeated per choice.
 * Contexts of different docs sharing a long prefix (few-shot examples placed first_n):
   the prefix runs once and every batch continues from its cache.
-* Requests that need left truncation, or that share their context with nobody, take one
-  full pass, right-padded without an attention mask as lm-eval does.
+* A request that needs left truncation is scored on its window: lm-eval's input
+  ``(context + continuation)[-(L+1):][:-1]`` is the context cut to its last
+  ``L + 1 - len(continuation)`` tokens followed by the continuation, so choices of equal
+  length share one window context and run it once like any shared context (their
+  ``input_tokens`` and ``truncated`` are the full pass's).
+* Requests that share their context with nobody (or a continuation longer than the
+  window) take one full pass, right-padded without an attention mask as lm-eval does.
 * The LM head and log-softmax run only on scored positions, in fp32, chunked
   (:mod:`mill.model.head`).
 * Batches are formed by a token budget over length-sorted work (:mod:`mill.model.batching`).
@@ -539,20 +544,32 @@ def score_continuations(
 
     by_context: dict[tuple[int, ...], list[_Item]] = {}
     single: list[_Item] = []
+    cut: dict[int, tuple[_Item, int]] = {}  # truncated: (the original item, tokens cut)
     for item in items:
-        if len(item.context) + len(item.continuation) > max_length + 1 or not share_prefix:
+        over = len(item.context) + len(item.continuation) - (max_length + 1)
+        if not share_prefix or len(item.continuation) > max_length:
             single.append(item)
+        elif over > 0:  # the same window as the full pass: the context's last tokens
+            window = _Item(item.index, item.context[over:], item.continuation)
+            cut[item.index] = (item, over)
+            by_context.setdefault(tuple(window.context), []).append(window)
         else:
             by_context.setdefault(tuple(item.context), []).append(item)
     groups = []
     for group in by_context.values():
         if len(group) == 1 and len(group[0].continuation) > 1:
-            single.extend(group)
+            original = cut.pop(group[0].index, (group[0], 0))[0]
+            single.append(original)  # the full pass truncates it itself
         else:
             groups.append(group)
 
     def report(done: list[_Item]) -> None:
         for item in done:
+            if item.index in cut:  # what the full pass of the whole request reports
+                got, over = results[item.index], cut[item.index][1]
+                results[item.index] = Scored(
+                    got.logprob, got.is_greedy, item.context[:-1], over, got.padded
+                )
             for i in copies[item.index]:
                 results[i] = results[item.index]
                 if on_done is not None:

@@ -120,3 +120,49 @@ def test_single_token_choices_cost_one_forward_pass_per_doc(gpt2: HFCausalLM) ->
         gpt2.batch_size = "auto"
         handle.remove()
     assert len(calls) == 3
+
+
+@pytest.mark.slow  # real model, seconds of compute
+@pytest.mark.parametrize("tree", [True, False], ids=["4d-mask", "expanded-cache"])
+def test_truncated_choices_of_one_length_share_one_window(
+    tree: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Left-truncated requests (every context longer than the window, as ARC 25-shot on a
+    1024-token model): choices of equal length have the same window and run its context
+    once; log-likelihoods equal the full forward of each request, and input_tokens and
+    truncated_tokens_count equal the full pass's (share_prefix=false)."""
+    from mill.model.random import random_gpt2
+
+    model = random_gpt2(n_layer=2, n_embd=64, seed=0, max_length=96)
+    if not tree:
+        monkeypatch.setattr(model._forward, "supports_4d_mask", lambda: False)
+    choices = ["A", "B", "the sun", "the moon", "sand and small rocks", "water"]
+    reqs = [
+        r
+        for d in range(3)
+        for r in choice_requests(SHOTS + f"Question: Which is item {d}?\nAnswer:", choices, d)
+    ]
+    fed: list[int] = []
+    handle = model.model.base_model.register_forward_pre_hook(
+        lambda m, a, k: fed.append(int(k["input_ids"].numel())), with_kwargs=True
+    )
+    try:
+        responses = model.loglikelihood(reqs)
+    finally:
+        handle.remove()
+    model.share_prefix = False  # one full pass per request: the reference path
+    full = model.loglikelihood(reqs)
+    windows = 0
+    for req, res, ref in zip(reqs, responses, full, strict=True):
+        want, greedy = full_forward_oracle(model, req.context, req.continuation)
+        assert res.logprob == pytest.approx(want, abs=1e-4), req.id
+        assert res.is_greedy == greedy, req.id
+        assert res.truncated_tokens_count == ref.truncated_tokens_count > 0, req.id
+        assert res.input_tokens == ref.input_tokens, req.id
+        windows += model.max_length
+    lengths = {len(model.encode_pair(reqs[0].context, " " + c)[1]) for c in choices}
+    assert len(lengths) < len(choices)  # some choices share a window
+    # a window's context runs once per (doc, continuation length), not once per choice:
+    # here half as many windows as requests, so well under 3/4 of the full passes' tokens
+    assert len(lengths) * 2 == len(choices)
+    assert sum(fed) < 0.75 * windows
