@@ -86,7 +86,8 @@ class HFCausalLM(TokenizingLM):
             4096 on CPU, where smaller blocks stay in cache and peak memory stays low,
             16384 on GPUs).
         cache_budget: generation: rows x (context + new tokens) held in one decode batch's
-            KV cache when ``batch_size=auto`` (default 65536).
+            KV cache when ``batch_size=auto`` (default: from the model's shape and the
+            memory available, :mod:`mill.model.memory`).
         max_length: context window; default from the model config (as lm-eval).
         max_gen_toks: default generation length when a request does not set one.
         share_prefix: run each shared context once for all its choices.
@@ -139,7 +140,7 @@ class HFCausalLM(TokenizingLM):
         self.device = torch.device(device)
         on_cpu = self.device.type == "cpu"
         self.token_budget = int(token_budget or (4096 if on_cpu else 16384))
-        self.cache_budget = int(cache_budget or 65536)
+        self.cache_budget = int(cache_budget or 0)  # 0: chosen below, from memory
         local = Path(os.path.expanduser(self.pretrained))
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         placement = _placement(device_map, max_memory, offload_folder)
@@ -191,6 +192,8 @@ class HFCausalLM(TokenizingLM):
             fused = fuse_gelu(self.model)
         self.dtype = str(self.model.dtype).removeprefix("torch.")
         self.max_length = int(max_length or self._default_max_length())
+        if not self.cache_budget:
+            self.cache_budget = self._auto_cache_budget()
         self._init_tokenizer()
         commit = getattr(self.model.config, "_commit_hash", None)
         self._identity = {
@@ -247,6 +250,18 @@ class HFCausalLM(TokenizingLM):
             pretrained=None, revision=None, commit=None, weights_fingerprint=None, in_memory=True
         )
         return obj
+
+    def _auto_cache_budget(self) -> int:
+        from mill.model.memory import auto_cache_budget, available_bytes, kv_bytes_per_token
+
+        weights = sum(p.numel() * p.element_size() for p in self.model.parameters())
+        try:
+            per_token = kv_bytes_per_token(self.model.config, self.model.dtype.itemsize)
+        except (AttributeError, TypeError, ValueError):  # an unusual config: the old default
+            return 65536
+        budget = auto_cache_budget(per_token, weights, available_bytes(self.device))
+        log.info("generation's KV-cache budget: %d tokens (model.cache_budget=null)", budget)
+        return budget
 
     def _default_max_length(self) -> int:
         config = self.model.config

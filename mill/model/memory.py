@@ -1,0 +1,64 @@
+"""The default KV-cache budget of generation: how many tokens one decode batch may hold.
+
+A decode batch holds rows x (context + new tokens) tokens of keys and values in every
+layer. The more rows, the fewer decoding steps, and the more memory. ``model.cache_budget``
+sets the number of tokens; left null, :func:`auto_cache_budget` picks it from the model's
+shape and the memory there is:
+
+* the cache may take as many bytes as the model's weights (at least
+  :data:`MIN_CACHE_BYTES`): its peak stays within the weights' order of magnitude, as a
+  harness that decodes a batch of 8 rows (lm-eval's usual setting) does;
+* and at most :data:`AVAILABLE_SHARE` of the memory available now (``MemAvailable`` on
+  CPU, free GPU memory on CUDA), so a busy machine gets smaller batches, not an
+  out-of-memory kill;
+* within [:data:`MIN_TOKENS`, :data:`MAX_TOKENS`].
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MIN_CACHE_BYTES = 256 << 20
+"""The cache may always take this much (small models: a few thousand tokens otherwise)."""
+
+AVAILABLE_SHARE = 1 / 8
+"""At most this share of the memory available when the model is loaded."""
+
+MIN_TOKENS = 2048
+MAX_TOKENS = 65536
+
+
+def kv_bytes_per_token(config: Any, element_size: int) -> int:
+    """Bytes of keys and values one token takes in the cache, over all layers."""
+    config = getattr(config, "text_config", None) or config
+    layers = int(config.num_hidden_layers)
+    heads = int(config.num_attention_heads)
+    kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
+    head_dim = getattr(config, "head_dim", None) or int(config.hidden_size) // heads
+    return 2 * layers * kv_heads * int(head_dim) * element_size
+
+
+def available_bytes(device: Any) -> int | None:
+    """Memory available to this process now on ``device`` (None when unknown)."""
+    if getattr(device, "type", str(device)) == "cuda":
+        import torch
+
+        free, _total = torch.cuda.mem_get_info(device)
+        return int(free)
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def auto_cache_budget(per_token: int, weights_bytes: int, available: int | None) -> int:
+    """Tokens of KV cache one decode batch may hold (see the module docs)."""
+    allowed = max(weights_bytes, MIN_CACHE_BYTES)
+    if available is not None:
+        allowed = min(allowed, int(available * AVAILABLE_SHARE))
+    tokens = allowed // max(per_token, 1)
+    return int(min(MAX_TOKENS, max(MIN_TOKENS, tokens)))
