@@ -133,9 +133,9 @@ def execute(
     """
     from mill.evaluator import evaluate, to_results
     from mill.instantiate import instantiate
+    from mill.report.background import ReportHelper
     from mill.report.console import interactive, make_console
     from mill.report.progress import PhaseProgress
-    from mill.report.rebuild import report_after_run
     from mill.report.table import results_table, usage_table
     from mill.runner.build import build_run
     from mill.runner.cache import CachedModel
@@ -163,6 +163,8 @@ def execute(
     store = None
     sinks: list[Sink] = []
     results: Results | None = None
+    # rank 0 draws the plots in a child that imports matplotlib while the model loads
+    drawer = ReportHelper() if main else None
     try:
         _seed_everything(seed)
 
@@ -285,7 +287,8 @@ def execute(
             out_console.print(skipped_warning(skipped), markup=False, highlight=False)
         folder.write_text("report.txt", out_console.export_text())
         fault("report_text")
-        report_after_run(folder.path)  # plots/ and report.html, from the files just written
+        assert drawer is not None
+        drawer.render(folder.path)  # plots/ and report.html, from the files just written
         fault("reports_written")
         log.info("wrote %s", folder.results_path)
         success = True
@@ -301,6 +304,8 @@ def execute(
             raise
         raise err from caught
     finally:
+        if drawer is not None:
+            drawer.close()
         if store is not None:
             store.close()
         if main:

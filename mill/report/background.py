@@ -1,0 +1,97 @@
+"""A run's plots and ``report.html``, drawn by a helper process that starts with the run.
+
+Importing matplotlib and drawing take about a second of one core. A run spends most of
+its start on one core (imports, loading data and the model), so :class:`ReportHelper`
+starts ``python -m mill.report.background`` at once: the child imports matplotlib and
+the report code on the other core, then waits for one line on stdin, the folder, and
+writes the plots and ``report.html`` there (:func:`mill.report.rebuild.write_run_report`,
+the same function ``mill -cn report`` uses). The run hands it the folder after
+``report.txt`` and waits for its answer before the manifest says ``succeeded``, so the
+folder ends as an in-process rendering leaves it, in the same order.
+
+If the run ends early, the child is killed (an error, an interruption) or reads
+end-of-file (the run was killed) before it was handed a folder: it wrote nothing. If
+the child cannot start or dies, the run draws in process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+_TIMEOUT_S = 600.0
+
+
+class ReportHelper:
+    """The child process that draws one run's plots and page (see the module docs)."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[str] | None
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "mill.report.background"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        except OSError:
+            self._proc = None
+
+    def render(self, path: Path) -> None:
+        """Write ``path``'s plots and ``report.html`` (a warning on failure, never an
+        error: the results are complete), then stop the child."""
+        from mill.report.rebuild import _warn, report_after_run
+
+        proc, self._proc = self._proc, None
+        answer = None
+        if proc is not None:
+            try:
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write(f"{path}\n")
+                proc.stdin.close()
+                line = proc.stdout.readline()
+                proc.wait(timeout=_TIMEOUT_S)
+                answer = json.loads(line) if line.strip() else None
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+        if answer is None:  # no child, or it died: draw here
+            report_after_run(path)
+        elif answer.get("error"):
+            name, _, message = str(answer["error"]).partition(": ")
+            _warn("report.html", type(name, (Exception,), {})(message), path)
+
+    def close(self) -> None:
+        """Stop the child without drawing (the run failed or was interrupted): it has
+        written nothing, so it is simply killed."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+
+def _main() -> int:
+    # the imports are the work done ahead, while the run loads its model
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+    import matplotlib.lines  # noqa: F401
+
+    from mill.report import html, plots  # noqa: F401
+    from mill.report.rebuild import write_run_report
+
+    line = sys.stdin.readline()
+    if not line.strip():  # the run ended without results: write nothing
+        return 0
+    try:
+        write_run_report(Path(line.strip()), finished=False)
+    except Exception as err:  # noqa: BLE001 - reported to the run, which warns
+        print(json.dumps({"error": f"{type(err).__name__}: {err}"}), flush=True)
+        return 0
+    print(json.dumps({"ok": True}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
