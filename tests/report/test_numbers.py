@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mill.report.numbers import number, value_pm_stderr
 from mill.report.table import results_table
+from mill.results import Results
 from mill.runner.sweep import cell
 
 
@@ -23,7 +24,8 @@ def test_console_table_and_sweep_cell_agree() -> None:
     from rich.console import Console
 
     console = Console(record=True, width=200)
-    console.print(results_table({"tasks": {"arc": {"metrics": {"acc": row}}}}, "t"))
+    results = Results.from_dict({"tasks": {"arc": {"metrics": {"acc": row}}}})
+    console.print(results_table(results, "t"))
     text = console.export_text()
     assert "0.6123" in text and "0.0123" in text and " 100 " in text
     assert cell(row) == "0.6123 ± 0.0123"
