@@ -128,6 +128,17 @@ def test_wandb_offline_run_files_hold_config_metrics_and_artifact(logged) -> Non
     assert {"results.json", "report.txt", "samples/arc_easy.jsonl"} <= paths
 
 
+def test_in_memory_run_logs_settings_and_metrics_without_artifacts(tmp_path: Path) -> None:
+    store = tmp_path / "mlruns"
+    overrides = [*TINY, "+sink=mlflow", f"sink.mlflow.tracking_uri={store}"]
+    results = mill.evaluate("arc_easy", "stories260k", overrides=overrides)
+    client = mlflow_client(store)
+    (run,) = client.search_runs([client.get_experiment_by_name("mill").experiment_id])
+    assert run.info.run_name == "arc_easy_stories260k" and "mill.folder" not in run.data.tags
+    assert run.data.metrics == pytest.approx(results.flat())
+    assert client.list_artifacts(run.info.run_id) == []
+
+
 def test_a_failing_sink_warns_and_the_evaluation_succeeds(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
