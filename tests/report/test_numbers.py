@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from mill.report.numbers import number, value_pm_stderr
 from mill.report.table import results_table
-from mill.results import Results
 from mill.runner.sweep import cell
 
 
@@ -24,8 +23,10 @@ def test_console_table_and_sweep_cell_agree() -> None:
     from rich.console import Console
 
     console = Console(record=True, width=200)
-    results = Results.from_dict({"tasks": {"arc": {"metrics": {"acc": row}}}})
-    console.print(results_table(results, "t"))
+    from mill.results import Results
+
+    typed = Results.from_dict({"tasks": {"arc": {"metrics": {"acc": row}}}})
+    console.print(results_table(typed, "t"))
     text = console.export_text()
     assert "0.6123" in text and "0.0123" in text and " 100 " in text
     assert cell(row) == "0.6123 ± 0.0123"

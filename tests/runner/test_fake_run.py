@@ -18,7 +18,7 @@ def _run(compose, folder: Path, *overrides: str) -> dict:
     cfg = compose("model=fake", "task.limit=12", "report.progress=never", *overrides)
     results = run_job(cfg, folder)
     assert results is not None
-    return results.to_dict()  # the typed Results, as results.json holds them
+    return results.to_dict()
 
 
 def test_a_run_writes_a_complete_folder_and_a_report_of_its_numbers(
