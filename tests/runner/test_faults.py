@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 
 pytestmark = pytest.mark.slow
 
