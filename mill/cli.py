@@ -30,8 +30,18 @@ def _resource(path: str) -> str:
     return str(resources.files("mill.resources").joinpath(path))
 
 
+def _path_name(value: str, setting: str) -> str:
+    """``${mill_name:${task.name},task.name}``: a name checked before it becomes part of a
+    folder name (Hydra makes the run folder before Mill's code runs)."""
+    from mill.experiment.folder import check_name
+
+    return check_name(value, setting)
+
+
 if not OmegaConf.has_resolver("mill_resource"):
     OmegaConf.register_new_resolver("mill_resource", _resource)
+if not OmegaConf.has_resolver("mill_name"):
+    OmegaConf.register_new_resolver("mill_name", _path_name)
 
 
 def _say(message: str) -> None:
@@ -44,7 +54,7 @@ def _say(message: str) -> None:
 def _job(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
-    from mill.errors import ExperimentExists, MillError
+    from mill.errors import ExperimentExists, MillError, storage_error
     from mill.runner.job import run_job
     from mill.runner.launch import WorkersFailed
 
@@ -91,6 +101,13 @@ def _job(cfg: DictConfig) -> float | None:
         _failures.append(f"{output_dir}: {err}")
         return None
     except Exception as err:
+        storage = storage_error(err, output_dir)  # a full disk or read-only folder is not a bug
+        if storage is not None:
+            _say(str(storage))
+            if not multirun:
+                raise SystemExit(2) from None
+            _failures.append(f"{output_dir}: {storage}")
+            return None
         if not multirun:
             to_file(logging.ERROR, "Mill failed (a bug: report it with this log)", exc_info=True)
             raise
@@ -101,9 +118,8 @@ def _job(cfg: DictConfig) -> float | None:
         return None
     if results is None:  # a rank other than 0 under the user's own launcher
         return None
-    first = next(iter(results["tasks"].values()))["metrics"]
-    value = next(iter(first.values()))["value"] if first else None
-    return value
+    first = next(iter(results.tasks.values())).metrics
+    return next(iter(first.values())).value if first else None
 
 
 def _under_launcher(argv: list[str]) -> None:
@@ -126,6 +142,8 @@ def main() -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from mill.errors import MillError, storage_error
+
     argv = sys.argv[1:]
     # composition errors reach this function as exceptions, printed below as one line
     os.environ["HYDRA_FULL_ERROR"] = "1"
@@ -136,7 +154,19 @@ def main() -> None:
     except (HydraException, yaml.YAMLError, OmegaConfBaseException) as err:
         from mill.runner.config_errors import describe
 
-        _say(describe(err, argv))
+        # a Mill check inside an interpolation (${mill_name:...} in the run folder's name)
+        cause: BaseException | None = err
+        while cause is not None and not isinstance(cause, MillError):
+            cause = cause.__cause__ or cause.__context__
+        _say(str(cause) if cause is not None else describe(err, argv))
+        raise SystemExit(2) from None
+    except (OSError, ValueError) as err:
+        # Hydra making the run folder or opening mill.log in it: a full disk or a
+        # read-only folder gets one line too
+        storage = storage_error(err)
+        if storage is None:
+            raise
+        _say(str(storage))
         raise SystemExit(2) from None
     if _sweeps:
         from mill.report.rebuild import report_after_sweep

@@ -482,7 +482,10 @@ class Task:
     def prepare(self, source: DataSource) -> None:
         """Load the data and build every doc now, before any model loads, so that a bad
         row stops the run early (or, with ``data.skip_bad_rows=true``, is counted in
-        :attr:`skipped`). Without a chat template the docs are kept for :meth:`docs`."""
+        :attr:`skipped`). Without a chat template the docs are kept for :meth:`docs`.
+        A subclass that builds its docs itself (overrides :meth:`docs`) checks its own."""
+        if type(self).docs is not Task.docs:
+            return
         chat_template, self.chat_template = self.chat_template, False
         try:
             built = list(self._build_docs(source, None))

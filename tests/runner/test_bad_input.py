@@ -249,6 +249,7 @@ def test_bad_input_is_one_line_exit_2_no_results(name: str, tmp_path: Path) -> N
         assert errors[0].removeprefix("mill: error: ") in (out / "mill.log").read_text()
 
 
+@pytest.mark.slow
 def test_bad_rows_are_skipped_and_counted_when_asked(tmp_path: Path) -> None:
     rows = [ARC_ROW, {k: v for k, v in ARC_ROW.items() if k != "answerKey"}, ARC_ROW]
     data = _jsonl(tmp_path / "arc.jsonl", rows)
