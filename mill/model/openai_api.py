@@ -112,6 +112,80 @@ def _tokenizer_digest(tokenizer: str, revision: str | None) -> str:
         ) from err
 
 
+class RemoteTokenizer:
+    """The served model's own tokenizer, over HTTP (``model.tokenizer=remote``): vLLM's and
+    SGLang's ``/tokenize`` + ``/detokenize``, or llama-cpp-python's ``/extras/tokenize`` +
+    ``/extras/detokenize`` (both at the server's root). Just what :class:`TokenizingLM`
+    calls; one request per distinct text, so a local tokenizer is much faster."""
+
+    ROUTES = {
+        "vllm": ("/tokenize", "/detokenize"),
+        "llama.cpp": ("/extras/tokenize", "/extras/detokenize"),
+    }
+
+    def __init__(self, client: JSONClient, model: str) -> None:
+        self.client = client
+        self.model = model
+        self.bos_token_id: int | None = None
+        self.eos_token_id: int | None = None
+        self.model_max_length = 0
+        self._cache: dict[tuple[str, bool], list[int]] = {}
+        for flavour in self.ROUTES:
+            self.flavour = flavour
+            body = self._body("", True)
+            probe = client.attempt("POST", self.ROUTES[flavour][0], body, at_root=True)
+            if not isinstance(probe, _Failure) and isinstance(probe, dict) and "tokens" in probe:
+                # the empty text tokenizes to the BOS token alone, where the model has one
+                self.bos_token_id = int(probe["tokens"][0]) if probe["tokens"] else None
+                return
+        raise ModelError(
+            f"model.tokenizer=remote: the server at model.base_url={client.base_url} has no "
+            "/tokenize (vLLM, SGLang) or /extras/tokenize (llama-cpp-python) route; set "
+            "model.tokenizer to the served model's Hugging Face tokenizer"
+        )
+
+    def _body(self, text: str, special: bool) -> dict[str, Any]:
+        if self.flavour == "vllm":
+            return {"model": self.model, "prompt": text, "add_special_tokens": special}
+        return {"model": self.model, "input": text}  # llama.cpp always adds its BOS
+
+    def _tokenize(self, text: str, special: bool) -> list[int]:
+        path = self.ROUTES[self.flavour][0]
+        result = self.client.request_sync(
+            "POST", path, self._body(text, special), "tokenizing (model.tokenizer=remote)", True
+        )
+        tokens = [int(t) for t in result["tokens"]]
+        if self.flavour != "vllm" and not special and tokens[:1] == [self.bos_token_id]:
+            tokens = tokens[1:]
+        return tokens
+
+    def __call__(
+        self, texts: list[str], add_special_tokens: bool = True
+    ) -> dict[str, list[list[int]]]:
+        out = []
+        for text in texts:
+            key = (text, bool(add_special_tokens))
+            if key not in self._cache:
+                self._cache[key] = self._tokenize(text, bool(add_special_tokens))
+            out.append(list(self._cache[key]))
+        return {"input_ids": out}
+
+    def decode(self, tokens: list[int], skip_special_tokens: bool = False) -> str:
+        if skip_special_tokens:
+            tokens = [t for t in tokens if t not in (self.bos_token_id, self.eos_token_id)]
+        if not tokens:
+            return ""
+        body: dict[str, Any] = {"model": self.model, "tokens": [int(t) for t in tokens]}
+        result = self.client.request_sync(
+            "POST",
+            self.ROUTES[self.flavour][1],
+            body,
+            "detokenizing (model.tokenizer=remote)",
+            True,
+        )
+        return str(result.get("prompt", result.get("text", "")))
+
+
 class OpenAICompletions(TokenizingLM):
     """A model served behind an OpenAI-compatible ``/v1/completions`` endpoint.
 
@@ -199,7 +273,10 @@ class OpenAICompletions(TokenizingLM):
         self.name = name or self.model
         reported = entry.get("max_model_len")
         self.max_length = int(max_length or reported or 2048)
-        if tokenizer:
+        if str(tokenizer) == "remote":
+            self.tokenizer = RemoteTokenizer(self.client, self.model)
+            self._init_tokenizer()
+        elif tokenizer:
             self._load_tokenizer(str(tokenizer), revision)
         elif self.needs_tokenizer:
             raise ConfigError(
@@ -214,7 +291,11 @@ class OpenAICompletions(TokenizingLM):
             "model": self.model,
             "server_model": {k: v for k, v in entry.items() if k not in _VOLATILE},
             "tokenizer": str(tokenizer),
-            "tokenizer_sha256": _tokenizer_digest(str(tokenizer), revision) if tokenizer else None,
+            "tokenizer_sha256": (
+                _tokenizer_digest(str(tokenizer), revision)
+                if tokenizer and str(tokenizer) != "remote"
+                else None
+            ),
             "revision": revision,
             "max_length": self.max_length,
             "max_gen_toks": self.max_gen_toks,
