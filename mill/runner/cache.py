@@ -33,7 +33,7 @@ from typing import Any
 
 from mill.errors import ConfigError, StorageError
 from mill.model.base import LanguageModel, _ignore
-from mill.types import OnResponse, Request, Response
+from mill.types import OnResponse, OutputType, Request, Response
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS models (
@@ -222,6 +222,12 @@ class CachedModel(LanguageModel):
 
     def chat_template(self) -> Any:
         return self.inner.chat_template()
+
+    def takes_messages(self) -> bool:
+        return self.inner.takes_messages()
+
+    def refusal(self, output_type: OutputType) -> str | None:
+        return self.inner.refusal(output_type)
 
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()
