@@ -17,6 +17,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mill.runner.dist import launched_rank, launched_world_size
+from mill.runner.logs import to_file
 
 _failures: list[str] = []
 _sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end
@@ -29,8 +30,18 @@ def _resource(path: str) -> str:
     return str(resources.files("mill.resources").joinpath(path))
 
 
+def _path_name(value: str, setting: str) -> str:
+    """``${mill_name:${task.name},task.name}``: a name checked before it becomes part of a
+    folder name (Hydra makes the run folder before Mill's code runs)."""
+    from mill.experiment.folder import check_name
+
+    return check_name(value, setting)
+
+
 if not OmegaConf.has_resolver("mill_resource"):
     OmegaConf.register_new_resolver("mill_resource", _resource)
+if not OmegaConf.has_resolver("mill_name"):
+    OmegaConf.register_new_resolver("mill_name", _path_name)
 
 
 def _say(message: str) -> None:
@@ -43,7 +54,7 @@ def _say(message: str) -> None:
 def _job(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
-    from mill.errors import MillError
+    from mill.errors import ExperimentExists, MillError, storage_error
     from mill.runner.job import run_job
     from mill.runner.launch import WorkersFailed
 
@@ -60,20 +71,45 @@ def _job(cfg: DictConfig) -> float | None:
 
             return run_command(cfg)
         results = run_job(cfg, output_dir, HydraConfig.instance().cfg)
+    except KeyboardInterrupt as err:
+        # SIGINT/SIGTERM: the manifest says interrupted; say how to finish the run
+        from mill.runner.job import Interrupted, resume_command
+
+        signum = err.signum if isinstance(err, Interrupted) else 2
+        folder = err.folder if isinstance(err, Interrupted) else None
+        if launched_rank() == 0:
+            how = (
+                f"; resume it with: {resume_command(sys.argv[1:], folder)}"
+                if folder is not None
+                else ""
+            )
+            print(f"mill: interrupted{how}", file=sys.stderr)
+        raise SystemExit(128 + signum) from None
     except MillError as err:
+        if not isinstance(err, ExperimentExists):  # not this run's folder: leave its log
+            to_file(logging.ERROR, str(err))
         _say(str(err))
         if not multirun:
             raise SystemExit(2) from None
         _failures.append(f"{output_dir}: {err}")
         return None
     except WorkersFailed as err:
+        to_file(logging.ERROR, str(err))
         _say(str(err))
         if not multirun:
             raise SystemExit(1) from None
         _failures.append(f"{output_dir}: {err}")
         return None
     except Exception as err:
+        storage = storage_error(err, output_dir)  # a full disk or read-only folder is not a bug
+        if storage is not None:
+            _say(str(storage))
+            if not multirun:
+                raise SystemExit(2) from None
+            _failures.append(f"{output_dir}: {storage}")
+            return None
         if not multirun:
+            to_file(logging.ERROR, "Mill failed (a bug: report it with this log)", exc_info=True)
             raise
         # a bug or a crash in one job must not stop the sweep: record it and go on
         log.exception("job failed")
@@ -82,9 +118,8 @@ def _job(cfg: DictConfig) -> float | None:
         return None
     if results is None:  # a rank other than 0 under the user's own launcher
         return None
-    first = next(iter(results["tasks"].values()))["metrics"]
-    value = next(iter(first.values()))["value"] if first else None
-    return value
+    first = next(iter(results.tasks.values())).metrics
+    return next(iter(first.values())).value if first else None
 
 
 def _under_launcher(argv: list[str]) -> None:
@@ -105,6 +140,9 @@ def main() -> None:
     """Console-script entry point."""
     import yaml
     from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from mill.errors import MillError, storage_error
 
     argv = sys.argv[1:]
     # composition errors reach this function as exceptions, printed below as one line
@@ -113,10 +151,22 @@ def main() -> None:
         _under_launcher(argv)
     try:
         _job()
-    except (HydraException, yaml.YAMLError) as err:
+    except (HydraException, yaml.YAMLError, OmegaConfBaseException) as err:
         from mill.runner.config_errors import describe
 
-        _say(describe(err, argv))
+        # a Mill check inside an interpolation (${mill_name:...} in the run folder's name)
+        cause: BaseException | None = err
+        while cause is not None and not isinstance(cause, MillError):
+            cause = cause.__cause__ or cause.__context__
+        _say(str(cause) if cause is not None else describe(err, argv))
+        raise SystemExit(2) from None
+    except (OSError, ValueError) as err:
+        # Hydra making the run folder or opening mill.log in it: a full disk or a
+        # read-only folder gets one line too
+        storage = storage_error(err)
+        if storage is None:
+            raise
+        _say(str(storage))
         raise SystemExit(2) from None
     if _sweeps:
         from mill.report.rebuild import report_after_sweep

@@ -1,46 +1,14 @@
-"""Per-doc records: the model's answer to one doc (seed 002's ModelResponse) and the sample
-line written to ``samples/<task>.jsonl``."""
+"""The sample line written to ``samples/<task>.jsonl``: a doc, its :class:`~mill.types.DocOutput`,
+the prediction and the per-sample metrics."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from mill.task.doc import Doc
-from mill.types import OutputType, Response
-
-
-@dataclass
-class ModelResponse:
-    """Everything the model returned for one doc (fields of lighteval's ModelResponse)."""
-
-    input: str
-    input_tokens: list[int] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)
-    output_tokens: list[list[int]] = field(default_factory=list)
-    logprobs: list[float] = field(default_factory=list)
-    argmax_logits_eq_gold: list[bool] = field(default_factory=list)
-    unconditioned_logprobs: list[float] | None = None
-    truncated_tokens_count: int = 0
-    padded_tokens_count: int = 0
-
-    @classmethod
-    def from_responses(
-        cls, doc: Doc, output_type: OutputType, responses: list[Response]
-    ) -> ModelResponse:
-        """Fold a doc's per-request responses (ordered by request index) into one record."""
-        return cls(
-            input=doc.context if output_type is not OutputType.PERPLEXITY else doc.continuation,
-            input_tokens=list(responses[0].input_tokens) if responses else [],
-            text=[r.text for r in responses if r.text is not None],
-            output_tokens=[list(r.output_tokens) for r in responses],
-            logprobs=[float(r.logprob) for r in responses if r.logprob is not None],
-            argmax_logits_eq_gold=[bool(r.is_greedy) for r in responses if r.is_greedy is not None],
-            truncated_tokens_count=sum(r.truncated_tokens_count for r in responses),
-            padded_tokens_count=sum(r.padded_tokens_count for r in responses),
-        )
+from mill.types import Doc, DocOutput
 
 
 def _hash(value: Any) -> str:
@@ -60,7 +28,7 @@ class SampleRecord:
     gold: Any
     prediction: Any
     metrics: dict[str, Any]
-    response: ModelResponse
+    response: DocOutput
     doc_hash: str
     prompt_hash: str
     extra: dict[str, Any] | None = None
@@ -69,7 +37,7 @@ class SampleRecord:
 
     @classmethod
     def build(
-        cls, doc: Doc, response: ModelResponse, prediction: Any, metrics: dict[str, Any]
+        cls, doc: Doc, response: DocOutput, prediction: Any, metrics: dict[str, Any]
     ) -> SampleRecord:
         return cls(
             task=doc.task,
@@ -89,4 +57,6 @@ class SampleRecord:
         out = asdict(self)
         if out.get("extra") is None:
             out.pop("extra", None)
+        if out["response"].get("raw_text") is None:  # only reasoning-stripped generations
+            out["response"].pop("raw_text", None)
         return out

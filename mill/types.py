@@ -1,11 +1,20 @@
-"""The currency between tasks, the runner and models: requests in, responses out."""
+"""The currency between tasks, the runner and models, in one place.
+
+A task turns dataset rows into :class:`Doc` s and each doc into :class:`Request` s; a model
+answers each request with a :class:`Response`; the evaluator folds a doc's responses into
+one :class:`DocOutput` (the per-doc record written to the samples file). Models call an
+:data:`OnResponse` as each request finishes; tasks render chat prompts through a
+:data:`ChatTemplate`.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 
 class OutputType(str, Enum):
@@ -98,5 +107,85 @@ class Response:
     """Argmax at every scored position equals the continuation token (LOGPROBS)."""
     text: str | None = None
     """Generated text after stop-string cutting (GENERATIVE)."""
+    raw_text: str | None = None
+    """The server's text before reasoning was stripped (``strip_reasoning``); None when
+    ``text`` is the whole generation."""
     truncated_tokens_count: int = 0
     padded_tokens_count: int = 0
+
+
+OnResponse = Callable[[Request, Response], None]
+"""Called once per finished request, in completion order (for incremental writing)."""
+
+ChatTemplate = Callable[[list[dict[str, str]], bool], str]
+"""Renders chat messages (``{"role", "content"}``) to the model's prompt string; the bool
+is ``add_generation_prompt``."""
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One evaluation item of one task, with its few-shot context already decided."""
+
+    task: str
+    id: int
+    """Position in the evaluated split (stable: the same item always gets the same id)."""
+    subject: str
+    context: str
+    """Everything before the answer: initial prompt, few-shot examples and the query."""
+    choices: tuple[str, ...] = ()
+    """LOGPROBS: the candidate answers, without the target delimiter."""
+    gold: int | str | tuple[str, ...] | None = None
+    """LOGPROBS: gold choice index. GENERATIVE: reference answer(s). PERPLEXITY: the text
+    whose words and bytes normalise perplexity (WikiText: the page before detokenization)."""
+    continuation: str = ""
+    """PERPLEXITY: the text scored as a whole. LOGPROBS with ``contexts``: the continuation
+    shared by every choice (without the target delimiter)."""
+    contexts: tuple[str, ...] = ()
+    """LOGPROBS "multiple input" tasks (WinoGrande): one context per choice, all scored on
+    the same ``continuation`` (lm-eval's partial scoring). Empty for ordinary tasks."""
+    fewshot_ids: tuple[int, ...] = ()
+    """Ids (in the few-shot split) of the examples placed in ``context``."""
+    idk_index: int | None = None
+    """Index of the explicit "I don't know" choice, if the task variant has one."""
+    item: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The dataset row after loading and preprocessing."""
+
+
+@dataclass
+class DocOutput:
+    """Everything the model returned for one doc: its :class:`Response` s folded together
+    (the fields of lighteval's ``ModelResponse``)."""
+
+    input: str
+    input_tokens: list[int] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    output_tokens: list[list[int]] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    argmax_logits_eq_gold: list[bool] = field(default_factory=list)
+    unconditioned_logprobs: list[float] | None = None
+    truncated_tokens_count: int = 0
+    padded_tokens_count: int = 0
+    raw_text: list[str] | None = None
+    """GENERATIVE with ``strip_reasoning``: the generations before stripping (left out of
+    sample lines when None)."""
+
+    @classmethod
+    def from_responses(
+        cls, doc: Doc, output_type: OutputType, responses: list[Response]
+    ) -> DocOutput:
+        """Fold a doc's per-request responses (ordered by request index) into one record."""
+        return cls(
+            input=doc.context if output_type is not OutputType.PERPLEXITY else doc.continuation,
+            input_tokens=list(responses[0].input_tokens) if responses else [],
+            text=[r.text for r in responses if r.text is not None],
+            output_tokens=[list(r.output_tokens) for r in responses],
+            logprobs=[float(r.logprob) for r in responses if r.logprob is not None],
+            argmax_logits_eq_gold=[bool(r.is_greedy) for r in responses if r.is_greedy is not None],
+            truncated_tokens_count=sum(r.truncated_tokens_count for r in responses),
+            padded_tokens_count=sum(r.padded_tokens_count for r in responses),
+            raw_text=(
+                [r.raw_text or r.text or "" for r in responses]
+                if any(r.raw_text is not None for r in responses)
+                else None
+            ),
+        )

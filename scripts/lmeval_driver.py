@@ -21,7 +21,6 @@ tokens fed through the transformer body and this process's peak RSS.
 from __future__ import annotations
 
 import json
-import resource
 import sys
 import tempfile
 import time
@@ -32,40 +31,9 @@ T_START = time.perf_counter()
 import lm_eval  # noqa: E402
 import torch  # noqa: E402
 import yaml  # noqa: E402
+from driver_common import TokenCounter, import_model_code, peak_rss_kib  # noqa: E402
 from lm_eval.models.huggingface import HFLM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
-
-
-def import_model_code(model_dir: str) -> None:
-    """Import the model's transformers modules before the clock starts (both drivers do
-    this, so library import time is never counted as work)."""
-    import transformers
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
-
-    config = transformers.AutoConfig.from_pretrained(model_dir)
-    MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
-    transformers.AutoTokenizer.from_pretrained(model_dir)
-
-
-class TokenCounter:
-    """Counts token positions entering the transformer body (padding included)."""
-
-    def __init__(self, body: torch.nn.Module) -> None:
-        self.tokens = 0
-        self.calls = 0
-        body.register_forward_pre_hook(self._hook, with_kwargs=True)
-
-    def _hook(self, module, args, kwargs):  # noqa: ANN001
-        ids = kwargs.get("input_ids")
-        if ids is None and args:
-            ids = args[0]
-        if ids is None:
-            ids = kwargs.get("inputs_embeds")
-            n = 0 if ids is None else ids.shape[0] * ids.shape[1]
-        else:
-            n = ids.numel()
-        self.tokens += int(n)
-        self.calls += 1
 
 
 def _jsonable(value):  # noqa: ANN001, ANN202
@@ -152,7 +120,7 @@ def main() -> None:
         },
         "tokens_fed": counter.tokens,
         "forward_calls": counter.calls,
-        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "peak_rss_kib": peak_rss_kib(),
     }
     out_path.write_text(json.dumps(out))
 

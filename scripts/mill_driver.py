@@ -3,17 +3,18 @@
 ``python mill_driver.py SPEC.json OUT.json`` with SPEC ``{"overrides": [...Hydra
 overrides, as on the mill command line...], "threads": 2}``.
 
-The config is composed exactly as the ``mill`` CLI composes it and the run goes through
-the same builders and :func:`mill.evaluator.evaluate`; only the experiment folder is left
-out (records are kept in memory). OUT holds every per-doc record, the aggregated metrics,
-timings, the tokens fed through the transformer body, the unique tokens of the workload
-and this process's peak RSS.
+The run goes through the public API: :func:`mill.compose` composes the config exactly as
+the ``mill`` CLI does and :func:`mill.evaluate` runs it without an experiment folder
+(records are kept in memory through ``on_sample``). The driver builds the model itself, to
+time its loading apart and to count the tokens its transformer body sees. OUT holds
+every per-doc record, the aggregated metrics, timings (``task_build``: composing the
+config; building tasks and loading data count in ``evaluate``), the tokens fed through
+the transformer body, the unique tokens of the workload and this process's peak RSS.
 """
 
 from __future__ import annotations
 
 import json
-import resource
 import sys
 import time
 from pathlib import Path
@@ -22,53 +23,13 @@ from typing import Any
 T_START = time.perf_counter()
 
 import torch  # noqa: E402
-from hydra import compose, initialize_config_module  # noqa: E402
+from driver_common import TokenCounter, import_model_code, peak_rss_kib  # noqa: E402
 
-import mill.cli  # noqa: E402,F401  (registers the mill_resource resolver)
-from mill.evaluator import evaluate  # noqa: E402
+import mill  # noqa: E402
 from mill.instantiate import instantiate  # noqa: E402
 from mill.model.rolling import rolling_windows  # noqa: E402
 from mill.record import SampleRecord  # noqa: E402
-from mill.runner.build import build_metrics, build_source, build_tasks  # noqa: E402
 from mill.types import OutputType  # noqa: E402
-
-
-def import_model_code(model_dir: str) -> None:
-    """Import the model's transformers modules before the clock starts (both drivers do
-    this, so library import time is never counted as work)."""
-    import transformers
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
-
-    config = transformers.AutoConfig.from_pretrained(model_dir)
-    MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
-    transformers.AutoTokenizer.from_pretrained(model_dir)
-
-
-class TokenCounter:
-    """Counts token positions entering the transformer body (padding included)."""
-
-    def __init__(self, body: torch.nn.Module) -> None:
-        self.tokens = 0
-        self.calls = 0
-        body.register_forward_pre_hook(self._hook, with_kwargs=True)
-
-    def _hook(self, module: Any, args: Any, kwargs: Any) -> None:
-        ids = kwargs.get("input_ids")
-        if ids is None and args:
-            ids = args[0]
-        self.tokens += 0 if ids is None else int(ids.numel())
-        self.calls += 1
-
-
-class _Quiet:
-    def phase(self, name: str, total: int) -> None:
-        pass
-
-    def advance(self, n: int = 1) -> None:
-        pass
-
-    def done(self) -> None:
-        pass
 
 
 def _trie_size(sequences: list[list[int]]) -> int:
@@ -119,10 +80,6 @@ def unique_tokens_across_docs(records: list[SampleRecord], types: dict[str, Outp
     return count
 
 
-def _peak_rss_kib() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     out_path = Path(sys.argv[2])
@@ -131,33 +88,20 @@ def main() -> None:
     import datasets  # noqa: F401  (loaded by lm-eval's imports too)
 
     t_imported = time.perf_counter()
-    rss = {"imports": _peak_rss_kib()}
-    with initialize_config_module("mill.conf", version_base="1.3"):
-        cfg = compose("mill", overrides=list(spec["overrides"]))
+    rss = {"imports": peak_rss_kib()}
+    cfg = mill.compose([*spec["overrides"], "report.progress=never"])
     allow = [str(a) for a in cfg.get("allow_targets", [])]
-    source = build_source(cfg.data)
-    tasks, _ = build_tasks(cfg.task, allow)
-    metrics = build_metrics(cfg.get("metrics"), tasks, allow)
     t_ready = time.perf_counter()
-    rss["task_build"] = _peak_rss_kib()
+    rss["task_build"] = peak_rss_kib()
     model = instantiate(cfg.model, allow)
     counter = TokenCounter(model.model.base_model)
     t_model = time.perf_counter()
-    rss["model_load"] = _peak_rss_kib()
+    rss["model_load"] = peak_rss_kib()
     records: list[SampleRecord] = []
-    per_task = evaluate(
-        tasks,
-        metrics,
-        model,
-        source,
-        records.append,
-        _Quiet(),
-        bootstrap_iters=int(cfg.runner.bootstrap_iters),
-        seed=int(cfg.runner.seed),
-    )
+    results = mill.evaluate(config=cfg, model=model, on_sample=records.append)
     t_done = time.perf_counter()
-    rss["evaluate"] = _peak_rss_kib()
-    types = {t.name: t.OUTPUT_TYPE for t in tasks}
+    rss["evaluate"] = peak_rss_kib()
+    types = {name: OutputType(task.output_type) for name, task in results.tasks.items()}
     unique = sum(unique_tokens(r, types[r.task], model) for r in records)
     unique_all = unique_tokens_across_docs(records, types) + sum(
         unique_tokens(r, types[r.task], model)
@@ -169,8 +113,8 @@ def main() -> None:
         "side": "mill",
         "identity": model.identity(),
         "tasks": {
-            name: {"metrics": {k: v["value"] for k, v in result.metrics.items()}}
-            for name, result in per_task.items()
+            name: {"metrics": {k: v.value for k, v in result.metrics.items()}}
+            for name, result in results.tasks.items()
         },
         "samples": [
             {
@@ -197,7 +141,7 @@ def main() -> None:
         "forward_calls": counter.calls,
         "unique_tokens": unique,
         "unique_tokens_across_docs": unique_all,
-        "peak_rss_kib": _peak_rss_kib(),
+        "peak_rss_kib": peak_rss_kib(),
         "peak_rss_kib_after": rss,
     }
     out_path.write_text(json.dumps(out))

@@ -1,20 +1,18 @@
-"""Shared fixtures: offline environment, composed configs, and a CLI runner."""
+"""Shared fixtures: offline environment, the model cache, composed configs; helpers live in
+tests/helpers.py."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+
+from tests import helpers
+from tests.helpers import REPO, SHARED, run_mill  # noqa: F401  (older imports of these)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -23,22 +21,11 @@ def _mill_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ.setdefault("MILL_CACHE", str(tmp_path_factory.mktemp("mill-cache")))
 
 
-def run_mill(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: int = 300
-) -> subprocess.CompletedProcess[str]:
-    """Run the installed ``mill`` console script in a subprocess (offline, CI=1)."""
-    full_env = {**os.environ, "CI": "1", **(env or {})}
-    exe = Path(sys.executable).with_name("mill")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
-    return subprocess.run(
-        [*cmd, *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The fast tier never starts mill: :func:`tests.helpers.run_mill` fails a test that is
+    not marked ``slow`` (set before any fixture, session fixtures included, runs)."""
+    helpers.SLOW_ALLOWED["now"] = item.get_closest_marker("slow") is not None
 
 
 @pytest.fixture()

@@ -8,6 +8,7 @@ file's schema to the hub's one afterwards, so prompts never depend on the source
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from importlib import resources
@@ -31,6 +32,8 @@ class DataSource:
 
     source: str = "hub"
     dir: str | None = None
+    skip_bad_rows: bool = False
+    """Skip (and count) rows that lack what their task needs instead of stopping the run."""
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -96,6 +99,31 @@ def _local_file(spec: DatasetSpec, split: str, source: DataSource, subject: str)
     return source.root / spec.local_files[split].format(subject=subject)
 
 
+def _diagnose(path: Path, builder: str, err: Exception) -> str:
+    """Why ``datasets`` could not read a local file: the first line that is not UTF-8 or
+    (JSON lines) not a JSON object, else ``datasets``' own first line."""
+    fix = "fix or replace the file"
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                return (
+                    f"line {number} is not UTF-8 text (byte {raw[bad.start]:#04x} at column "
+                    f"{bad.start + 1}); save the file as UTF-8"
+                )
+            if builder != "json" or not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as bad:
+                return f"line {number} is not valid JSON ({bad}); {fix}"
+            if not isinstance(row, dict):
+                return f"line {number} is not a JSON object (one row per line); {fix}"
+    first = " ".join(str(err).split())[:200] or type(err).__name__
+    return f"cannot be read as {builder}: {first}; {fix}"
+
+
 def load_rows(
     spec: DatasetSpec, split: str, source: DataSource, subject: str = "default"
 ) -> LoadedSplit:
@@ -110,6 +138,9 @@ def load_rows(
                 f"data file {path} for {spec.path} split {split!r} does not exist; "
                 "check data.dir (data=local) or task.dataset.data_files"
             )
+        where = f"data file {path} ({spec.path} split {split!r})"
+        if path.stat().st_size == 0:
+            raise DatasetUnavailable(f"{where} is empty; point the task at a file with rows")
         try:
             ds = datasets.load_dataset(
                 spec.local_builder,
@@ -118,7 +149,11 @@ def load_rows(
                 **spec.builder_kwargs,
             )
         except Exception as err:  # datasets raises many types; all mean "bad file"
-            raise DatasetUnavailable(f"cannot read {path}: {err}") from err
+            raise DatasetUnavailable(
+                f"{where}: {_diagnose(path, spec.local_builder, err)}"
+            ) from err
+        if len(ds) == 0:
+            raise DatasetUnavailable(f"{where} has no rows; point the task at a file with rows")
         origin = {"file": str(path), "sha256": _sha256(path), "fingerprint": ds._fingerprint}
         return LoadedSplit(rows=ds.to_list(), origin=origin, local=True)
 

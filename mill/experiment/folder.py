@@ -1,9 +1,13 @@
 """One experiment folder per run. Nothing half-written can pass for a result:
 
-* ``results.json`` appears only when a run succeeds (written atomically, last);
+* a run commits in one order: final sample files, ``results.json``, ``report.txt``,
+  ``plots/`` and ``report.html``, then ``manifest.json`` with ``status: succeeded``. Only
+  that last write makes the run finished; any folder short of it is completed by
+  ``runner.resume=true``, and report and compare refuse it;
 * samples stream into ``samples/<task>.partial.jsonl`` and are renamed to
   ``samples/<task>.jsonl`` only when the run succeeds;
-* ``manifest.json`` carries ``status``: running, succeeded or failed (with the error);
+* ``manifest.json`` carries ``status``: running, succeeded, failed (with the error) or
+  interrupted (SIGINT/SIGTERM);
 * while a run is in progress its driver holds an exclusive lock on ``.lock``, so a
   resumed run can tell an interrupted folder from one still in use.
 """
@@ -12,21 +16,37 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import jsonlines
 
-from mill.errors import ExperimentExists, MillError
+from mill.errors import ConfigError, ExperimentExists, MillError
+from mill.files import read_json, write_json
 from mill.record import SampleRecord
+from mill.results import Manifest, Results
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temp file + rename)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
-    os.replace(tmp, path)
+def check_name(value: Any, setting: str) -> str:
+    """``value`` as a name that may become part of a file or folder name (a task's samples
+    file, the run folder's name), or ConfigError naming ``setting``: no path separators,
+    not empty, not ``.`` or ``..``, no control characters, so a name never leads out of
+    the experiment folder."""
+    text = str(value)
+    if (
+        not text
+        or text in (".", "..")
+        or "/" in text
+        or "\\" in text
+        or any(ord(c) < 32 or ord(c) == 127 for c in text)
+    ):
+        raise ConfigError(
+            f"{setting}={text!r} cannot be used: Mill makes file and folder names from it, and "
+            "it must not be empty, '.' or '..', or hold '/', '\\' or control characters; "
+            "choose a plain name (letters, digits, '_', '-', '.')"
+        )
+    return text
 
 
 class ExperimentFolder:
@@ -51,12 +71,21 @@ class ExperimentFolder:
         """Refuse a folder that already holds a finished or started run."""
         for existing in (self.results_path, self.manifest_path):
             if existing.exists():
+                hint = ""
+                if not self._succeeded():
+                    hint = "; to finish that unfinished run, add runner.resume=true"
                 raise ExperimentExists(
                     f"{existing} already exists; Mill never overwrites a run. Choose another "
-                    "folder (hydra.run.dir=...) or remove it"
+                    f"folder (hydra.run.dir=...) or remove it{hint}"
                 )
         self.samples_dir.mkdir(parents=True, exist_ok=True)
         self.lock()
+
+    def _succeeded(self) -> bool:
+        try:
+            return json.loads(self.manifest_path.read_text()).get("status") == "succeeded"
+        except (OSError, ValueError):
+            return False
 
     def lock(self) -> None:
         """Hold ``.lock`` for this process's lifetime (released by the OS, even on SIGKILL)."""
@@ -80,38 +109,58 @@ class ExperimentFolder:
             self._lock = None
 
     def reopen(self) -> dict[str, Any]:
-        """Take over an interrupted run's folder (``runner.resume=true``).
+        """Take over an unfinished run's folder (``runner.resume=true``).
 
-        Refuses a finished run and a folder in use; drops the unfinished sample files (the
-        response cache rebuilds them without the model). Returns the old manifest.
+        A run is finished when its manifest says ``succeeded`` (the last write of a run);
+        anything else (``running`` after a kill, ``failed``, ``interrupted``) is completed
+        by a resumed run. Refuses a finished run and a folder in use; removes what the
+        unfinished run derived (sample files, results, reports, temporary files): the
+        response cache rebuilds them without the model. Returns the old manifest.
         """
-        if self.results_path.exists():
-            raise ExperimentExists(
-                f"{self.results_path} exists: that run finished, there is nothing to resume; "
-                "Mill never overwrites a run. Choose another folder (hydra.run.dir=...)"
-            )
         self.lock()
         try:
-            old = json.loads(self.manifest_path.read_text())
+            old = read_json(self.manifest_path)
         except (OSError, ValueError) as err:
             self.unlock()
-            raise MillError(f"cannot resume {self.path}: unreadable manifest.json") from err
+            raise MillError(
+                f"cannot resume {self.path}: unreadable manifest.json; choose another folder "
+                "(hydra.run.dir=...)"
+            ) from err
         if old.get("status") == "succeeded":
             self.unlock()
-            raise ExperimentExists(f"{self.path} holds a succeeded run; there is nothing to resume")
-        for partial in self.samples_dir.glob("*.partial.jsonl"):
-            partial.unlink()
+            raise ExperimentExists(
+                f"{self.path} holds a succeeded run: there is nothing to resume and Mill never "
+                "overwrites a run. Choose another folder (hydra.run.dir=...)"
+            )
+        for name in ("results.json", "report.txt", "report.html"):
+            (self.path / name).unlink(missing_ok=True)
+        for leftover in [*self.path.glob("*.tmp"), *self.samples_dir.glob("*.jsonl")]:
+            leftover.unlink()
+        if (self.path / "plots").is_dir():
+            shutil.rmtree(self.path / "plots")
         self.samples_dir.mkdir(parents=True, exist_ok=True)
         return old
 
+    def inside(self, path: Path) -> Path:
+        """``path`` when it resolves inside this folder; MillError otherwise (every file a
+        run writes goes through here, so no name can lead out of the folder)."""
+        root = self.path.resolve()
+        if not path.resolve().is_relative_to(root):
+            raise MillError(
+                f"{path} is outside the experiment folder {root}; Mill refuses to write it"
+            )
+        return path
+
     def read_manifest(self) -> dict[str, Any]:
-        return json.loads(self.manifest_path.read_text())
+        return read_json(self.manifest_path)
 
     def write_sample(self, record: SampleRecord) -> None:
         """Append one sample line (flushed, so an interrupted run keeps what it had)."""
         task = record.task
         if task not in self._writers:
-            handle = (self.samples_dir / f"{task}.partial.jsonl").open("a", encoding="utf-8")
+            check_name(task, "task.name")
+            path = self.inside(self.samples_dir / f"{task}.partial.jsonl")
+            handle = path.open("a", encoding="utf-8")
             self._handles[task] = handle
             self._writers[task] = jsonlines.Writer(handle, flush=True)
         self._writers[task].write(record.to_json())
@@ -125,17 +174,21 @@ class ExperimentFolder:
             if success:
                 with jsonlines.open(partial) as reader:
                     rows = sorted(reader, key=lambda r: (r["subject"], r["doc_id"]))
-                with jsonlines.open(self.samples_dir / f"{task}.jsonl", "w") as out:
+                with jsonlines.open(self.inside(self.samples_dir / f"{task}.jsonl"), "w") as out:
                     out.write_all(rows)
                 partial.unlink()
         self._writers.clear()
         self._handles.clear()
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        write_json(self.manifest_path, manifest)
+    def write_manifest(self, manifest: Manifest | dict[str, Any]) -> None:
+        """``manifest.json``, atomically, in the schema of :class:`mill.results.Manifest`."""
+        if isinstance(manifest, dict):
+            manifest = Manifest.from_dict(manifest)
+        write_json(self.manifest_path, manifest.to_dict())
 
-    def write_results(self, results: dict[str, Any]) -> None:
-        write_json(self.results_path, results)
+    def write_results(self, results: Results) -> None:
+        """``results.json``, atomically, in the schema of :class:`mill.results.Results`."""
+        write_json(self.results_path, results.to_dict())
 
     def write_text(self, name: str, text: str) -> None:
-        (self.path / name).write_text(text, encoding="utf-8")
+        self.inside(self.path / name).write_text(text, encoding="utf-8")

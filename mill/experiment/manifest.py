@@ -5,10 +5,16 @@ from __future__ import annotations
 import platform
 import subprocess
 import sys
+import traceback
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from mill.errors import MillError
+
+if TYPE_CHECKING:
+    from mill.experiment.folder import ExperimentFolder
 
 PACKAGES = (
     "mill-eval",
@@ -71,3 +77,27 @@ def base_manifest(argv: list[str], seeds: dict[str, int]) -> dict[str, Any]:
         "versions": versions(),
         "seeds": seeds,
     }
+
+
+def record_failure(manifest: dict[str, Any], err: BaseException) -> None:
+    """The one way a failure enters a manifest: ``status`` failed, the error's first line
+    (the first recorded error wins) and, for Mill's own bugs (an ``Exception`` that is not
+    a :class:`~mill.errors.MillError`), the traceback."""
+    manifest["status"] = "failed"
+    manifest.setdefault("error", f"{type(err).__name__}: {err}".splitlines()[0])
+    if isinstance(err, Exception) and not isinstance(err, MillError):
+        trace = traceback.format_exception(type(err), err, err.__traceback__)
+        manifest.setdefault("traceback", "".join(trace))
+
+
+def mark_failed(folder: ExperimentFolder, err: BaseException) -> None:
+    """A crash outside the evaluation (bad settings, workers died, Ctrl-C): a manifest still
+    saying ``running`` records ``err`` and becomes failed (or interrupted). A finished or unreadable
+    manifest is left as it is."""
+    try:
+        manifest = folder.read_manifest()
+    except (OSError, ValueError, MillError):
+        return
+    if manifest.get("status") == "running":
+        record_failure(manifest, err)
+        folder.write_manifest(manifest)

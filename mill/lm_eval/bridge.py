@@ -34,8 +34,7 @@ from mill.lm_eval import require_lm_eval
 from mill.metrics.base import CorpusMetric, Metric
 from mill.metrics.stats import mean_stderr
 from mill.task.base import Task, TaskGroup
-from mill.task.doc import Doc
-from mill.types import GenerationArgs, OutputType, Request, Response
+from mill.types import Doc, GenerationArgs, OutputType, Request, Response
 
 log = logging.getLogger("mill")
 

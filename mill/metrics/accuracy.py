@@ -12,8 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mill.metrics.base import DocResponses, MeanMetric
-from mill.task.doc import Doc
-from mill.types import OutputType, Response
+from mill.types import Doc, OutputType, Response
 
 LOGPROBS = frozenset({OutputType.LOGPROBS})
 

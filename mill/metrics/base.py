@@ -11,8 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mill.metrics.stats import bootstrap_stderr, mean, mean_stderr
-from mill.task.doc import Doc
-from mill.types import OutputType, Response
+from mill.types import Doc, OutputType, Response
 
 if TYPE_CHECKING:
     from mill.task.base import Task
@@ -53,6 +52,11 @@ class Metric:
     def stderr(self, values: Sequence[SampleValue], *, iters: int, seed: int) -> float | None:
         """Standard error of :meth:`aggregate`."""
         raise NotImplementedError
+
+    def extracted_answer(self, responses: Sequence[Response]) -> Any | None:
+        """The answer this metric extracts from a generation, recorded as the sample's
+        prediction (under the metric's name); None when it reads the output as it is."""
+        return None
 
     def check_task(self, task: Task) -> str | None:
         """Why this metric cannot score ``task`` (checked before data loads), or None."""

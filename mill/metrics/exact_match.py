@@ -7,8 +7,7 @@ import string
 from collections.abc import Sequence
 
 from mill.metrics.base import MeanMetric
-from mill.task.doc import Doc
-from mill.types import OutputType, Response
+from mill.types import Doc, OutputType, Response
 
 INVALID = "[invalid]"
 
@@ -68,6 +67,12 @@ class ExactMatch(MeanMetric):
         if self.extract_pattern is None:
             return text
         return extract(text, self.extract_pattern, self.extract_group)
+
+    def extracted_answer(self, responses: Sequence[Response]) -> str | None:
+        """The first generation after ``extract_pattern`` (None without a pattern)."""
+        if self.extract_pattern is None or not responses:
+            return None
+        return self.prediction(responses[0])
 
     def matches(self, doc: Doc, prediction: str) -> float:
         """1.0 if an extracted prediction equals any reference after normalisation."""

@@ -8,8 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from mill.metrics.base import MeanMetric
-from mill.task.doc import Doc
-from mill.types import OutputType, Response
+from mill.types import Doc, OutputType, Response
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 

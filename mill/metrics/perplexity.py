@@ -10,8 +10,7 @@ import re
 from collections.abc import Sequence
 
 from mill.metrics.base import CorpusMetric, RatioMetric, SampleValue
-from mill.task.doc import Doc
-from mill.types import OutputType, Response
+from mill.types import Doc, OutputType, Response
 
 
 def _loglikelihood(responses: Sequence[Response]) -> float:

@@ -14,8 +14,7 @@ import numpy as np
 
 from mill.metrics.accuracy import LOGPROBS, char_normalised, logprobs
 from mill.metrics.base import MeanMetric
-from mill.task.doc import Doc
-from mill.types import Response
+from mill.types import Doc, Response
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from mill.metrics.base import MeanMetric
 from mill.metrics.exact_match import ExactMatch
-from mill.task.doc import Doc
-from mill.types import OutputType, Response
+from mill.types import Doc, OutputType, Response
 
 if TYPE_CHECKING:
     from mill.task.base import Task

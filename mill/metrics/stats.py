@@ -1,4 +1,5 @@
-"""Small statistics: mean, its closed-form stderr, and seeded bootstrap stderrs."""
+"""Small statistics: mean, its closed-form stderr, seeded bootstrap stderrs, and the paired
+tests that compare two runs (paired bootstrap, McNemar's exact test)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ from typing import TypeVar
 import numpy as np
 
 T = TypeVar("T")
+
+Statistic = Callable[[np.ndarray], np.ndarray]
+"""A corpus aggregate of docs given by index: 1-D indices -> scalar, 2-D -> one per row."""
+
+CHUNK = 1000
+"""Resamples drawn and evaluated at once by :func:`paired_bootstrap`."""
 
 
 def mean(values: Sequence[float]) -> float:
@@ -72,3 +79,32 @@ def combined_stderr(weights: Sequence[float], stderrs: Sequence[float | None]) -
     return float(
         math.sqrt(sum(w * w * float(s) ** 2 for w, s in zip(weights, stderrs, strict=True)))
     )
+
+
+def paired_bootstrap(
+    stat_a: Statistic, stat_b: Statistic, n: int, iters: int, seed: int
+) -> np.ndarray:
+    """Differences ``stat_b(idx) - stat_a(idx)`` over ``iters`` paired resamples: ``rng =
+    numpy.random.default_rng(seed)``, each resample ``idx = rng.integers(0, n, size=n)``
+    picks the same docs from both runs (drawn in chunks of :data:`CHUNK` rows, one row per
+    resample, so ``stat_*`` see 2-D index arrays)."""
+    rng = np.random.default_rng(seed)
+    out = np.empty(iters, dtype=np.float64)
+    for start in range(0, iters, CHUNK):
+        rows = min(CHUNK, iters - start)
+        idx = np.stack([rng.integers(0, n, size=n) for _ in range(rows)])
+        out[start : start + rows] = stat_b(idx) - stat_a(idx)
+    return out
+
+
+def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
+    """McNemar's exact test for paired 0/1 outcomes: (n10, n01, p) with n10 pairs right in
+    ``a`` only, n01 right in ``b`` only, and p the two-sided binomial test of n01 successes
+    in n01 + n10 trials at 1/2 (``scipy.stats.binomtest``); p = 1 when n01 + n10 = 0."""
+    from scipy.stats import binomtest
+
+    a, b = a.astype(bool), b.astype(bool)
+    n10, n01 = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    if n10 + n01 == 0:
+        return n10, n01, 1.0
+    return n10, n01, float(binomtest(n01, n10 + n01, 0.5).pvalue)

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from mill.types import Request, Response
-
-OnResponse = Callable[[Request, Response], None]
-"""Called once per finished request, in completion order (for incremental writing)."""
+from mill.types import ChatTemplate, OnResponse, Request, Response
 
 
 def _ignore(request: Request, response: Response) -> None:
@@ -38,7 +35,7 @@ class LanguageModel(ABC):
     ) -> list[Response]:
         """GENERATIVE: greedy continuation of each context until a stop string or EOS."""
 
-    def chat_template(self) -> Callable[[list[dict[str, str]], bool], str] | None:
+    def chat_template(self) -> ChatTemplate | None:
         """The model's chat template (messages, add_generation_prompt) -> prompt, or None
         when it has none. Tasks with ``chat_template=true`` render prompts through it."""
         return None

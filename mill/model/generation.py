@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from mill.model.batching import budget_batches
+from mill.model.tokenizing import cut_at_stop
 
 
 @dataclass
@@ -66,14 +67,6 @@ class Stepper:
     @property
     def device(self) -> torch.device:
         raise NotImplementedError
-
-
-def cut_at_stop(text: str, until: Sequence[str]) -> str:
-    """Text before the first occurrence of each stop string, applied in order (lm-eval)."""
-    for stop in until:
-        if stop:
-            text = text.split(stop)[0]
-    return text
 
 
 class _StopCheck:

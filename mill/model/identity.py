@@ -3,10 +3,15 @@
 Every byte of a weight, tokenizer or config file counts: a checkpoint overwritten in place
 with same-shaped weights gets a new digest. Hashing a 16 GB checkpoint takes a while, so a
 file's SHA-256 is computed once per file version and remembered in
-``$MILL_CACHE/digests.sqlite`` under (real path, size, mtime_ns, inode): later runs only
-``stat`` the files. Any write to a file changes its mtime or size (or its inode, when it is
-replaced), so a remembered digest is never served for other bytes. When the memo cannot be
-written (a read-only cache folder), digests are computed and not remembered.
+``$MILL_CACHE/digests.sqlite`` under (real path, size, mtime_ns, inode, ctime_ns): later
+runs only ``stat`` the files. Any write to a file changes its mtime and ctime (a tool that
+puts the old mtime back still moves the ctime, which no user can set), and a replaced file
+has a new inode, so a remembered digest is never served for other bytes.
+
+A file modified within the last :data:`RACY_S` seconds is hashed but not remembered: a
+second write in the same clock tick as the first could leave every stat field unchanged
+(git's "racily clean" problem). When the memo cannot be written (a read-only cache folder),
+digests are computed and not remembered.
 """
 
 from __future__ import annotations
@@ -14,15 +19,31 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 _CHUNK = 8 << 20
+RACY_S = 2.0
+"""Files modified more recently than this are not remembered (see the module docstring)."""
+
+_TABLE = "file_sha256"
+
+# Files of a model folder that no loader reads: training state and docs. Everything else in
+# the folder (weights, configs, tokenizer files, generation config, chat templates, remote
+# code) is part of the model's identity.
+_NOT_MODEL = ("optimizer", "scheduler", "rng_state", "trainer_state", "training_args", "readme")
 
 
 def cache_root() -> Path:
     """``$MILL_CACHE`` or ``~/.cache/mill``: where Mill keeps what it builds or remembers."""
     return Path(os.environ.get("MILL_CACHE", Path.home() / ".cache" / "mill"))
+
+
+def memo_path() -> Path:
+    """The SQLite file that remembers file digests."""
+    return cache_root() / "digests.sqlite"
 
 
 def _sha256(path: Path) -> str:
@@ -35,16 +56,24 @@ def _sha256(path: Path) -> str:
 
 def _memo() -> sqlite3.Connection | None:
     try:
-        root = cache_root()
-        root.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(root / "digests.sqlite", timeout=30)
+        path = memo_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=30)
         conn.execute(
-            "CREATE TABLE IF NOT EXISTS digests (path TEXT, size INTEGER, mtime_ns INTEGER,"
-            " inode INTEGER, sha256 TEXT NOT NULL, PRIMARY KEY (path, size, mtime_ns, inode))"
+            f"CREATE TABLE IF NOT EXISTS {_TABLE} (path TEXT, size INTEGER, mtime_ns INTEGER,"
+            " inode INTEGER, ctime_ns INTEGER, sha256 TEXT NOT NULL,"
+            " PRIMARY KEY (path, size, mtime_ns, inode, ctime_ns))"
         )
         return conn
     except (OSError, sqlite3.Error):
         return None
+
+
+def file_key(path: Path) -> tuple[str, int, int, int, int]:
+    """(real path, size, mtime_ns, inode, ctime_ns): what the memo knows a file version by."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return (real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def file_digests(paths: Iterable[Path]) -> dict[Path, str]:
@@ -54,24 +83,28 @@ def file_digests(paths: Iterable[Path]) -> dict[Path, str]:
     out: dict[Path, str] = {}
     try:
         for path in paths:
-            real = os.path.realpath(path)
-            st = os.stat(real)
-            key = (real, st.st_size, st.st_mtime_ns, st.st_ino)
+            key = file_key(path)
             row = None
             if conn is not None:
-                row = conn.execute(
-                    "SELECT sha256 FROM digests WHERE path=? AND size=? AND mtime_ns=? AND inode=?",
-                    key,
-                ).fetchone()
+                try:
+                    row = conn.execute(
+                        f"SELECT sha256 FROM {_TABLE} WHERE path=? AND size=? AND mtime_ns=?"
+                        " AND inode=? AND ctime_ns=?",
+                        key,
+                    ).fetchone()
+                except sqlite3.Error:
+                    row = None
             if row is not None:
                 out[path] = row[0]
                 continue
-            out[path] = _sha256(Path(real))
-            if conn is not None:
+            out[path] = _sha256(Path(key[0]))
+            settled = time.time_ns() - key[2] > RACY_S * 1e9
+            if conn is not None and settled:
                 try:
                     with conn:
                         conn.execute(
-                            "INSERT OR REPLACE INTO digests VALUES (?,?,?,?,?)", (*key, out[path])
+                            f"INSERT OR REPLACE INTO {_TABLE} VALUES (?,?,?,?,?,?)",
+                            (*key, out[path]),
                         )
                 except sqlite3.Error:
                     pass
@@ -91,8 +124,52 @@ def folder_digest(directory: Path, suffixes: Iterable[str] | None = None) -> str
         for p in directory.iterdir()
         if p.is_file() and not p.name.startswith(".") and (wanted is None or p.suffix in wanted)
     )
+    return _combine(files)
+
+
+def _combine(files: list[Path]) -> str:
     digests = file_digests(files)
     combined = hashlib.sha256()
     for path in files:
         combined.update(f"{path.name}\x00{digests[path]}\n".encode())
     return combined.hexdigest()
+
+
+def model_files(directory: Path) -> list[Path]:
+    """The files of a model folder that make the model: every visible file but training
+    state (optimizer, scheduler, RNG, trainer state and arguments) and the README."""
+    return sorted(
+        p
+        for p in Path(directory).iterdir()
+        if p.is_file() and not p.name.startswith(".") and not p.name.lower().startswith(_NOT_MODEL)
+    )
+
+
+def hub_snapshot(repo_id: str, revision: str | None) -> Path | None:
+    """The local snapshot folder of a hub model at ``revision`` (a branch, tag or commit;
+    None: main) in the Hugging Face cache, as ``from_pretrained`` just resolved it; None
+    when there is none."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(repo_id, "config.json", revision=revision or "main")
+    except Exception:  # not a valid repo id: no snapshot to hash
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def weights_identity(pretrained: str, revision: str | None, commit: str | None) -> dict[str, Any]:
+    """``commit`` and ``weights_fingerprint`` of a model's identity. A local folder: the
+    digest of its model files (:func:`model_files`). A hub model: the resolved commit sha
+    (its snapshot folder's name when the loader did not say) and the digest of the
+    snapshot's files; the commit alone when no snapshot folder is found."""
+    local = Path(os.path.expanduser(pretrained))
+    if local.is_dir():
+        return {"commit": commit, "weights_fingerprint": _combine(model_files(local))}
+    snapshot = hub_snapshot(pretrained, commit or revision)
+    if snapshot is None:
+        return {"commit": commit, "weights_fingerprint": commit}
+    return {
+        "commit": commit or snapshot.name,
+        "weights_fingerprint": _combine(model_files(snapshot)),
+    }

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from mill.errors import ConfigError
 from mill.model.hf import HFCausalLM
 from mill.model.identity import cache_root
 
@@ -20,13 +22,29 @@ def random_gpt2_dir(n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: i
         tokenizer = Path(str(resources.files("mill.resources").joinpath("tokenizers/gpt2")))
         tmp = out.with_name(out.name + f".tmp{os.getpid()}")
         build_random_gpt2(tokenizer, tmp, n_layer, n_embd, n_head, seed=seed)
-        tmp.replace(out) if not out.exists() else None
+        try:
+            tmp.replace(out)
+        except OSError:  # another process built it first (the same seeded bytes)
+            if not (out / "model.safetensors").exists():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
 def random_gpt2(
-    n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: int = 0, **kwargs: Any
+    n_layer: int = 2,
+    n_embd: int = 64,
+    n_head: int = 4,
+    seed: int = 0,
+    pretrained: str | None = None,
+    **kwargs: Any,
 ) -> HFCausalLM:
-    """An :class:`HFCausalLM` over the cached random GPT-2 (other args go to HFCausalLM)."""
+    """An :class:`HFCausalLM` over the cached random GPT-2 (other args go to HFCausalLM).
+    Its config extends ``model/hf``; ``pretrained`` must stay null (the weights are built)."""
+    if pretrained is not None:
+        raise ConfigError(
+            f"model.pretrained={pretrained!r}: gpt2_random builds its own weights from "
+            "n_layer/n_embd/n_head/seed; drop model.pretrained or use model=hf"
+        )
     kwargs.setdefault("name", f"gpt2_random_l{n_layer}_d{n_embd}")
     return HFCausalLM(str(random_gpt2_dir(n_layer, n_embd, n_head, seed)), **kwargs)

@@ -36,6 +36,7 @@ import torch
 
 from mill.model.batching import budget_batches
 from mill.model.head import score_positions
+from mill.model.tokenizing import scoring_window
 
 PACK_MAX_TOKENS = 512
 """Contexts with their continuations up to this many tokens are scored in one packed pass
@@ -171,12 +172,9 @@ def _full_pass(
 ) -> None:
     inputs, spans = [], []
     for item in batch:
-        whole = item.context + item.continuation
-        inp = whole[-(max_length + 1) :][:-1]
+        inp, truncated = scoring_window(item.context, item.continuation, max_length)
         inputs.append(inp)
-        spans.append(
-            (len(inp) - len(item.continuation), len(inp), max(0, len(whole) - max_length - 1))
-        )
+        spans.append((len(inp) - len(item.continuation), len(inp), truncated))
     width = max(len(x) for x in inputs)
     ids = _right_padded(inputs, width)
     hidden, _ = fwd.hidden(ids.to(fwd.device), None, None, None, use_cache=False)

@@ -2,8 +2,9 @@
 
 For each doc, the model's confidence is the largest probability of a softmax over the
 choices' log-likelihoods (``response.logprobs``); the answer is that choice, correct when it
-is the gold choice (or one of them). Docs are binned by confidence into equal-width bins on
-[0, 1] and
+is the gold choice (or one of them). Docs are binned by confidence into equal-width,
+right-inclusive bins on [0, 1] by the ``ece`` metric's own code
+(:mod:`mill.metrics.calibration`), and
 
     ECE = sum over bins b of (n_b / N) * |accuracy_b - mean confidence_b|
 
@@ -19,14 +20,12 @@ from typing import Any
 
 import numpy as np
 
-
-@dataclass
-class Bin:
-    lo: float
-    hi: float
-    count: int
-    accuracy: float
-    confidence: float
+from mill.metrics.calibration import (
+    CalibrationBin,
+    calibration_bins,
+    confidence_and_hit,
+    expected_calibration_error,
+)
 
 
 @dataclass
@@ -39,30 +38,22 @@ class Reliability:
     accuracy: float
     mean_confidence: float
     chance: float
-    bins: list[Bin]
-
-
-def _is_correct(prediction: int, gold: Any) -> bool:
-    if isinstance(gold, list):
-        return prediction in gold
-    return prediction == gold
+    bins: list[CalibrationBin]
 
 
 def confidences(samples: Iterable[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per doc: max softmax probability, whether its argmax is gold, and 1/#choices.
+    """Per doc: max softmax probability, whether its argmax is gold, and 1/#choices
+    (:func:`mill.metrics.calibration.confidence_and_hit`, as the ``ece`` metric scores a doc).
 
     Docs with fewer than two scored choices are skipped."""
-    from scipy.special import softmax
-
     conf, correct, chance = [], [], []
     for sample in samples:
         logprobs = (sample.get("response") or {}).get("logprobs") or []
         if len(logprobs) < 2:
             continue
-        probs = softmax(np.asarray(logprobs, dtype=np.float64))
-        prediction = int(np.argmax(probs))
-        conf.append(float(probs[prediction]))
-        correct.append(_is_correct(prediction, sample.get("gold")))
+        confidence, hit = confidence_and_hit(logprobs, sample.get("gold"))
+        conf.append(confidence)
+        correct.append(hit)
         chance.append(1.0 / len(logprobs))
     return np.asarray(conf), np.asarray(correct, dtype=bool), np.asarray(chance)
 
@@ -70,27 +61,17 @@ def confidences(samples: Iterable[dict[str, Any]]) -> tuple[np.ndarray, np.ndarr
 def reliability(
     task: str, samples: Iterable[dict[str, Any]], num_bins: int = 10
 ) -> Reliability | None:
-    """Binned confidence vs accuracy and ECE; None when no doc has two or more choices."""
+    """Binned confidence vs accuracy and ECE, binned by the ``ece`` metric's own
+    :func:`mill.metrics.calibration.calibration_bins`; None when no doc has two or more
+    choices."""
     conf, correct, chance = confidences(samples)
     if conf.size == 0:
         return None
-    edges = np.linspace(0.0, 1.0, num_bins + 1)
-    # bin i holds edges[i] <= c < edges[i+1]; a confidence of exactly 1.0 goes in the last bin
-    which = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, num_bins - 1)
-    bins: list[Bin] = []
-    ece = 0.0
-    for i in range(num_bins):
-        mask = which == i
-        count = int(mask.sum())
-        if count == 0:
-            continue
-        acc, mean_conf = float(correct[mask].mean()), float(conf[mask].mean())
-        ece += count / conf.size * abs(acc - mean_conf)
-        bins.append(Bin(float(edges[i]), float(edges[i + 1]), count, acc, mean_conf))
+    bins = calibration_bins(conf, correct, num_bins)
     return Reliability(
         task=task,
         n=int(conf.size),
-        ece=float(ece),
+        ece=expected_calibration_error(conf, correct, num_bins),
         accuracy=float(correct.mean()),
         mean_confidence=float(conf.mean()),
         chance=float(chance.mean()),

@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mill.metrics.stats import Statistic, mcnemar_exact, paired_bootstrap
 from mill.report.load import ReportInputError, RunFolder, flatten
-from mill.report.table import num
+from mill.report.numbers import number
 
-CHUNK = 1000
 FEW_DOCS = 30  # below this, say that bootstrap intervals and p-values are unreliable
 
 
@@ -75,20 +75,6 @@ def settings_diff(
     ]
 
 
-def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
-    """(n10, n01, two-sided exact p) for paired 0/1 outcomes."""
-    from scipy.stats import binomtest
-
-    a, b = a.astype(bool), b.astype(bool)
-    n10, n01 = int(np.sum(a & ~b)), int(np.sum(~a & b))
-    if n10 + n01 == 0:
-        return n10, n01, 1.0
-    return n10, n01, float(binomtest(n01, n10 + n01, 0.5).pvalue)
-
-
-Statistic = Callable[[np.ndarray], np.ndarray]
-
-
 def _statistic(metric: Any, values: list[Any]) -> tuple[np.ndarray, Statistic]:
     """Per-doc values as an array, and the corpus aggregate of rows of doc indices."""
     from mill.metrics.base import MeanMetric, RatioMetric
@@ -109,19 +95,6 @@ def _statistic(metric: Any, values: list[Any]) -> tuple[np.ndarray, Statistic]:
         return out if idx.ndim > 1 else out[0]
 
     return arr, generic
-
-
-def paired_bootstrap(
-    stat_a: Statistic, stat_b: Statistic, n: int, iters: int, seed: int
-) -> np.ndarray:
-    """Differences stat_b - stat_a over ``iters`` paired resamples (see module doc)."""
-    rng = np.random.default_rng(seed)
-    out = np.empty(iters, dtype=np.float64)
-    for start in range(0, iters, CHUNK):
-        rows = min(CHUNK, iters - start)
-        idx = np.stack([rng.integers(0, n, size=n) for _ in range(rows)])
-        out[start : start + rows] = stat_b(idx) - stat_a(idx)
-    return out
 
 
 def compare_metric(
@@ -162,7 +135,8 @@ def compare_metric(
     counts = f" (right only in A: {n10}, only in B: {n01})" if binary else ""
     few = "; few docs: bootstrap numbers are unreliable" if not binary and n < FEW_DOCS else ""
     numbers = (
-        f"B - A = {num(diff, True)}, {level}% CI [{num(lo, True)}, {num(hi, True)}], "
+        f"B - A = {number(diff, sign=True)}, "
+        f"{level}% CI [{number(lo, sign=True)}, {number(hi, sign=True)}], "
         f"{test} p={p:.4g}{counts}, {n} shared docs{few}"
     )
     if better is None:
@@ -182,7 +156,7 @@ def _metric(run: RunFolder, name: str, task: str = "") -> Any:
     from omegaconf import OmegaConf
 
     from mill.errors import MillError
-    from mill.runner.build import build_metric, metric_config
+    from mill.metrics.config import build_metric, metric_config
 
     settings = run.settings(task) if task else {}
     if settings.get("class") == "mill.lm_eval.bridge.LMEvalTask":
@@ -271,8 +245,8 @@ def compare_runs(
                 f"cannot compare {task}: {len(changed)} shared doc ids hold different documents "
                 f"(doc_hash differs, first {subject}/{doc_id}); the runs used different data"
             )
-        metrics_a = run_a.results["tasks"][task].get("metrics", {})
-        metrics_b = run_b.results["tasks"][task].get("metrics", {})
+        metrics_a = run_a.results.tasks[task].metrics
+        metrics_b = run_b.results.tasks[task].metrics
         for name in [m for m in metrics_a if m in metrics_b]:
             metric = _metric(run_a, name, task)
             a_vals = [docs_a[k]["metrics"][name] for k in keys]
@@ -316,10 +290,10 @@ def compare_table(rows: Sequence[Paired], title: str, alpha: float) -> Any:
             r.task,
             f"{r.metric} {'^' if r.higher_is_better else 'v'}",
             str(r.n),
-            num(r.a),
-            num(r.b),
-            num(r.diff, True),
-            f"[{num(r.ci[0], True)}, {num(r.ci[1], True)}]",
+            number(r.a),
+            number(r.b),
+            number(r.diff, sign=True),
+            f"[{number(r.ci[0], sign=True)}, {number(r.ci[1], sign=True)}]",
             f"{r.p_value:.4g}",
             r.test,
         )
@@ -382,9 +356,9 @@ def write_compare(
     text: str,
 ) -> None:
     """``compare.json``, ``compare.txt``, ``plots/compare.png`` and ``compare.html``."""
+    from mill.files import write_atomic
     from mill.report import html, plots
     from mill.report.console import make_console
-    from mill.report.rebuild import write_file
 
     params = {"iters": int(cfg.iters), "seed": int(cfg.seed), "alpha": float(cfg.alpha)}
     out.mkdir(parents=True, exist_ok=True)
@@ -395,10 +369,10 @@ def write_compare(
         **params,
         "rows": dicts,
     }
-    write_file(out / "compare.json", json.dumps(blob, indent=2) + "\n")
-    write_file(out / "compare.txt", text)
+    write_atomic(out / "compare.json", json.dumps(blob, indent=2) + "\n")
+    write_atomic(out / "compare.txt", text)
     png = plots.compare_png(dicts, *labels)
     (out / "plots").mkdir(exist_ok=True)
-    write_file(out / "plots" / "compare.png", png)
-    write_file(out / "compare.html", html.compare_page(*labels, run_a, run_b, dicts, png, params))
+    write_atomic(out / "plots" / "compare.png", png)
+    write_atomic(out / "compare.html", html.compare_page(*labels, run_a, run_b, dicts, png, params))
     make_console(stderr=True).print(f"[mill] wrote {out / 'compare.html'}")

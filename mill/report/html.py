@@ -14,7 +14,7 @@ from typing import Any
 
 from mill.report.calibration import Reliability
 from mill.report.load import RunFolder, Score, flatten
-from mill.report.table import num
+from mill.report.numbers import number, value_pm_stderr
 
 CSS = """
 :root { --ink:#1d2329; --muted:#66707a; --line:#e2e6ea; --soft:#f5f7f9; --accent:#2b5797;
@@ -60,15 +60,6 @@ footer { margin-top:40px; color:var(--muted); font-size:12px; }
 
 def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value))
-
-
-def fmt(value: Any, digits: int = 4) -> str:
-    """Numbers as in the console table: 4 decimals, '-' for missing."""
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
 
 
 def img(png: bytes, alt: str) -> str:
@@ -152,9 +143,9 @@ def scores_table(scores: Sequence[Score]) -> str:
             [
                 esc(s.row_name),
                 f"{esc(s.metric)} <span class='small'>{arrow}</span>",
-                fmt(s.value),
-                fmt(s.stderr),
-                f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "-",
+                number(s.value),
+                number(s.stderr),
+                f"[{number(ci[0])}, {number(ci[1])}]" if ci else "-",
                 f"{esc(s.n)}{unit}",
             ]
         )
@@ -169,15 +160,15 @@ def calibration_section(items: Sequence[tuple[Reliability, bytes]]) -> str:
         [
             esc(rel.task),
             str(rel.n),
-            fmt(rel.accuracy, 3),
-            fmt(rel.mean_confidence, 3),
-            f"<b>{rel.ece:.3f}</b>",
-            fmt(rel.chance, 3),
+            number(rel.accuracy, 3),
+            number(rel.mean_confidence, 3),
+            f"<b>{number(rel.ece, 3)}</b>",
+            number(rel.chance, 3),
         ]
         for rel, _ in items
     ]
     figs = "".join(
-        figure(png, f"reliability diagram {rel.task}", f"{esc(rel.task)}: ECE {rel.ece:.3f}")
+        figure(png, f"reliability diagram {rel.task}", f"{esc(rel.task)}: ECE {number(rel.ece, 3)}")
         for rel, png in items
     )
     return (
@@ -200,13 +191,13 @@ def run_page(
 ) -> str:
     """The report of one run."""
     m = run.manifest
-    started = str(m.get("started", ""))[:19].replace("T", " ")
+    started = str(m.started or "")[:19].replace("T", " ")
     meta = [
         (f"data={run.data_source}", ""),
         ("succeeded", "ok"),  # results.json exists only for a run that succeeded
         (f"{started} UTC", "") if started else None,
-        (f"{run.results.get('seconds', m.get('seconds', '?'))} s", ""),
-        (f"git {str(m['git_sha'])[:10]}", "") if m.get("git_sha") else None,
+        (f"{run.results.seconds} s", ""),
+        (f"git {str(m.git_sha)[:10]}", "") if m.git_sha else None,
         (str(run.path), ""),
     ]
     parts = [
@@ -224,14 +215,15 @@ def run_page(
             f"<details><summary>Task settings: {esc(task)}</summary>"
             f"{kv_table(run.settings(task))}</details>"
         )
-    parts.append(f"<details><summary>Model</summary>{kv_table(run.results.get('model', {}))}")
+    parts.append(f"<details><summary>Model</summary>{kv_table(run.results.model)}")
     parts.append("</details>")
-    data = {t: b.get("data", {}) for t, b in run.results.get("tasks", {}).items()}
+    data = {t: b.data for t, b in run.results.tasks.items()}
     parts.append(f"<details><summary>Data</summary>{kv_table(data)}</details>")
     repro = []
-    if m.get("argv"):
-        repro.append(f"<h3>Command</h3><pre>{esc(shlex.join(m['argv']))}</pre>")
-    env = {k: m[k] for k in ("git_sha", "seeds", "versions", "device") if k in m}
+    if m.argv:
+        repro.append(f"<h3>Command</h3><pre>{esc(shlex.join(m.argv))}</pre>")
+    known = m.to_dict()
+    env = {k: known[k] for k in ("git_sha", "seeds", "versions", "device") if k in known}
     if env:
         repro.append(kv_table(env))
     if repro:
@@ -258,7 +250,7 @@ def pivot_table(entries: Sequence[tuple[str, Score]], labels: Sequence[str]) -> 
             if s is None:
                 cells.append("<span class='small'>–</span>")
                 continue
-            text = fmt(s.value) + (f" ± {fmt(s.stderr)}" if s.stderr is not None else "")
+            text = value_pm_stderr(s.value, s.stderr)
             n = {"micro": f"{s.n} samples", "macro": f"{s.n} tasks"}.get(s.kind, f"n={s.n}")
             cell = f"{text}<br><span class='small'>{esc(n)}</span>"
             cells.append(f"<b>{cell}</b>" if s is best else cell)
@@ -280,8 +272,8 @@ def ece_table(calibration: Sequence[tuple[str, Reliability]], labels: Sequence[s
             cells.append(
                 "<span class='small'>–</span>"
                 if rel is None
-                else f"{rel.ece:.3f}<br><span class='small'>acc {rel.accuracy:.3f} · "
-                f"conf {rel.mean_confidence:.3f} · n={rel.n}</span>"
+                else f"{number(rel.ece, 3)}<br><span class='small'>acc {number(rel.accuracy, 3)} · "
+                f"conf {number(rel.mean_confidence, 3)} · n={rel.n}</span>"
             )
         rows.append(cells)
     return (
@@ -334,7 +326,7 @@ def sweep_page(
                 esc(label),
                 esc(run.task_label),
                 esc(run.data_source),
-                fmt(run.results.get("seconds")),
+                number(run.results.seconds),
                 f"<a href='{esc(link)}'>{esc(run.path.name)}</a>",
             ]
         )
@@ -366,10 +358,10 @@ def compare_page(
             esc(r["task"]),
             esc(r["metric"]),
             str(r["n"]),
-            num(r["a"]),
-            num(r["b"]),
-            num(r["diff"], True),
-            f"[{num(r['ci'][0], True)}, {num(r['ci'][1], True)}]",
+            number(r["a"]),
+            number(r["b"]),
+            number(r["diff"], sign=True),
+            f"[{number(r['ci'][0], sign=True)}, {number(r['ci'][1], sign=True)}]",
             f"{r['p_value']:.4g}",
             esc(r["test"]),
         ]

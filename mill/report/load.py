@@ -6,8 +6,6 @@ run left behind (see README, "The experiment folder").
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,19 +13,12 @@ from typing import Any
 import jsonlines
 
 from mill.errors import MillError
+from mill.files import job_order, read_json
+from mill.results import Manifest, Results
 
 
 class ReportInputError(MillError):
     """A folder given to ``report`` or ``compare`` is not a usable experiment folder."""
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ReportInputError(
-            f"{path} is not valid JSON ({err.msg} at line {err.lineno})"
-        ) from err
 
 
 @dataclass
@@ -58,28 +49,45 @@ class RunFolder:
     """A finished run: ``results.json`` plus whatever else the folder holds."""
 
     path: Path
-    results: dict[str, Any]
-    manifest: dict[str, Any] = field(default_factory=dict)
+    results: Results
+    manifest: Manifest = field(default_factory=Manifest)
     config: dict[str, Any] = field(default_factory=dict)
     _samples_cache: dict[str, list[dict[str, Any]]] = field(
         default_factory=dict, repr=False, compare=False
     )
 
     @classmethod
-    def open(cls, path: str | Path) -> RunFolder:
-        """Open a run folder; ReportInputError when it has no ``results.json``."""
+    def open(cls, path: str | Path, finished: bool = True) -> RunFolder:
+        """Open a run folder; ReportInputError when it has no ``results.json`` or (with
+        ``finished``, for everything but the run's own last step) when its manifest does
+        not say ``succeeded``: an interrupted run's files are not a result."""
         path = Path(path)
         if not path.is_dir():
             raise ReportInputError(f"{path} is not a folder; give the path of a run folder")
-        manifest = _read_json(path / "manifest.json") if (path / "manifest.json").is_file() else {}
+        has_manifest = (path / "manifest.json").is_file()
+        try:
+            manifest = (
+                Manifest.from_dict(read_json(path / "manifest.json", ReportInputError))
+                if has_manifest
+                else Manifest()
+            )
+        except (TypeError, ValueError, MillError) as err:
+            raise ReportInputError(f"{path / 'manifest.json'}: {err}") from err
         results_path = path / "results.json"
         if not results_path.is_file():
-            status = manifest.get("status")
+            status = manifest.status if has_manifest else None
             why = f"its manifest says {status!r}" if status else "it has no manifest.json either"
-            if manifest.get("error"):
-                why += f" ({manifest['error']})"
+            if manifest.error:
+                why += f" ({manifest.error})"
             raise ReportInputError(
                 f"{path} has no results.json ({why}); only a succeeded run can be reported"
+            )
+        status = manifest.status if has_manifest else None
+        if finished and status != "succeeded":
+            why = f"its manifest says {status!r}" if status else "it has no manifest.json"
+            raise ReportInputError(
+                f"{path} is not a finished run ({why}); only a succeeded run can be reported "
+                "or compared. Finish it with runner.resume=true and the run's command"
             )
         config: dict[str, Any] = {}
         resolved = path / "resolved.yaml"
@@ -88,13 +96,21 @@ class RunFolder:
 
             loaded = OmegaConf.to_container(OmegaConf.load(resolved))
             config = loaded if isinstance(loaded, dict) else {}
-        return cls(path, _read_json(results_path), manifest, config)
+        try:
+            results = Results.from_dict(read_json(results_path, ReportInputError))
+        except ReportInputError:
+            raise
+        except (TypeError, ValueError, MillError) as err:
+            raise ReportInputError(
+                f"{results_path} does not follow the results schema: {err}"
+            ) from err
+        return cls(path, results, manifest, config)
 
     # --- identity -------------------------------------------------------------------
 
     @property
     def task_names(self) -> list[str]:
-        return list(self.results.get("tasks", {}))
+        return list(self.results.tasks)
 
     @property
     def task_label(self) -> str:
@@ -106,19 +122,19 @@ class RunFolder:
         name = (self.config.get("model") or {}).get("name")
         if name:
             return str(name)
-        pretrained = (self.results.get("model") or {}).get("pretrained")
+        pretrained = self.results.model.get("pretrained")
         return Path(str(pretrained)).name if pretrained else self.path.name
 
     @property
     def data_source(self) -> str:
-        return str((self.results.get("data_source") or {}).get("source", "?"))
+        return self.results.data_source.source
 
     @property
     def title(self) -> str:
         return f"{self.task_label} | {self.model_label} | data={self.data_source}"
 
     def settings(self, task: str) -> dict[str, Any]:
-        return dict(self.results["tasks"][task].get("settings") or {})
+        return dict(self.results.tasks[task].settings)
 
     def output_type(self, task: str) -> str:
         return str(self.settings(task).get("output_type", ""))
@@ -128,34 +144,23 @@ class RunFolder:
     def scores(self) -> list[Score]:
         """Per task and metric, then group aggregates (micro and macro)."""
         out: list[Score] = []
-        for task, body in self.results.get("tasks", {}).items():
-            for metric, row in body.get("metrics", {}).items():
-                out.append(
-                    Score(
-                        task,
-                        metric,
-                        row.get("value"),
-                        row.get("stderr"),
-                        row.get("n", 0),
-                        bool(row.get("higher_is_better", True)),
-                    )
-                )
-        for group, body in self.results.get("groups", {}).items():
-            for metric, rows in body.get("metrics", {}).items():
-                for kind in ("micro", "macro"):
-                    if kind in rows:
-                        row = rows[kind]
-                        out.append(
-                            Score(
-                                group,
-                                metric,
-                                row.get("value"),
-                                row.get("stderr"),
-                                row.get("n", 0),
-                                bool(rows.get("higher_is_better", True)),
-                                kind,
-                            )
+        for task, body in self.results.tasks.items():
+            for metric, row in body.metrics.items():
+                out.append(Score(task, metric, row.value, row.stderr, row.n, row.better_is_higher))
+        for group, body in self.results.groups.items():
+            for metric, both in body.metrics.items():
+                for kind, row in both.kinds():
+                    out.append(
+                        Score(
+                            group,
+                            metric,
+                            row.value,
+                            row.stderr,
+                            row.n,
+                            both.higher_is_better,
+                            kind,
                         )
+                    )
         return out
 
     def samples_path(self, task: str) -> Path:
@@ -186,11 +191,6 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _job_order(path: Path) -> tuple[int, str]:
-    match = re.match(r"(\d+)_", path.name)
-    return (int(match.group(1)) if match else 1 << 30, path.name)
-
-
 @dataclass
 class Sweep:
     """A multirun folder: one sub-folder per job; failed jobs have no results.json."""
@@ -209,7 +209,7 @@ def open_sweep(path: str | Path) -> Sweep:
             for p in path.iterdir()
             if p.is_dir() and ((p / "manifest.json").is_file() or (p / "results.json").is_file())
         ),
-        key=_job_order,
+        key=job_order,
     )
     if not jobs:
         raise ReportInputError(

@@ -10,12 +10,12 @@ bar is +- 1 stderr.
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mill.report.calibration import Reliability
 from mill.report.load import Score
+from mill.report.numbers import number
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -70,16 +70,6 @@ def _log_scale(metric: str, rows: Sequence[Score]) -> bool:
 
 def _metric_label(metric: str, higher_is_better: bool) -> str:
     return f"{metric}  ({'higher' if higher_is_better else 'lower'} is better)"
-
-
-def _fmt(value: float | None) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    if abs(value) >= 10:
-        return f"{value:.2f}"
-    return f"{value:.3f}"
 
 
 def _interval(score: Score, log: bool, z: float) -> tuple[float, float] | None:
@@ -143,12 +133,12 @@ def scores_png(scores: Sequence[Score], chance: dict[str, float] | None = None) 
                     linewidth=2,
                     zorder=1,
                 )
-            se = f" ± {_fmt(score.stderr)}" if score.stderr is not None else ""
+            se = f" ± {number(score.stderr, 3)}" if score.stderr is not None else ""
             n = {"micro": f"{score.n} samples", "macro": f"{score.n} tasks"}.get(
                 score.kind, f"n={score.n}"
             )
             ax.annotate(
-                f"{_fmt(score.value)}{se}   {n}",
+                f"{number(score.value, 3)}{se}   {n}",
                 xy=(1.0, y),
                 xycoords=("axes fraction", "data"),
                 xytext=(8, 0),
@@ -218,8 +208,8 @@ def reliability_png(rel: Reliability) -> bytes:
     top.text(
         0.03,
         0.97,
-        f"ECE = {rel.ece:.3f}\naccuracy = {rel.accuracy:.3f}\n"
-        f"mean confidence = {rel.mean_confidence:.3f}\nn = {rel.n}",
+        f"ECE = {number(rel.ece, 3)}\naccuracy = {number(rel.accuracy, 3)}\n"
+        f"mean confidence = {number(rel.mean_confidence, 3)}\nn = {rel.n}",
         transform=top.transAxes,
         va="top",
         fontsize=8.5,

@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from mill.files import write_atomic
 from mill.report.calibration import Reliability
 from mill.report.load import ReportInputError, RunFolder, Score, Sweep, is_run, open_sweep
 
@@ -25,16 +26,6 @@ PLOTS = "plots"
 HTML = "report.html"
 TEXT = "report.txt"
 SWEEP_PNG = "sweep.png"
-
-
-def write_file(path: Path, data: bytes | str) -> None:
-    """Write atomically, so a reader never sees half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    if isinstance(data, bytes):
-        tmp.write_bytes(data)
-    else:
-        tmp.write_text(data, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _safe(name: str) -> str:
@@ -55,11 +46,12 @@ def calibrations(run: RunFolder) -> list[Reliability]:
     return found
 
 
-def write_run_report(path: str | Path) -> Path:
-    """Plots (``plots/scores.png``, ``plots/calibration_<task>.png``) and ``report.html``."""
+def write_run_report(path: str | Path, finished: bool = True) -> Path:
+    """Plots (``plots/scores.png``, ``plots/calibration_<task>.png``) and ``report.html``
+    (``finished=False``: the run's own last step, before its manifest says succeeded)."""
     from mill.report import html, plots
 
-    run = RunFolder.open(path)
+    run = RunFolder.open(path, finished=finished)
     out = run.path / PLOTS
     out.mkdir(exist_ok=True)
     calibration = []
@@ -67,13 +59,13 @@ def write_run_report(path: str | Path) -> Path:
     for rel in calibrations(run):
         task = rel.task
         png = plots.reliability_png(rel)
-        write_file(out / f"calibration_{_safe(task)}.png", png)
+        write_atomic(out / f"calibration_{_safe(task)}.png", png)
         calibration.append((rel, png))
         chance[task] = rel.chance
     scores_png = plots.scores_png(run.scores(), chance)
-    write_file(out / "scores.png", scores_png)
+    write_atomic(out / "scores.png", scores_png)
     target = run.path / HTML
-    write_file(target, html.run_page(run, scores_png, calibration))
+    write_atomic(target, html.run_page(run, scores_png, calibration))
     return target
 
 
@@ -128,10 +120,10 @@ def write_multi_report(
     if rows:
         console.print(sweep_table(rows, title))
         chart = plots.sweep_png(rows)
-        write_file(out / SWEEP_PNG, chart)  # a file, not plots/: a sweep's folders are its jobs
+        write_atomic(out / SWEEP_PNG, chart)  # a file, not plots/: a sweep's folders are its jobs
     for job, why in failed:
         console.print(f"failed: {job.name}: {why}")
-    write_file(out / TEXT, console.export_text())
+    write_atomic(out / TEXT, console.export_text())
     links = [
         (name, run, os.path.relpath(run.path / HTML, out))
         for name, run in zip(names, runs, strict=True)
@@ -139,7 +131,7 @@ def write_multi_report(
     fails = [(str(os.path.relpath(job, out)), why) for job, why in failed]
     ece = [(name, rel) for name, run in zip(names, runs, strict=True) for rel in calibrations(run)]
     target = out / HTML
-    write_file(target, html.sweep_page(title, links, rows, chart, fails, ece))
+    write_atomic(target, html.sweep_page(title, links, rows, chart, fails, ece))
     return target
 
 
@@ -167,7 +159,7 @@ def report_after_run(path: Path) -> None:
 
     A failure here never turns a finished run into a failed one; it is reported on stderr."""
     try:
-        write_run_report(path)
+        write_run_report(path, finished=False)
     except Exception as err:  # noqa: BLE001 - the run's results are already complete
         _warn("report.html", err, path)
 
@@ -216,7 +208,7 @@ def report_command(cfg: Any) -> None:
     for runs, _ in opened:
         for run in runs:  # the table of a lone run is printed; of several, only written
             console = make_console(False, mode, record=True) if single else _silent_console()
-            write_file(run.path / TEXT, run_table_text(run, console))
+            write_atomic(run.path / TEXT, run_table_text(run, console))
             written.append(write_run_report(run.path))
     if len(opened) == 1 and opened[0][1] is not None:
         sweep = opened[0][1]

@@ -2,44 +2,29 @@
 
 from __future__ import annotations
 
-from importlib import resources
-from typing import Any
-
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from mill.data.load import DataSource
 from mill.errors import ConfigError
 from mill.instantiate import instantiate
 from mill.metrics.base import Metric
+from mill.metrics.config import build_metric, metric_config
 from mill.task.base import Task, TaskGroup
 
 
 def build_tasks(node: DictConfig, allow: list[str]) -> tuple[list[Task], TaskGroup | None]:
     """Instantiate ``task``: a single task, or a group whose members are evaluated together."""
+    from mill.experiment.folder import check_name
+
     built = instantiate(node, allow, _convert_="all")
     if isinstance(built, TaskGroup):
+        for i, task in enumerate(built.tasks):  # each member names its samples file
+            check_name(task.name, f"task.tasks[{i}].name")
         return built.tasks, built
     if isinstance(built, Task):
+        check_name(built.name, "task.name")
         return [built], None
     raise ConfigError(f"task config builds a {type(built).__name__}, not a mill Task")
-
-
-def metric_config(name: str) -> DictConfig:
-    """The built-in config ``conf/metrics/<name>.yaml`` (its body under key ``name``)."""
-    path = resources.files("mill.conf").joinpath("metrics", f"{name}.yaml")
-    if not path.is_file():
-        raise ConfigError(f"no built-in metric config named {name!r}")
-    loaded = OmegaConf.create(path.read_text())
-    assert isinstance(loaded, DictConfig)
-    return loaded[name]
-
-
-def build_metric(name: str, node: Any, allow: list[str]) -> Metric:
-    metric = instantiate(node, allow)
-    if not isinstance(metric, Metric):
-        raise ConfigError(f"metrics.{name} builds a {type(metric).__name__}, not a mill Metric")
-    metric.name = name
-    return metric
 
 
 def build_metrics(
@@ -65,4 +50,26 @@ def build_metrics(
 
 
 def build_source(node: DictConfig) -> DataSource:
-    return DataSource(source=str(node.get("source", "hub")), dir=node.get("dir"))
+    skip = node.get("skip_bad_rows", False)
+    if not isinstance(skip, bool):
+        raise ConfigError(f"data.skip_bad_rows={skip!r} must be true or false")
+    return DataSource(
+        source=str(node.get("source", "hub")), dir=node.get("dir"), skip_bad_rows=skip
+    )
+
+
+def build_run(
+    cfg: DictConfig, allow: list[str]
+) -> tuple[DataSource, list[Task], TaskGroup | None, dict[str, list[Metric]]]:
+    """Everything but the model: data source, tasks (and their group), metrics per task,
+    checked against each other, then every task's rows checked and docs built."""
+    from mill.evaluator import check_metrics
+
+    source = build_source(cfg.data)
+    tasks, group = build_tasks(cfg.task, allow)
+    metrics = build_metrics(cfg.get("metrics"), tasks, allow)
+    for task in tasks:
+        check_metrics(task, metrics[task.name])
+    for task in tasks:  # every row checked (and docs built) before the model loads
+        task.prepare(source)
+    return source, tasks, group, metrics

@@ -9,7 +9,7 @@ Entries are keyed by (model key, request content hash):
   continuation, generation arguments), so a request is found again whatever its doc id.
 
 Responses are stored as zlib-compressed JSON (token lists compress well). The database
-runs in WAL mode with one transaction per response: a process killed at any
+runs in WAL mode with one transaction per doc (its responses): a process killed at any
 moment (SIGKILL, OOM, preemption) keeps every response committed before it died, and a
 rerun takes them from the cache instead of the model. Each host writes its own file
 (``responses-<host>.sqlite``) and lookups read every file in the folder, so a cache folder
@@ -30,9 +30,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from mill.errors import ConfigError
-from mill.model.base import LanguageModel, OnResponse, _ignore
-from mill.types import Request, Response
+from mill.errors import ConfigError, StorageError
+from mill.model.base import LanguageModel, _ignore
+from mill.types import OnResponse, Request, Response
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS models (
@@ -95,12 +95,22 @@ class ResponseStore:
             ) from err
         self.key = model_key(identity)
         self.path = self.folder / f"responses-{socket.gethostname()}.sqlite"
-        self._conn = _connect(self.path)
-        with self._conn:
-            self._conn.execute(
-                "INSERT OR IGNORE INTO models VALUES (?, ?)",
-                (self.key, json.dumps(identity, sort_keys=True, default=str)),
-            )
+        try:
+            self._conn = _connect(self.path)
+            with self._conn:
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO models VALUES (?, ?)",
+                    (self.key, json.dumps(identity, sort_keys=True, default=str)),
+                )
+        except sqlite3.OperationalError as err:
+            raise self._storage(err, "open") from err
+
+    def _storage(self, err: sqlite3.Error, doing: str) -> StorageError:
+        """A cache file that cannot take a write (full disk, read-only folder, locked)."""
+        return StorageError(
+            f"cannot {doing} the response cache {self.path}: {err}; free disk space or make "
+            "its folder writable, set runner.cache to another folder, or runner.cache=false"
+        )
 
     def files(self) -> list[Path]:
         return sorted(self.folder.glob("responses-*.sqlite"))
@@ -131,12 +141,25 @@ class ResponseStore:
 
     def put(self, content_hash: str, response: Response) -> None:
         """Commit one finished response (its own transaction: durable when this returns)."""
-        blob = zlib.compress(json.dumps(asdict(response), ensure_ascii=False).encode(), 1)
-        with self._conn:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                (self.key, content_hash, blob, time.time()),
+        self.put_many([(content_hash, response)])
+
+    def put_many(self, items: Sequence[tuple[str, Response]]) -> None:
+        """Commit finished responses (a doc's) in one transaction: all or none survive."""
+        now = time.time()
+        rows = [
+            (
+                self.key,
+                digest,
+                zlib.compress(json.dumps(asdict(response), ensure_ascii=False).encode(), 1),
+                now,
             )
+            for digest, response in items
+        ]
+        try:
+            with self._conn:
+                self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
+        except sqlite3.OperationalError as err:
+            raise self._storage(err, "write to") from err
 
     def count(self) -> int:
         """Entries of this model across the folder's files."""
@@ -157,9 +180,14 @@ class ResponseStore:
         self._conn.close()
 
 
+def _doc_key(request: Request) -> tuple[str, str, int]:
+    return (request.task, request.subject, request.doc_id)
+
+
 class CachedModel(LanguageModel):
     """A model behind the response cache: hits answer at once, misses go to the model
-    (each distinct content once) and are committed as each one finishes.
+    (each distinct content once) and are committed doc by doc, as each doc's last one
+    finishes.
 
     Counters (this process): ``hits``, requests answered from the cache; ``computed``,
     requests the model scored; ``shared``, requests answered by another request's
@@ -205,16 +233,38 @@ class CachedModel(LanguageModel):
         if not todo:
             return [r for r in out if r is not None]
         unique = [requests[indices[0]] for indices in todo.values()]
+        # A doc's computed responses are committed together, in one transaction, when its
+        # last one finishes, and only then delivered: a killed run never leaves part of a
+        # doc in the cache, so a resumed run scores whole docs, in the same passes (and
+        # with the same float rounding) as an uninterrupted run.
+        members: dict[tuple[str, str, int], list[int]] = {}
+        for indices in todo.values():
+            for i in indices:
+                members.setdefault(_doc_key(requests[i]), []).append(i)
+        waiting = {key: {hashes[i] for i in idx} for key, idx in members.items()}
+        docs_of: dict[str, set[tuple[str, str, int]]] = {}
+        for key, digests in waiting.items():
+            for digest in digests:
+                docs_of.setdefault(digest, set()).add(key)
+        done: dict[str, Response] = {}
+        committed: set[str] = set()
 
         def finished(request: Request, response: Response) -> None:
             digest = request.content_hash
-            self.store.put(digest, response)
+            done[digest] = response
             self.computed += 1
             self.shared += len(todo[digest]) - 1
-            for i in todo[digest]:
-                copy = Response(**{**asdict(response), "request_id": requests[i].id})
-                out[i] = copy
-                on_response(requests[i], copy)
+            for key in sorted(docs_of[digest]):
+                waiting[key].discard(digest)
+                if waiting[key]:
+                    continue
+                fresh = sorted({hashes[i] for i in members[key]} - committed)
+                self.store.put_many([(d, done[d]) for d in fresh])
+                committed.update(fresh)
+                for i in members[key]:
+                    copy = Response(**{**asdict(done[hashes[i]]), "request_id": requests[i].id})
+                    out[i] = copy
+                    on_response(requests[i], copy)
 
         getattr(self.inner, method)(unique, finished)
         return [r for r in out if r is not None]

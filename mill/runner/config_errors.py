@@ -7,6 +7,7 @@ path); Mill prints one line with :mod:`difflib` close matches instead.
 from __future__ import annotations
 
 import difflib
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -105,13 +106,31 @@ def _yaml(err: Any) -> str:
     return f"malformed YAML in {where}: {problem}{extra}; fix the file and rerun"
 
 
+def _interpolation(err: Any) -> str:
+    """An unresolvable ``${...}`` (Hydra resolves the run folder's name before Mill runs)."""
+    message = " ".join(str(getattr(err, "msg", "") or err).splitlines()[0].split())
+    where = getattr(err, "full_key", None)
+    match = re.search(r"Interpolation key '([^']+)' not found", message)
+    if match and match.group(1) in ("task.name", "model.name"):
+        group = match.group(1).split(".")[0]
+        return (
+            f"the {group} config has no `name` (the run folder is named after "
+            f"${{{match.group(1)}}}); add a line `name: <short name>` to the {group}'s YAML"
+        )
+    return f"cannot resolve {where or 'the config'}: {message}; fix the value or the config"
+
+
 def describe(err: BaseException, argv: list[str]) -> str:
-    """One line for a Hydra composition error or a YAML syntax error."""
+    """One line for a Hydra composition error, a YAML syntax error or an unresolvable
+    interpolation."""
     import yaml
     from hydra.errors import MissingConfigException, OverrideParseException
+    from omegaconf.errors import OmegaConfBaseException
 
     if isinstance(err, yaml.YAMLError):
         return _yaml(err)
+    if isinstance(err, OmegaConfBaseException):
+        return _interpolation(err)
     if isinstance(err, MissingConfigException):
         return _missing(err, argv)
     if isinstance(err, OverrideParseException):

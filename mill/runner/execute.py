@@ -8,36 +8,28 @@ finished responses to the response cache.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from mill.errors import ConfigError
+from mill.errors import ConfigError, storage_error
 from mill.experiment.folder import ExperimentFolder
-from mill.experiment.manifest import device_info
+from mill.experiment.manifest import device_info, record_failure
+from mill.model.base import LanguageModel
+from mill.progress import NullProgress
 from mill.record import SampleRecord
+from mill.results import Results
 from mill.runner.dist import Dist, agree
-from mill.runner.settings import RunnerSettings
+from mill.runner.faults import fault
+from mill.runner.settings import RunnerSettings, refuse_device_map
+from mill.sinks import RunRecord, Sink
 
 log = logging.getLogger("mill")
-
-
-class _Silent:
-    """Progress for ranks other than 0: they never render."""
-
-    def phase(self, name: str, total: int) -> None:
-        return None
-
-    def advance(self, n: int = 1) -> None:
-        return None
-
-    def done(self) -> None:
-        return None
 
 
 def _seed_everything(seed: int) -> None:
@@ -62,14 +54,39 @@ def _model_node(cfg: DictConfig, dist: Dist) -> DictConfig:
     node = cfg.model.copy()
     if dist.world_size == 1:
         return node
-    if node.get("device_map"):
-        raise ConfigError(
-            "model.device_map spreads one model over all GPUs; run it as one process "
-            "(runner.num_processes=1), not under data parallelism"
-        )
+    refuse_device_map(node, dist.world_size)
     if "device" in node and str(node.get("device") or "auto") == "auto" and dist.device:
         node.device = dist.device
     return node
+
+
+def _open_store(cache_dir: Path, identity: dict[str, Any]) -> Any:
+    """The response cache, or a ConfigError naming a cache file that is not a database."""
+    import sqlite3
+
+    from mill.runner.cache import ResponseStore
+
+    try:
+        return ResponseStore(cache_dir, identity)
+    except sqlite3.DatabaseError as err:
+        if isinstance(err, sqlite3.OperationalError):  # locked, disk I/O: not corruption
+            raise
+        files = " or ".join(str(f) for f in sorted(cache_dir.glob("responses-*.sqlite")))
+        raise ConfigError(
+            f"the response cache {files or cache_dir} is corrupt ({err}); delete the file "
+            "(it only holds cached responses) or run with runner.cache=false"
+        ) from err
+
+
+def skipped_warning(skipped: dict[str, list[dict[str, Any]]]) -> str:
+    """The one line (console, log and report.txt) about bad rows skipped."""
+    per_task = ", ".join(f"{task}: {len(rows)}" for task, rows in sorted(skipped.items()))
+    first = next(iter(skipped.values()))[0]["error"].split(" (or skip such rows")[0]
+    total = sum(len(rows) for rows in skipped.values())
+    return (
+        f"skipped {total} bad row(s) ({per_task}; data.skip_bad_rows=true), listed under "
+        f"skipped_rows in results.json; the first: {first}"
+    )
 
 
 def truncation_warning(truncation: dict[str, Any], total: int, max_length: Any) -> str | None:
@@ -85,26 +102,44 @@ def truncation_warning(truncation: dict[str, Any], total: int, max_length: Any) 
     )
 
 
+def sink_record(folder: Path | None, results: Results, resolved: dict[str, Any]) -> RunRecord:
+    """What the sinks log about a run: its name, results, settings, folder and tags."""
+    settings = {k: v for k, v in resolved.items() if k != "hydra"}
+    task = (resolved.get("task") or {}).get("name") or "+".join(results.tasks)
+    model = (resolved.get("model") or {}).get("name") or "?"
+    tags = {"mill.task": str(task), "mill.model": str(model)}
+    tags["mill.data"] = results.data_source.source
+    if folder is not None:
+        tags["mill.folder"] = str(folder)
+    name = folder.name if folder is not None else f"{task}_{model}"
+    return RunRecord(name, results, settings, folder, tags)
+
+
 def execute(
     resolved: dict[str, Any],
     folder_path: Path,
     dist: Dist,
-) -> dict[str, Any] | None:
+    model: LanguageModel | None = None,
+) -> Results | None:
     """Run the experiment described by ``resolved`` on this rank.
 
+    ``model``: an already-built model (``mill.evaluate(model=...)``) instead of
+    ``resolved["model"]``; its identity must say ``in_memory`` when it has no files, and
+    the response cache is then off (no identity to key scores by).
     Rank 0 returns the results (also written to ``results.json``); other ranks return None.
     Raises MillError on bad input (the same error on every rank), after rank 0 marked the
     manifest failed.
     """
-    from mill.evaluator import aggregate_group, check_metrics, evaluate
+    from mill.evaluator import evaluate, to_results
     from mill.instantiate import instantiate
     from mill.report.console import interactive, make_console
     from mill.report.progress import PhaseProgress
     from mill.report.rebuild import report_after_run
-    from mill.report.table import results_table
-    from mill.runner.build import build_metrics, build_source, build_tasks
-    from mill.runner.cache import CachedModel, ResponseStore
+    from mill.report.table import results_table, usage_table
+    from mill.runner.build import build_run
+    from mill.runner.cache import CachedModel
     from mill.runner.shard import ShardedDispatch
+    from mill.sinks import build_sinks, send
 
     cfg = OmegaConf.create(resolved)
     settings = RunnerSettings.parse(resolved.get("runner"))
@@ -116,34 +151,41 @@ def execute(
     progress: Any = (
         PhaseProgress(err_console, interactive(mode), float(cfg.report.every_s))
         if main
-        else _Silent()
+        else NullProgress()  # ranks other than 0 never render
     )
     allow = [str(a) for a in cfg.get("allow_targets", [])]
     seed, iters = settings.seed, settings.bootstrap_iters
     start = time.monotonic()
     success = False
+    status = "failed"
     store = None
+    sinks: list[Sink] = []
+    results: Results | None = None
     try:
         _seed_everything(seed)
 
-        def build() -> Any:
-            source = build_source(cfg.data)
-            tasks, group = build_tasks(cfg.task, allow)
-            metrics = build_metrics(cfg.get("metrics"), tasks, allow)
-            for task in tasks:
-                check_metrics(task, metrics[task.name])
-            return source, tasks, group, metrics
-
-        source, tasks, group, metrics = agree(dist, build)
+        source, tasks, group, metrics = agree(dist, lambda: build_run(cfg, allow))
+        # every rank checks the sink settings (a bad one stops all); rank 0 logs
+        sinks = agree(dist, lambda: build_sinks(cfg.get("sink"), allow))
+        sinks = sinks if main else []
+        log.info(
+            "tasks: %s; data: %s",
+            ", ".join(f"{t.name} ({t.describe()['num_fewshot']}-shot)" for t in tasks),
+            source.source,
+        )
         if main:
             err_console.print(f"[mill] loading model {cfg.model.get('name', '')}")
-        model = agree(dist, lambda: instantiate(_model_node(cfg, dist), allow))
+        log.info("loading model %s", cfg.model.get("name", ""))
+        if model is None:
+            model = agree(dist, lambda: instantiate(_model_node(cfg, dist), allow))
+        fault("model_loaded")
         identity = model.identity()
-        cache_dir = settings.cache_dir(folder.path)
+        log.info("model loaded: %s", identity.get("class") or type(model).__name__)
+        cache_dir = None if identity.get("in_memory") else settings.cache_dir(folder.path)
         if cache_dir is not None:
             for turn in (True, False):  # rank 0 creates the database, then the others
                 opened = agree(
-                    dist, lambda t=turn: ResponseStore(cache_dir, identity) if main is t else None
+                    dist, lambda t=turn: _open_store(cache_dir, identity) if main is t else None
                 )
                 store = opened or store
             model = CachedModel(model, store)
@@ -155,6 +197,16 @@ def execute(
                 manifest["cache"] = {"dir": str(cache_dir), "entries_before": store.count()}
             folder.write_manifest(manifest)
         dispatcher = ShardedDispatch(dist)
+
+        def dispatch(model: Any, requests: Any, on_response: Any) -> None:
+            log.info("%d requests built; scoring this rank's share", len(requests))
+
+            def delivered(request: Any, response: Any) -> None:
+                on_response(request, response)
+                fault("response")
+
+            dispatcher(model, requests, delivered)
+
         per_task = evaluate(
             tasks,
             metrics,
@@ -164,8 +216,9 @@ def execute(
             progress,
             bootstrap_iters=iters,
             seed=seed,
-            dispatch_fn=dispatcher,
+            dispatch_fn=dispatch,
         )
+        log.info("scored %d requests on rank %d", dispatcher.local_requests, dist.rank)
         local = {"requests": dispatcher.local_requests}
         if isinstance(model, CachedModel):
             local.update(model.stats())
@@ -179,44 +232,26 @@ def execute(
         )
         if warning:
             log.warning(warning)
-        results: dict[str, Any] = {
-            "tasks": {
-                t.name: {
-                    "metrics": per_task[t.name].metrics,
-                    **(
-                        {"subjects": {s: r.metrics for s, r in per_task[t.name].subjects.items()}}
-                        if per_task[t.name].subjects
-                        else {}
-                    ),
-                    "settings": t.describe(),
-                    "data": t.origins,
-                }
-                for t in tasks
-            },
-            "groups": {},
-            "model": identity,
-            "data_source": {
-                "source": source.source,
-                "dir": str(source.root) if source.root else None,
-            },
-            "truncation": truncation,
-            "seconds": round(time.monotonic() - start, 3),
-        }
-        for t in tasks:  # subject groups of multi-subject tasks (MMLU categories, overall)
-            results["groups"].update(per_task[t.name].groups)
-        if group is not None and hasattr(group, "aggregate_results"):  # lm-eval groups
-            results["groups"].update(group.aggregate_results(per_task, iters, seed))
-        elif group is not None:
-            shared = [
-                m
-                for m in metrics[tasks[0].name]
-                if all(m.name in [x.name for x in metrics[t.name]] for t in tasks)
-            ]
-            results["groups"][group.name] = {
-                "tasks": [t.name for t in tasks],
-                "metrics": aggregate_group([per_task[t.name] for t in tasks], shared, iters, seed),
-            }
+        skipped = {t.name: t.skipped for t in tasks if t.skipped}
+        if skipped:
+            log.warning(skipped_warning(skipped))
+        results = to_results(
+            tasks,
+            per_task,
+            metrics,
+            group,
+            model=identity,
+            source=source,
+            truncation=truncation,
+            seconds=time.monotonic() - start,
+            bootstrap_iters=iters,
+            seed=seed,
+        )
+        usage = getattr(model, "usage_summary", None)  # API backends: what the server did
+        if callable(usage):
+            results.usage = usage()
         folder.close_samples(success=True)
+        fault("samples_closed")
         manifest["datasets"] = {t.name: t.origins for t in tasks}
         manifest["tasks"] = {t.name: t.describe() for t in tasks}
         manifest["truncation"] = truncation
@@ -225,28 +260,53 @@ def execute(
             manifest["cache"].update(
                 {k: sum(r.get(k, 0) for r in per_rank) for k in ("hits", "computed", "shared")}
             )
+            log.info(
+                "responses: %d from the cache, %d computed, %d shared",
+                *(manifest["cache"][k] for k in ("hits", "computed", "shared")),
+            )
+        # the commit order: samples, results.json, report.txt, plots/ + report.html, and
+        # last the manifest's "succeeded". Until that last write the folder is unfinished
+        # (report and compare refuse it) and runner.resume=true completes it from the cache.
+        folder.write_results(results)
+        fault("results_written")
         title = f"{cfg.task.get('name', '')} | {cfg.model.get('name', '')} | data={source.source}"
         out_console = make_console(stderr=False, mode=mode, record=True)
         out_console.print(results_table(results, title))
+        if results.usage:
+            out_console.print(usage_table(results.usage))
+        if skipped:
+            out_console.print(skipped_warning(skipped), markup=False, highlight=False)
         folder.write_text("report.txt", out_console.export_text())
-        folder.write_results(results)
+        fault("report_text")
         report_after_run(folder.path)  # plots/ and report.html, from the files just written
+        fault("reports_written")
+        log.info("wrote %s", folder.results_path)
         success = True
         return results
-    except Exception as err:
+    except BaseException as caught:
+        err = (
+            storage_error(caught, folder.path) or caught
+        )  # a full disk or read-only folder: one line
         if main:
-            manifest["error"] = f"{type(err).__name__}: {err}".splitlines()[0]
-            from mill.errors import MillError
-
-            if not isinstance(err, MillError):
-                manifest["traceback"] = traceback.format_exc()
-        raise
+            record_failure(manifest, err)
+            status = manifest["status"]
+        if err is caught:
+            raise
+        raise err from caught
     finally:
         if store is not None:
             store.close()
         if main:
             if not success:
-                folder.close_samples(success=False)
-            manifest["status"] = "succeeded" if success else "failed"
+                with contextlib.suppress(OSError):  # a full disk fails the close's flush too
+                    folder.close_samples(success=False)
+            manifest["status"] = "succeeded" if success else status
             manifest["seconds"] = round(time.monotonic() - start, 3)
-            folder.write_manifest(manifest)
+            try:
+                folder.write_manifest(manifest)
+            except OSError:
+                if success:  # else the error being raised says more than this one
+                    raise
+            log.info("run %s (%.1f s)", manifest["status"], manifest["seconds"])
+            if success and sinks and results is not None:  # the folder is complete
+                send(sinks, sink_record(folder.path, results, resolved))

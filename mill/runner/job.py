@@ -12,7 +12,12 @@ learn its path from rank 0.
 from __future__ import annotations
 
 import logging
+import shlex
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +26,13 @@ from omegaconf.errors import OmegaConfBaseException
 
 from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder
-from mill.experiment.manifest import base_manifest
+from mill.experiment.manifest import base_manifest, mark_failed
+from mill.model.base import LanguageModel
+from mill.results import Results
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
-from mill.runner.settings import RunnerSettings
+from mill.runner.faults import fault
+from mill.runner.logs import to_file
+from mill.runner.settings import RunnerSettings, refuse_device_map
 
 log = logging.getLogger("mill")
 
@@ -36,8 +45,12 @@ RESUME_MAY_CHANGE = (
     "model.device",
     "model.batch_size",
     "model.token_budget",
+    "model.cache_budget",
+    "model.max_memory",
+    "model.offload_folder",
 )
-"""Settings a resumed run may change: they decide where and how fast, never the scores."""
+"""Settings a resumed run may change: they decide where and how fast (and how much memory a
+batch takes), never the scores. A dict-valued one (``model.max_memory``) covers its keys."""
 
 
 def _save_hydra(folder: Path, cfg: DictConfig, hydra_cfg: DictConfig | None) -> None:
@@ -60,12 +73,14 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Keys whose values differ between two resolved configs, except RESUME_MAY_CHANGE
-    and the report settings."""
+    """Keys whose values differ between two resolved configs, except RESUME_MAY_CHANGE,
+    the report settings and the result sinks."""
     a, b = _flatten(old), _flatten(new)
     changed = []
     for key in sorted(set(a) | set(b)):
-        if key in RESUME_MAY_CHANGE or key.startswith("report."):
+        if key.startswith(("report.", "sink.")) or any(
+            key == k or key.startswith(k + ".") for k in RESUME_MAY_CHANGE
+        ):
             continue
         if a.get(key) != b.get(key):
             changed.append(key)
@@ -118,27 +133,55 @@ def _prepare(
     folder.write_manifest(manifest)
 
 
-def _mark_failed(folder: ExperimentFolder, err: BaseException) -> None:
-    """A crash outside the evaluation (workers died, Ctrl-C): the manifest must not say
-    ``running`` forever."""
-    try:
-        manifest = folder.read_manifest()
-    except (OSError, ValueError):
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped the run; ``folder`` can be resumed."""
+
+    def __init__(self, signum: int, folder: Path | None = None) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.folder = folder
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    raise Interrupted(signum)
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGTERM (a scheduler's stop, ``kill``) and SIGINT (Ctrl-C) raise
+    :class:`Interrupted` in the main thread, so the run unwinds and marks its manifest."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
         return
-    if manifest.get("status") == "running":
-        manifest["status"] = "failed"
-        manifest.setdefault("error", f"{type(err).__name__}: {err}".splitlines()[0])
-        folder.write_manifest(manifest)
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    for signum in previous:
+        signal.signal(signum, _raise_interrupted)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def resume_command(argv: list[str], folder: Path) -> str:
+    """The command line that resumes ``folder``: the same overrides plus
+    ``runner.resume=true`` and the folder."""
+    keep = [a for a in argv if not a.startswith(("hydra.run.dir=", "runner.resume="))]
+    return shlex.join(["mill", *keep, "runner.resume=true", f"hydra.run.dir={folder}"])
 
 
 def run_job(
-    cfg: DictConfig, output_dir: Path, hydra_cfg: DictConfig | None = None
-) -> dict[str, Any] | None:
+    cfg: DictConfig,
+    output_dir: Path,
+    hydra_cfg: DictConfig | None = None,
+    model: LanguageModel | None = None,
+) -> Results | None:
     """Evaluate the configured task(s) on the configured model into ``output_dir``.
 
     Returns the results (also in ``results.json``); None on ranks other than 0 under a
     user's launcher. Raises MillError on bad input, after marking the manifest failed and
-    leaving no ``results.json``.
+    leaving no ``results.json``. ``model``: an already-built model to evaluate in this
+    process instead of ``cfg.model`` (:func:`mill.evaluate`).
     """
     from mill.runner.execute import execute
     from mill.runner.launch import launch_workers
@@ -152,6 +195,11 @@ def run_job(
                 f"mill was started by a launcher with {launched_world_size()} processes and "
                 f"runner.num_processes={settings.num_processes}; use one or the other"
             )
+        if model is not None:
+            raise ConfigError(
+                "an in-memory model is evaluated in the process that holds it; call "
+                "mill.evaluate outside a multi-process launcher"
+            )
         dist = init_dist(settings.use_cpu(), settings.timeout_s)
     folder = ExperimentFolder(output_dir)
     owned = False  # only a folder this process claimed is ever marked failed
@@ -163,29 +211,41 @@ def run_job(
             owned = True
 
     try:
-        agree(dist, prepare)
-        path = Path(dist.broadcast(str(folder.path.resolve())))
-        if dist.world_size > 1:  # under the user's launcher: this process is one rank
-            results = execute(resolved, path, dist)
-            dist.close()
-            return results
-        n = settings.processes()
-        if n == 1:
-            return execute(resolved, path, dist)
-        if (resolved.get("model") or {}).get("device_map"):
-            raise ConfigError(
-                "model.device_map spreads one model over all GPUs; run it as one process "
-                "(runner.num_processes=1), not under data parallelism"
+        with _interruptible():
+            agree(dist, prepare)
+            if dist.is_main:
+                fault("prepared")
+            path = Path(dist.broadcast(str(folder.path.resolve())))
+            if dist.world_size > 1:  # under the user's launcher: this process is one rank
+                results = execute(resolved, path, dist)
+                dist.close()
+                return results
+            n = 1 if model is not None else settings.processes()
+            if n == 1:
+                return execute(resolved, path, dist, model)
+            refuse_device_map(resolved.get("model"), n)
+            return launch_workers(path, n, settings)
+    except KeyboardInterrupt as err:
+        interrupted = err if isinstance(err, Interrupted) else Interrupted(signal.SIGINT)
+        if owned:
+            mark_failed(folder, interrupted)
+            interrupted.folder = folder.path
+            to_file(
+                logging.WARNING,
+                f"interrupted by {interrupted}; resume with: "
+                f"{resume_command(sys.argv[1:], folder.path)}",
             )
-        return launch_workers(path, n, settings)
+        if interrupted is err:
+            raise
+        raise interrupted from err
     except MillError as err:
         if owned:
-            _mark_failed(folder, err)
+            mark_failed(folder, err)
         dist.close()  # every rank raised the same error: leave the group together
         raise
     except BaseException as err:
         if owned:
-            _mark_failed(folder, err)
+            mark_failed(folder, err)
         raise
     finally:
         folder.unlock()

@@ -11,15 +11,15 @@ driver turns it back into the same one-line error.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from mill.errors import ConfigError
+from mill.files import read_json
+from mill.results import Results
 from mill.runner.dist import _decode
 from mill.runner.settings import RunnerSettings
 
@@ -87,7 +87,7 @@ def _die_with_parent() -> None:
         return
 
 
-def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> dict[str, Any]:
+def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> Results:
     """Run ``n`` workers over ``folder``; return the results rank 0 wrote."""
     cpu = settings.use_cpu()
     cmd = worker_command(folder, n, settings.launcher, cpu)
@@ -97,9 +97,9 @@ def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> dict[str, 
     proc = subprocess.run(
         cmd, env=env, check=False, preexec_fn=_die_with_parent if sys.platform == "linux" else None
     )
-    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = read_json(folder / "manifest.json")
     if manifest.get("status") == "succeeded" and (folder / "results.json").is_file():
-        return json.loads((folder / "results.json").read_text())
+        return Results.read(folder / "results.json")
     error = manifest.get("error")
     if proc.returncode == 0 and error and not manifest.get("traceback"):
         name, _, message = str(error).partition(": ")

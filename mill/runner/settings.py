@@ -1,14 +1,31 @@
-"""The ``runner`` config group, validated: processes, launcher, device, seeds, resume, cache."""
+"""The ``runner`` config group, validated: processes, launcher, device, seeds, resume, cache.
+
+The defaults live in one place, ``conf/runner/local.yaml``: :meth:`RunnerSettings.parse` fills
+what a node leaves out from it, and :meth:`RunnerSettings.default` is that preset.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
 
 LAUNCHERS = ("auto", "accelerate", "torchrun")
+
+
+@cache
+def _preset() -> dict[str, Any]:
+    """``conf/runner/local.yaml``: every setting with its default."""
+    from omegaconf import OmegaConf
+
+    text = resources.files("mill.conf").joinpath("runner/local.yaml").read_text()
+    loaded = OmegaConf.to_container(OmegaConf.create(text))
+    assert isinstance(loaded, dict)
+    return {str(k): v for k, v in loaded.items()}
 
 
 def _flag(value: Any, key: str, allow_auto: bool = False) -> bool | None:
@@ -25,34 +42,51 @@ def _flag(value: Any, key: str, allow_auto: bool = False) -> bool | None:
     raise ConfigError(f"runner.{key}={value!r} is not {choices}")
 
 
+def refuse_device_map(model: Any, processes: int) -> None:
+    """A model spread over GPUs (``model.device_map``) runs as one process: refuse it under
+    ``processes`` > 1 data-parallel workers."""
+    if processes > 1 and model and model.get("device_map"):
+        raise ConfigError(
+            "model.device_map spreads one model over all GPUs; run it as one process "
+            "(runner.num_processes=1), not under data parallelism"
+        )
+
+
 @dataclass(frozen=True)
 class RunnerSettings:
-    """How one experiment runs (``conf/runner/*.yaml``)."""
+    """How one experiment runs (``conf/runner/*.yaml``; defaults in ``local.yaml``)."""
 
-    num_processes: int | None = 1
+    num_processes: int | None
     """Data-parallel workers; None means ``auto``: one per visible GPU (1 without GPUs)."""
-    launcher: str = "auto"
+    launcher: str
     """How workers start: ``accelerate`` launch (GPUs), ``torchrun`` (CPU), or ``auto``."""
-    cpu: bool | None = None
+    cpu: bool | None
     """Force CPU workers (gloo); None = CPU only when no GPU is visible."""
-    seed: int = 1234
-    bootstrap_iters: int = 1000
-    resume: bool = False
+    seed: int
+    bootstrap_iters: int
+    resume: bool
     """Continue an interrupted run in the same folder (hydra.run.dir=<folder>)."""
-    cache: str | None = "run"
+    cache: str | None
     """``run``: responses cached in ``<run folder>/cache``; a path: a shared cache folder;
     None: no cache."""
-    timeout_s: int = 1800
+    timeout_s: int
     """Seconds a collective may wait for the slowest worker before failing."""
 
     @classmethod
+    def default(cls) -> RunnerSettings:
+        """The ``local`` preset: one process, the run folder's cache."""
+        return cls.parse(None)
+
+    @classmethod
     def parse(cls, node: dict[str, Any] | None) -> RunnerSettings:
+        """Validate a ``runner`` node; settings it leaves out take the preset's values."""
         node = dict(node or {})
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(node) - known)
         if unknown:
             raise ConfigError(f"runner has no setting {unknown[0]!r}; known: {sorted(known)}")
-        procs = node.get("num_processes", 1)
+        node = {**_preset(), **node}
+        procs = node["num_processes"]
         if procs is None or str(procs).lower() == "auto":
             num_processes = None
         else:
@@ -64,10 +98,10 @@ class RunnerSettings:
                 ) from None
             if num_processes < 1:
                 raise ConfigError(f"runner.num_processes={procs!r} must be >= 1")
-        launcher = str(node.get("launcher", "auto"))
+        launcher = str(node["launcher"])
         if launcher not in LAUNCHERS:
             raise ConfigError(f"runner.launcher={launcher!r} is unknown; choose one of {LAUNCHERS}")
-        cache = node.get("cache", "run")
+        cache = node["cache"]
         if cache is False or cache is None or str(cache).lower() in ("false", "none", "null"):
             cache = None
         elif cache is True or str(cache).lower() in ("true", "run"):
@@ -77,12 +111,12 @@ class RunnerSettings:
         return cls(
             num_processes=num_processes,
             launcher=launcher,
-            cpu=_flag(node.get("cpu", "auto"), "cpu", allow_auto=True),
-            seed=int(node.get("seed", 1234)),
-            bootstrap_iters=int(node.get("bootstrap_iters", 1000)),
-            resume=bool(_flag(node.get("resume", False), "resume")),
+            cpu=_flag(node["cpu"], "cpu", allow_auto=True),
+            seed=int(node["seed"]),
+            bootstrap_iters=int(node["bootstrap_iters"]),
+            resume=bool(_flag(node["resume"], "resume")),
             cache=cache,
-            timeout_s=int(node.get("timeout_s", 1800)),
+            timeout_s=int(node["timeout_s"]),
         )
 
     def use_cpu(self) -> bool:

@@ -12,16 +12,14 @@ Models and tasks never see ranks: this is the only place that does.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mill.errors import MillError
 from mill.evaluator import dispatch
 from mill.model.base import LanguageModel
 from mill.runner.dist import Dist, _decode, _encode
-from mill.types import Request, Response
-
-OnResponse = Callable[[Request, Response], None]
+from mill.types import OnResponse, Request, Response
 
 
 def doc_key(request: Request) -> tuple[str, str, int]:

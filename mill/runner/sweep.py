@@ -8,23 +8,33 @@ Written as ``summary.json`` and ``summary.md`` in the sweep folder and printed t
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
+
+from mill.errors import MillError
+from mill.files import job_order, read_json
+from mill.report.numbers import value_pm_stderr
+from mill.results import Manifest, MetricValue, Results
+
+T = TypeVar("T")
 
 LAST: dict[str, Any] | None = None
 """The summary of the last sweep of this process (read by ``mill``'s exit code)."""
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def _read(path: Path, kind: type[T]) -> T | None:
+    """A typed ``manifest.json`` or ``results.json``; None when missing or unreadable."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return kind.from_dict(read_json(path))  # type: ignore[attr-defined]
+    except (OSError, ValueError, TypeError, MillError):
         return None
+
+
+def _cell(row: MetricValue) -> dict[str, Any]:
+    return {"value": row.value, "stderr": row.stderr, "n": row.n}
 
 
 def _job_config(job_dir: Path) -> dict[str, Any]:
@@ -49,11 +59,6 @@ def _overrides(job_dir: Path) -> list[str]:
     return [str(o) for o in loaded] if isinstance(loaded, list) else []
 
 
-def _order(path: Path) -> tuple[int, str]:
-    match = re.match(r"(\d+)", path.name)
-    return (int(match.group(1)) if match else 1 << 30, path.name)
-
-
 def _name(config: dict[str, Any], key: str) -> str:
     node = config.get(key)
     if isinstance(node, dict) and isinstance(node.get("name"), str):
@@ -66,32 +71,24 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
     jobs = []
     for job_dir in sorted(
         (p for p in Path(sweep_dir).iterdir() if p.is_dir() and not p.name.startswith(".")),
-        key=_order,
+        key=job_order,
     ):
-        manifest = _read_json(job_dir / "manifest.json")
-        results = _read_json(job_dir / "results.json")
+        manifest = _read(job_dir / "manifest.json", Manifest)
+        results = _read(job_dir / "results.json", Results)
         config = _job_config(job_dir)
         if manifest is None and results is None and not config:
             continue
-        status = (manifest or {}).get("status", "unknown")
+        status = manifest.status if manifest is not None else "failed"
         if results is None and status == "succeeded":
-            status = "failed"
-        if manifest is None:
             status = "failed"
         metrics: dict[str, dict[str, Any]] = {}
         if results is not None and status == "succeeded":
-            for task, block in results.get("tasks", {}).items():
-                metrics[task] = {
-                    name: {k: row.get(k) for k in ("value", "stderr", "n")}
-                    for name, row in block.get("metrics", {}).items()
-                }
-            for group, block in results.get("groups", {}).items():
-                for name, row in block.get("metrics", {}).items():
-                    for kind in ("micro", "macro"):
-                        part = row.get(kind, {})
-                        metrics.setdefault(f"{group} ({kind})", {})[name] = {
-                            k: part.get(k) for k in ("value", "stderr", "n")
-                        }
+            for task, block in results.tasks.items():
+                metrics[task] = {name: _cell(row) for name, row in block.metrics.items()}
+            for group, body in results.groups.items():
+                for name, both in body.metrics.items():
+                    for kind, part in both.kinds():
+                        metrics.setdefault(f"{group} ({kind})", {})[name] = _cell(part)
         jobs.append(
             {
                 "job": job_dir.name,
@@ -99,7 +96,7 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
                 "model": _name(config, "model"),
                 "overrides": _overrides(job_dir),
                 "status": status,
-                "error": (manifest or {}).get("error")
+                "error": (manifest.error if manifest is not None else None)
                 or (None if manifest else "the job left no manifest.json"),
                 "metrics": metrics,
             }
@@ -117,11 +114,8 @@ def cell(row: dict[str, Any] | None) -> str:
     """``value ± stderr`` (4 decimals), or ``-`` when missing."""
     if not row or row.get("value") is None:
         return "-"
-    value = row["value"]
-    text = f"{value:.4f}" if isinstance(value, (int, float)) else str(value)
-    if isinstance(row.get("stderr"), (int, float)):
-        text += f" ± {row['stderr']:.4f}"
-    return text
+    stderr = row.get("stderr")
+    return value_pm_stderr(row["value"], stderr if isinstance(stderr, (int, float)) else None)
 
 
 def _row_labels(jobs: list[dict[str, Any]]) -> dict[str, str]:
@@ -230,7 +224,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 def write_summary(sweep_dir: Path) -> dict[str, Any]:
     summary = summarize(sweep_dir)
-    from mill.experiment.folder import write_json
+    from mill.files import write_json
 
     write_json(Path(sweep_dir) / "summary.json", summary)
     (Path(sweep_dir) / "summary.md").write_text(to_markdown(summary), encoding="utf-8")

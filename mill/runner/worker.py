@@ -8,7 +8,6 @@ every worker exits 0, so the driver can report it as one line.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from pathlib import Path
@@ -16,6 +15,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from mill.errors import MillError
+from mill.experiment.folder import ExperimentFolder
+from mill.experiment.manifest import mark_failed
 from mill.runner.dist import Dist, init_dist, launched_rank
 from mill.runner.execute import execute
 from mill.runner.settings import RunnerSettings
@@ -36,16 +37,6 @@ def _logging(folder: Path, rank: int) -> None:
         root.addHandler(handler)
 
 
-def _record_failure(folder: Path, err: MillError) -> None:
-    path = folder / "manifest.json"
-    manifest = json.loads(path.read_text())
-    manifest.setdefault("error", f"{type(err).__name__}: {err}".splitlines()[0])
-    manifest["status"] = "failed"
-    from mill.experiment.folder import write_json
-
-    write_json(path, manifest)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -63,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         execute(resolved, folder, dist)
     except MillError as err:
         if dist.is_main:
-            _record_failure(folder, err)
+            mark_failed(ExperimentFolder(folder), err)
     dist.close()
     return 0
 

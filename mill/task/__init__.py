@@ -1,7 +1,7 @@
 """The task API: a base class with the seed-001 hooks, docs, and few-shot samplers."""
 
 from mill.task.base import Task, TaskGroup
-from mill.task.doc import Doc
 from mill.task.yaml_task import YamlTask
+from mill.types import Doc
 
 __all__ = ["Doc", "Task", "TaskGroup", "YamlTask"]

@@ -22,10 +22,31 @@ from typing import Any, ClassVar
 
 from mill.data.load import DatasetSpec, DataSource, load_rows
 from mill.errors import TaskError
-from mill.task.chat import ChatTemplate, Message, join_delimited, render_chat, render_text
-from mill.task.doc import Doc
+from mill.task.chat import Message, join_delimited, render_chat, render_text
 from mill.task.fewshot import choose_shots
-from mill.types import GenerationArgs, OutputType, Request
+from mill.task.rows import Unusable, explain, strict
+from mill.types import ChatTemplate, Doc, GenerationArgs, OutputType, Request
+
+SKIP_HINT = " (or skip such rows with data.skip_bad_rows=true)"
+
+
+class BadRow(TaskError):
+    """A row lacks what the task needs (a field, a choice, a gold answer among the
+    choices). Stops the run, or with ``data.skip_bad_rows=true`` the row is skipped and
+    counted (:attr:`Task.skipped`)."""
+
+    def __init__(self, message: str, split: str, row: int) -> None:
+        super().__init__(message)
+        self.split = split
+        self.row = row
+
+
+def whole_number(setting: str, value: Any) -> int:
+    """``value`` as an int, or a TaskError naming ``setting`` (``2.5``, ``abc`` and
+    ``true`` are refused, never truncated)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise TaskError(f"{setting}={value!r} is not a whole number; give an integer ({setting}=10)")
 
 
 class Task:
@@ -75,7 +96,7 @@ class Task:
     ) -> None:
         self.name = name or self.NAME
         self.fewshot_sampler = fewshot_sampler
-        self.fewshot_seed = int(fewshot_seed)
+        self.fewshot_seed = whole_number("task.fewshot_seed", fewshot_seed)
         self.subjects = list(subjects) if subjects else list(self.SUBJECTS)
         unknown = sorted(set(self.subjects) - set(self.SUBJECTS))
         if unknown:
@@ -107,7 +128,7 @@ class Task:
         if "until" in gen:
             gen["until"] = tuple(gen["until"])
         self.generation = GenerationArgs(**{**self.GENERATION.__dict__, **gen})
-        self.repeats = int(repeats)
+        self.repeats = whole_number("task.repeats", repeats)
         if self.repeats < 1:
             raise TaskError(f"task {self.name!r}: repeats must be >= 1")
         if self.repeats > 1 and self.OUTPUT_TYPE is not OutputType.GENERATIVE:
@@ -119,10 +140,14 @@ class Task:
             )
         self.origins: dict[str, Any] = {}
         self._chat: ChatTemplate | None = None
+        self.skipped: list[dict[str, Any]] = []
+        """Bad rows skipped by the last build of the docs (``data.skip_bad_rows=true``)."""
+        self._prepared: tuple[DataSource, list[Doc]] | None = None
 
     def configure(self, num_fewshot: int | None = None, limit: int | None = None) -> None:
         """Set the few-shot count and/or the doc limit (used by task groups), validated."""
         if num_fewshot is not None:
+            num_fewshot = whole_number("task.num_fewshot", num_fewshot)
             if int(num_fewshot) < 0:
                 raise TaskError(f"task {self.name!r}: num_fewshot must be >= 0")
             if int(num_fewshot) and not (self.fewshot_split or self.FEWSHOT_SAMPLES):
@@ -132,6 +157,7 @@ class Task:
                 )
             self.num_fewshot = int(num_fewshot)
         if limit is not None:
+            limit = whole_number("task.limit", limit)
             if int(limit) < 1:
                 raise TaskError(f"task {self.name!r}: limit must be >= 1 (or null for all)")
             self.limit = int(limit)
@@ -173,7 +199,7 @@ class Task:
         """LOGPROBS: index of the gold choice (default: position of the ground truth)."""
         truth = self._get_ground_truth(item)
         if truth not in choices:
-            raise TaskError(f"task {self.name!r}: gold answer {truth!r} is not among {choices}")
+            raise ValueError(f"gold answer {truth!r} is not among {choices}")
         return choices.index(str(truth))
 
     def _get_idk_index(self, item: dict[str, Any], choices: list[str]) -> int | None:
@@ -206,21 +232,63 @@ class Task:
             spec = replace(spec, builder_kwargs={**spec.builder_kwargs, **extra})
         loaded = load_rows(spec, split, source, subject)
         self.origins[f"{subject}/{split}"] = loaded.origin
-        rows = loaded.rows
+        rows: list[dict[str, Any]] = [strict(r) for r in loaded.rows]
         if loaded.local:
             rows = self._attach_side_files(rows, split, source, subject)
-            adapted = []
+            adapted: list[dict[str, Any]] = []
             for index, row in enumerate(rows):
                 try:
-                    adapted.append(self._adapt_local_row(row))
+                    adapted.append(strict(self._adapt_local_row(row)))
                 except (KeyError, TypeError) as err:
-                    raise TaskError(
-                        f"task {self.name!r}, subject {subject!r}, row {index} of "
-                        f"{loaded.origin.get('file', split)}: the row lacks field {err} that "
-                        "the task needs; fix the file or point the task at the right one"
-                    ) from err
+                    what = (
+                        explain(err, "the row")
+                        if isinstance(err, KeyError)
+                        else f"the row does not fit the task ({err})"
+                    )
+                    bad = BadRow(
+                        f"task {self.name!r}, split {split!r}, subject {subject!r}, row {index} "
+                        f"of {loaded.origin.get('file', split)}: {what}; fix the file or point "
+                        f"the task at the right one{SKIP_HINT}",
+                        split=split,
+                        row=index,
+                    )
+                    if not source.skip_bad_rows:
+                        raise bad from err
+                    adapted.append(Unusable(bad))
             rows = adapted
-        return self._process_docs(rows)
+        return self._processed(rows, split, subject, source)
+
+    def _processed(
+        self, rows: list[dict[str, Any]], split: str, subject: str, source: DataSource
+    ) -> list[dict[str, Any]]:
+        """``_process_docs`` on the usable rows, with a bad row named (or, skipping, kept
+        as unusable in its place when the processing maps rows one to one)."""
+        usable = [r for r in rows if not isinstance(r, Unusable)]
+        try:
+            processed = self._process_docs(usable)
+        except KeyError:
+            bad: list[dict[str, Any]] = []
+            for index, row in enumerate(rows):
+                if isinstance(row, Unusable):
+                    bad.append(row)
+                    continue
+                try:
+                    bad.extend(self._process_docs([row]))
+                except KeyError as err:
+                    error = BadRow(
+                        f"task {self.name!r}, split {split!r}, subject {subject!r}, row "
+                        f"{index}: {explain(err, 'the row')}; fix the data{SKIP_HINT}",
+                        split=split,
+                        row=index,
+                    )
+                    if not source.skip_bad_rows:
+                        raise error from err
+                    bad.append(Unusable(error))
+            return [r if isinstance(r, Unusable) else strict(r) for r in bad]
+        if len(processed) == len(usable) and len(usable) < len(rows):
+            it = iter(processed)
+            return [r if isinstance(r, Unusable) else strict(next(it)) for r in rows]
+        return [strict(r) for r in processed]
 
     def _attach_side_files(
         self, rows: list[dict[str, Any]], split: str, source: DataSource, subject: str
@@ -303,21 +371,33 @@ class Task:
         common = dict(
             task=self.name, id=doc_id, subject=subject, fewshot_ids=tuple(shots), item=item
         )
-        where = f"task {self.name!r}, subject {subject!r}, doc {doc_id}"
+        where = (
+            f"task {self.name!r}, split {self.sample_split!r}, subject {subject!r}, doc {doc_id}"
+        )
+        if isinstance(item, Unusable):
+            raise item.error
+        for shot in shots:
+            if isinstance(pool[shot], Unusable):
+                raise pool[shot].error
         shot_items = [pool[i] for i in shots]
+
+        def bad(message: str) -> BadRow:
+            return BadRow(f"{where}: {message}", split=self.sample_split, row=doc_id)
+
         try:
             if self.OUTPUT_TYPE is OutputType.LOGPROBS:
                 choices = list(self._get_possible_completions(item) or [])
                 if not choices:
-                    raise TaskError(f"{where}: the doc has no choices")
+                    raise bad("the doc has no choices; fix the data" + SKIP_HINT)
                 try:
                     gold = self._get_gold_index(item, choices)
                 except (ValueError, IndexError) as err:
-                    raise TaskError(
-                        f"{where}: the gold answer is not among its {len(choices)} choices ({err})"
+                    raise bad(
+                        f"the gold answer is not among its {len(choices)} choices ({err}); fix "
+                        "the data" + SKIP_HINT
                     ) from err
                 if not 0 <= gold < len(choices):
-                    raise TaskError(f"{where}: gold index {gold} outside {len(choices)} choices")
+                    raise bad(f"gold index {gold} outside {len(choices)} choices" + SKIP_HINT)
                 idk = self._get_idk_index(item, choices)
                 if idk is not None and not 0 <= idk < len(choices):
                     raise TaskError(f"{where}: IDK index {idk} outside {len(choices)} choices")
@@ -351,33 +431,88 @@ class Task:
             counted = self._get_ground_truth(item)
             return Doc(context="", continuation=text, gold=str(counted or text), **common)
         except KeyError as err:
-            raise TaskError(
-                f"{where} (or one of its few-shot examples {list(shots)}): the doc lacks field "
-                f"{err} that the prompt needs"
-            ) from err
+            raise self._bad_doc(subject, doc_id, item, shots, pool, err) from err
+
+    def _bad_doc(
+        self,
+        subject: str,
+        doc_id: int,
+        item: dict[str, Any],
+        shots: list[int],
+        pool: list[dict[str, Any]],
+        err: KeyError,
+    ) -> BadRow:
+        """The error for a doc that could not be built: which row (the doc's own or one of
+        its few-shot examples') lacks which field."""
+        split, row, what = self.sample_split, doc_id, explain(err, "the doc")
+        if shots:  # blame a few-shot example only if the doc alone builds
+            try:
+                self._make_doc(subject, doc_id, item, [], pool)
+                alone = True
+            except (KeyError, TaskError):
+                alone = False
+            for shot in shots if alone else []:
+                try:
+                    self._get_instruction_text(pool[shot])
+                    self._get_fewshot_target_text(pool[shot])
+                except KeyError as shot_err:
+                    split, row = str(self.fewshot_split), shot
+                    whose = f"its few-shot example (row {shot} of split {split!r})"
+                    what = explain(shot_err, whose)
+                    break
+        return BadRow(
+            f"task {self.name!r}, split {self.sample_split!r}, subject {subject!r}, doc "
+            f"{doc_id}: {what}; fix the data{SKIP_HINT}",
+            split=split,
+            row=row,
+        )
 
     # ----- docs and requests ----------------------------------------------------------------
+    def prepare(self, source: DataSource) -> None:
+        """Load the data and build every doc now, before any model loads, so that a bad
+        row stops the run early (or, with ``data.skip_bad_rows=true``, is counted in
+        :attr:`skipped`). Without a chat template the docs are kept for :meth:`docs`.
+        A subclass that builds its docs itself (overrides :meth:`docs`) checks its own."""
+        if type(self).docs is not Task.docs:
+            return
+        chat_template, self.chat_template = self.chat_template, False
+        try:
+            built = list(self._build_docs(source, None))
+        finally:
+            self.chat_template = chat_template
+        self._prepared = (source, built) if not chat_template else None
+
     def docs(self, source: DataSource, chat: ChatTemplate | None = None) -> Iterator[Doc]:
         """Load the data and yield every evaluated doc with its few-shot context.
 
         ``chat`` is the model's chat template, used when ``chat_template`` is set.
         """
+        prepared = self._prepared
+        if prepared is not None and prepared[0] == source and not self.chat_template:
+            yield from prepared[1]
+            return
+        yield from self._build_docs(source, chat)
+
+    def _build_docs(self, source: DataSource, chat: ChatTemplate | None) -> Iterator[Doc]:
         self._chat = chat
+        self.skipped = []
         if self.chat_template and chat is None:
             self._render([])  # raises the explanatory error
         for subject in self.subjects:
             rows = self._load_split(self.sample_split, source, subject)
             if self.limit is not None:
                 rows = rows[: int(self.limit)]
+            rows = [strict(r) for r in rows]
             pool: list[dict[str, Any]] = []
             same_split = not self.FEWSHOT_SAMPLES and self.fewshot_split == self.sample_split
             if self.num_fewshot:
                 if self.FEWSHOT_SAMPLES:
-                    pool = [dict(s) for s in self.FEWSHOT_SAMPLES]
+                    pool = [strict(dict(s)) for s in self.FEWSHOT_SAMPLES]
                 elif same_split and self.limit is None:
                     pool = rows
                 else:
-                    pool = self._load_split(str(self.fewshot_split), source, subject)
+                    loaded = self._load_split(str(self.fewshot_split), source, subject)
+                    pool = [strict(r) for r in loaded]
             for doc_id, item in enumerate(rows):
                 shots = (
                     choose_shots(
@@ -392,7 +527,14 @@ class Task:
                     if self.num_fewshot
                     else []
                 )
-                yield self._make_doc(subject, doc_id, item, shots, pool)
+                try:
+                    yield self._make_doc(subject, doc_id, item, shots, pool)
+                except BadRow as err:
+                    if not source.skip_bad_rows:
+                        raise
+                    self.skipped.append(
+                        {"subject": subject, "split": err.split, "row": err.row, "error": str(err)}
+                    )
 
     def requests(self, doc: Doc, unconditioned: bool = False) -> list[Request]:
         """The model requests one doc needs: one per choice for LOGPROBS (plus, with

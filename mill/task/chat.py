@@ -10,13 +10,10 @@ message (lm-eval's ``multiturn_to_singleturn``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-ChatTemplate = Callable[[list[dict[str, str]], bool], str]
-"""Renders chat messages (``{"role", "content"}``) to the model's prompt string; the bool
-is ``add_generation_prompt``."""
+from mill.types import ChatTemplate
 
 
 @dataclass(frozen=True)
@@ -69,28 +66,3 @@ def render_chat(messages: Sequence[Message], template: ChatTemplate, multiturn: 
     """Render through a chat template, few-shot examples as separate turns or collapsed."""
     turns = [m.to_dict() for m in messages] if multiturn else single_turn(messages)
     return template(turns, True)
-
-
-def tokenizer_chat_template(tokenizer: Any) -> ChatTemplate | None:
-    """The chat template of a ``transformers`` tokenizer as a :data:`ChatTemplate`, or None
-    when it has none. As lm-eval's HF backend: ``continue_final_message`` is the opposite
-    of ``add_generation_prompt``, and a template that rejects the system role is retried
-    without the system message."""
-    if not getattr(tokenizer, "chat_template", None):
-        return None
-
-    def render(turns: list[dict[str, str]], add_generation_prompt: bool) -> str:
-        import jinja2
-
-        kwargs = dict(
-            tokenize=False,
-            add_generation_prompt=add_generation_prompt,
-            continue_final_message=not add_generation_prompt,
-        )
-        try:
-            return str(tokenizer.apply_chat_template(turns, **kwargs))
-        except jinja2.exceptions.TemplateError:
-            kept = [t for t in turns if t["role"] != "system"]
-            return str(tokenizer.apply_chat_template(kept, **kwargs))
-
-    return render

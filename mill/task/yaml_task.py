@@ -16,6 +16,7 @@ from typing import Any
 
 from mill.errors import TaskError
 from mill.task.base import Task
+from mill.task.rows import MissingField, strict
 from mill.types import OutputType
 
 _OUTPUT_TYPES = {t.value: t for t in OutputType}
@@ -43,9 +44,9 @@ class YamlTask(Task):
 
     def __init__(
         self,
-        name: str,
-        doc_to_text: str,
-        doc_to_target: str,
+        name: str | None = None,
+        doc_to_text: str | None = None,
+        doc_to_target: str | None = None,
         output_type: str = "logprobs",
         doc_to_choice: str | list[str] | None = None,
         description: str | None = None,
@@ -54,6 +55,13 @@ class YamlTask(Task):
         metrics: list[str] | None = None,
         **task: Any,
     ) -> None:
+        if not name:
+            raise TaskError(
+                "the task config has no `name`; add a line `name: <short name>` to its YAML"
+            )
+        for key, value in (("doc_to_text", doc_to_text), ("doc_to_target", doc_to_target)):
+            if value is None:
+                raise TaskError(f"task {name!r}: the config has no `{key}`; add it to its YAML")
         if output_type not in _OUTPUT_TYPES:
             raise TaskError(
                 f"task {name!r}: output_type={output_type!r} is unknown; choose one of "
@@ -94,10 +102,23 @@ class YamlTask(Task):
     def _resolve(self, field: str, item: dict[str, Any]) -> Any:
         source, template = self._templates[field]
         if source in item:
-            return item[source]
+            try:
+                return strict(item)[source]
+            except MissingField as err:
+                err.used_by = field
+                raise
+        # a null field is undefined in templates: StrictUndefined names it when it is used
+        values = {k: strict(v, k) for k, v in item.items() if v is not None}
         try:
-            return template.render(**item)
+            return template.render(**values)
         except Exception as err:  # jinja2.UndefinedError and friends
+            undefined = re.match(r"'([^']+)' is undefined", str(err))
+            if undefined:
+                name = undefined.group(1)
+                raise MissingField(name, null=name in item, used_by=field) from err
+            attribute = re.search(r"has no attribute '([^']+)'", str(err))
+            if attribute:
+                raise MissingField(attribute.group(1), null=False, used_by=field) from err
             raise TaskError(f"task {self.name!r}: {field} failed on a row: {err}") from err
 
     # ----- hooks ----------------------------------------------------------------------------

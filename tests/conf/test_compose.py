@@ -9,7 +9,8 @@ from omegaconf import OmegaConf
 
 from mill.errors import ConfigError
 from mill.instantiate import check_targets, instantiate
-from mill.runner.build import build_metrics, build_tasks, metric_config
+from mill.metrics.config import metric_config
+from mill.runner.build import build_metrics, build_tasks
 from mill.task.base import Task
 
 
@@ -21,6 +22,8 @@ def _options(group: str) -> list[str]:
 
 
 TASKS, MODELS, METRICS = _options("task"), _options("model"), _options("metrics")
+# task=lm_eval needs task.tasks and the lm-eval extra: tests/lm_eval composes it.
+TASKS = [t for t in TASKS if t != "lm_eval"]
 
 
 def test_groups_are_not_empty() -> None:
@@ -33,6 +36,8 @@ def test_groups_are_not_empty() -> None:
 def test_every_task_model_pair_composes(compose, task: str, model: str) -> None:
     cfg = compose(f"task={task}", f"model={model}")
     assert cfg.task.name == task and cfg.model.name
+    if OmegaConf.missing_keys(cfg.task):  # e.g. lm_eval's task.tasks: tested in tests/lm_eval
+        pytest.skip(f"task={task} needs {sorted(OmegaConf.missing_keys(cfg.task))} set")
     check_targets(cfg)  # every _target_ is inside the allow-list
     tasks, _ = build_tasks(cfg.task, [])
     assert all(isinstance(t, Task) for t in tasks)
@@ -72,3 +77,61 @@ def test_user_configs_load_through_searchpath(compose, tmp_path) -> None:
     )
     cfg = compose(f"hydra.searchpath=[file://{tmp_path}]", "task=my_arc")
     assert cfg.task.name == "my_arc" and cfg.task.limit == 7
+
+
+def _own(group: str, name: str) -> dict:
+    """A config file as written (its defaults list dropped)."""
+    folder = resources.files("mill.conf")
+    text = (folder.joinpath(group) if group else folder).joinpath(f"{name}.yaml").read_text()
+    node = OmegaConf.to_container(OmegaConf.create(text), resolve=False)
+    assert isinstance(node, dict)
+    return node
+
+
+def _defaults(target: str) -> dict:
+    """Keyword defaults of a ``_target_`` (a **kwargs factory adds HFCausalLM's)."""
+    import importlib
+    import inspect
+
+    module, _, attr = target.rpartition(".")
+    params = dict(inspect.signature(getattr(importlib.import_module(module), attr)).parameters)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        from mill.model.hf import HFCausalLM
+
+        params = {**inspect.signature(HFCausalLM).parameters, **params}
+    return {k: p.default for k, p in params.items() if p.default is not inspect.Parameter.empty}
+
+
+HF_MODELS = [  # transformers models: their configs extend model/hf
+    m
+    for m in MODELS
+    if m != "hf"
+    and str(_own("model", m).get("_target_", "mill.model.hf")).startswith(
+        ("mill.model.hf", "mill.model.random")
+    )
+]
+SINGLE_TASKS = [
+    t for t in TASKS if str(_own("task", t).get("_target_", "")).startswith("mill.tasks.")
+]
+
+
+@pytest.mark.parametrize(
+    ("group", "name", "base"),
+    [("model", m, "hf") for m in HF_MODELS]
+    + [("task", t, "/task_base@_here_") for t in SINGLE_TASKS],
+)
+def test_configs_extend_their_base_and_state_only_what_differs(
+    compose, group: str, name: str, base: str
+) -> None:
+    own = _own(group, name)
+    defaults = own.pop("defaults", [])
+    assert base in defaults and defaults.index(base) < defaults.index("_self_"), defaults
+    base_node = _own("model", "hf") if group == "model" else _own("", "task_base")
+    same = [k for k, v in own.items() if k in base_node and base_node[k] == v and k != "dataset"]
+    assert not same, f"{group}/{name}.yaml repeats its base: {same}"
+    # what the file leaves to its base is what its target would do without the key
+    composed = OmegaConf.to_container(compose(f"{group}={name}")[group], resolve=False)
+    fallback = _defaults(composed["_target_"])
+    inherited = {k: v for k, v in composed.items() if k not in own and k not in ("_target_",)}
+    wrong = {k: v for k, v in inherited.items() if k in fallback and fallback[k] != v}
+    assert not wrong, f"{group}/{name}: the base changes {wrong} from the target's defaults"

@@ -27,8 +27,7 @@ from mill.metrics import (
     TernaryScore,
 )
 from mill.metrics.repeats import pass_at_k
-from mill.task.doc import Doc
-from mill.types import Response
+from mill.types import Doc, Response
 
 
 def _doc(choices: list[str], gold: int, idk: int | None = None) -> Doc:

@@ -15,8 +15,7 @@ from mill.metrics import (
     WordPerplexity,
 )
 from mill.metrics.stats import bootstrap_stderr, mean_stderr
-from mill.task.doc import Doc
-from mill.types import Response
+from mill.types import Doc, Response
 
 
 def _mc(lls: list[float], choices: list[str], gold: int) -> tuple[Doc, list[Response]]:

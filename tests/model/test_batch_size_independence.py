@@ -24,6 +24,7 @@ import pytest
 from mill.data.load import DataSource
 from mill.evaluator import evaluate
 from mill.model.hf import HFCausalLM
+from mill.progress import NullProgress
 from mill.runner.build import build_metrics, build_tasks
 
 SETTINGS = [
@@ -34,12 +35,6 @@ SETTINGS = [
     ("auto", 256),  # smaller than most rows: one row per batch, chunked prefill
     ("auto", 2048),
 ]
-
-
-class _Quiet:
-    def phase(self, name: str, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-    def done(self) -> None: ...
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +67,7 @@ def _run(compose, model: HFCausalLM, overrides: list[str]) -> tuple[list[Any], d
     tasks, _ = build_tasks(cfg.task, [])
     metrics = build_metrics(cfg.get("metrics"), tasks, [])
     records: list[Any] = []
-    results = evaluate(tasks, metrics, model, DataSource("bundled"), records.append, _Quiet())
+    results = evaluate(tasks, metrics, model, DataSource("bundled"), records.append, NullProgress())
     records.sort(key=lambda r: (r.task, r.doc_id))
     values = {name: m["value"] for result in results.values() for name, m in result.metrics.items()}
     return records, values

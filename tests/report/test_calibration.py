@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from mill.metrics.calibration import ExpectedCalibrationError
 from mill.report.calibration import reliability
 
 
@@ -38,3 +39,21 @@ def test_full_confidence_goes_to_the_last_bin_and_empty_input_gives_none() -> No
     assert rel is not None and rel.bins[0].lo == 0.9 and rel.bins[0].confidence == 1.0
     assert rel.ece == 0.0
     assert reliability("t", [{"gold": 0, "response": {"logprobs": []}}]) is None
+
+
+def test_page_and_metric_agree_on_edge_confidences() -> None:
+    """The two docs that once gave ECE 0.525 from the metric and 0.025 on the page: a tie
+    (confidence exactly 0.5, right) and 0.55 (wrong)."""
+    docs = [_doc([0.5, 0.5], 0), _doc([0.45, 0.55], 0)]
+    rel = reliability("t", docs)
+    assert rel is not None
+    # 0.5 closes the bin (0.4, 0.5]; 0.55 lies in (0.5, 0.6]
+    assert [(b.lo, b.hi, b.count) for b in rel.bins] == [(0.4, 0.5, 1), (0.5, 0.6, 1)]
+    assert rel.ece == pytest.approx((0.5 + 0.55) / 2)
+    metric = ExpectedCalibrationError()
+    values = [(0.5, 1.0), (0.55, 0.0)]
+    assert metric.aggregate(values) == pytest.approx(rel.ece)
+    # full confidence closes the last bin; a uniform doc over 4 choices closes (0.2, 0.3]
+    full = reliability("t", [_doc([1.0, 1e-300], 0), _doc([0.25] * 4, 1)])
+    assert full is not None
+    assert [(b.lo, b.hi) for b in full.bins] == [(0.2, 0.3), (0.9, 1.0)]

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 
 
 def _check_images(chromium, page: Path, expected: int) -> list[dict]:
@@ -19,6 +20,7 @@ def _check_images(chromium, page: Path, expected: int) -> list[dict]:
     return images
 
 
+@pytest.mark.slow
 def test_run_page_renders_with_its_plots(chromium, sweep, tmp_path: Path) -> None:
     page = sweep.path / "0_arc_stories260k" / "report.html"
     images = _check_images(chromium, page, 3)
@@ -48,6 +50,7 @@ def test_run_page_renders_with_its_plots(chromium, sweep, tmp_path: Path) -> Non
         assert (seen.mean(axis=2) < 200).mean() > 0.01 and blue.sum() > 100, name
 
 
+@pytest.mark.slow
 def test_sweep_and_compare_pages_render(chromium, sweep, tmp_path: Path) -> None:
     _check_images(chromium, sweep.path / "report.html", 1)
     out = tmp_path / "cmp"

@@ -11,7 +11,7 @@ import jsonlines
 import numpy as np
 import pytest
 
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 
 SETTINGS = {
     "name": "arc_easy",
@@ -66,6 +66,7 @@ def _write_run(path: Path, run: str, doc_ids: list[int], settings: dict) -> Path
         "data_source": {"source": "local"},
     }
     (path / "results.json").write_text(json.dumps(results))
+    (path / "manifest.json").write_text(json.dumps({"status": "succeeded"}))
     return path
 
 
@@ -87,6 +88,7 @@ def _hand_bootstrap(a: np.ndarray, b: np.ndarray, stat, iters: int, seed: int) -
     return np.array(out)
 
 
+@pytest.mark.slow
 def test_paired_statistics_match_a_hand_computation(pair, tmp_path: Path) -> None:
     a, b = pair
     out = tmp_path / "cmp"
@@ -159,6 +161,7 @@ def test_same_seed_same_numbers_other_seed_other_interval(pair, tmp_path: Path) 
     assert wide.ci[0] <= first[0].ci[0] and wide.ci[1] >= first[0].ci[1]
 
 
+@pytest.mark.slow
 def test_refuses_runs_whose_task_settings_differ_naming_the_keys(tmp_path: Path) -> None:
     other = {**SETTINGS, "limit": 50, "num_fewshot": 5, "dataset": {**SETTINGS["dataset"]}}
     other["dataset"]["revision"] = "def"
@@ -181,6 +184,7 @@ def test_refuses_runs_whose_task_settings_differ_naming_the_keys(tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -203,6 +207,7 @@ def test_bad_input_is_one_line_and_exit_2(pair, tmp_path: Path, args, message) -
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_real_runs_compare_on_their_shared_docs(sweep, single_run: Path, tmp_path: Path) -> None:
     a, b = sweep.path / "0_arc_stories260k", sweep.path / "1_arc_gpt2_random"
     out = tmp_path / "cmp"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 
 DERIVED = ("report.html", "report.txt", "plots", "sweep.png")
 
@@ -32,6 +32,7 @@ def _strip(folder: Path) -> dict[str, bytes]:
     return before
 
 
+@pytest.mark.slow
 def test_rebuilding_a_sweep_reproduces_every_file(sweep, tmp_path: Path) -> None:
     copy = tmp_path / "sweep"
     shutil.copytree(sweep.path, copy)
@@ -56,6 +57,7 @@ def test_rebuilding_a_sweep_reproduces_every_file(sweep, tmp_path: Path) -> None
     assert f"wrote {copy / 'report.html'}" in proc.stderr
 
 
+@pytest.mark.slow
 def test_one_run_prints_its_table(sweep) -> None:
     run = sweep.path / "3_wikitext_gpt2_random"
     proc = run_mill("-cn", "report", f"runs=[{run}]")
@@ -64,6 +66,7 @@ def test_one_run_prints_its_table(sweep) -> None:
     assert "| task     | metric            |" in proc.stdout
 
 
+@pytest.mark.slow
 def test_several_runs_get_a_combined_page(sweep, single_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "combined"
     runs = [sweep.path / "0_arc_stories260k", single_run]
@@ -82,6 +85,7 @@ def test_several_runs_get_a_combined_page(sweep, single_run: Path, tmp_path: Pat
     assert expected + ["30"] in cells
 
 
+@pytest.mark.slow
 def test_report_never_imports_torch_or_transformers(sweep, tmp_path: Path) -> None:
     copy = tmp_path / "sweep"
     shutil.copytree(sweep.path, copy)
@@ -102,6 +106,7 @@ def test_report_never_imports_torch_or_transformers(sweep, tmp_path: Path) -> No
     assert "NO-MODEL-IMPORTS" in proc.stdout and (copy / "report.html").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("runs", "message"),
     [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 
 ARC_ROW = {
     "id": "x1",
@@ -70,7 +70,7 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
             "task=gsm8k",
             "task.num_fewshot=0",
             f"+task.dataset.data_files.test={data}",
-        ], ["task 'gsm8k'", "doc 0", "lacks field 'question' that the prompt needs"]
+        ], ["task 'gsm8k', split 'test'", "doc 0", "lacks field 'question' that the task needs"]
     if name == "file row lacks a field":
         row = {k: v for k, v in ARC_ROW.items() if k != "answerKey"}
         data = _jsonl(tmp_path / "arc.jsonl", [row, row])
@@ -104,7 +104,94 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
         ]
     if name == "target outside allow-list":
         return ["model._target_=os.system"], ["'os.system' is not allowed", "allow_targets"]
+    if name == "null field in a file row":
+        # datasets fills a field that one row lacks with null: never "gold not among choices"
+        rows = [ARC_ROW, {k: v for k, v in ARC_ROW.items() if k != "answerKey"}, ARC_ROW]
+        data = _jsonl(tmp_path / "arc.jsonl", rows)
+        return [f"+task.dataset.data_files.test={data}"], [
+            "task 'arc_easy', split 'test'",
+            "row 1",
+            "field 'answerKey' is null",
+            "data.skip_bad_rows=true",
+        ]
+    if name == "null text in a file row":
+        row = {**ARC_ROW, "question": {**ARC_ROW["question"], "stem": None}}
+        data = _jsonl(tmp_path / "arc.jsonl", [ARC_ROW, ARC_ROW, row])
+        return [f"+task.dataset.data_files.test={data}"], [
+            "split 'test'",
+            "row 2",
+            "field 'question.stem' is null",
+        ]
+    if name == "null field in a YAML task row":
+        return _user_task(tmp_path, [{"q": "a?", "a": "b"}, {"q": None, "a": "c"}]), [
+            "task 'mine', split 'test'",
+            "doc 1",
+            "field 'q' is null",
+        ]
+    if name == "task YAML without name":
+        return _user_task(tmp_path, [{"q": "a?", "a": "b"}], name=None), [
+            "the task config has no `name`",
+            "name: <short name>",
+        ]
+    if name == "task YAML without name, default folder":
+        overrides = _user_task(tmp_path, [{"q": "a?", "a": "b"}], name=None)
+        return overrides + ["--no-run-dir"], ["the task config has no `name`", "name:"]
+    if name == "non-UTF-8 data file":
+        data = tmp_path / "arc.jsonl"
+        data.write_bytes(json.dumps(ARC_ROW).replace("water", "caf\u00e9").encode("latin-1"))
+        return [f"+task.dataset.data_files.test={data}"], [
+            str(data),
+            "line 1 is not UTF-8",
+            "save the file as UTF-8",
+        ]
+    if name == "garbage JSONL line":
+        data = tmp_path / "arc.jsonl"
+        data.write_text(json.dumps(ARC_ROW) + "\n" + json.dumps(ARC_ROW)[:40] + "\n")
+        return [f"+task.dataset.data_files.test={data}"], [str(data), "line 2 is not valid JSON"]
+    if name == "empty data file":
+        data = tmp_path / "arc.jsonl"
+        data.write_text("")
+        return [f"+task.dataset.data_files.test={data}"], [str(data), "is empty"]
+    if name == "missing data file":
+        return [f"+task.dataset.data_files.test={tmp_path / 'nope.jsonl'}"], [
+            "nope.jsonl",
+            "does not exist",
+        ]
+    if name == "corrupt cache database":
+        cache = tmp_path / "cache"
+        cache.mkdir()
+        (cache / "responses-somehost.sqlite").write_bytes(b"this is not a database" * 100)
+        return [f"runner.cache={cache}", "task.limit=2"], [
+            "responses-somehost.sqlite",
+            "is corrupt",
+            "runner.cache=false",
+        ]
+    if name == "task.limit not a number":
+        return ["task.limit=abc"], ["task.limit='abc'", "not a whole number"]
+    if name == "task.limit not whole":
+        return ["task.limit=2.5"], ["task.limit=2.5", "not a whole number"]
+    if name == "task.num_fewshot not whole":
+        return ["task.num_fewshot=1.5"], ["task.num_fewshot=1.5", "not a whole number"]
     raise AssertionError(name)
+
+
+def _user_task(tmp_path: Path, rows: list[dict], name: str | None = "mine") -> list[str]:
+    """A YAML-only generative task over ``rows``; the overrides that select it."""
+    data = _jsonl(tmp_path / "mine.jsonl", rows)
+    folder = tmp_path / "conf" / "task"
+    folder.mkdir(parents=True)
+    lines = [
+        "_target_: mill.task.YamlTask",
+        *([f"name: {name}"] if name else []),
+        "output_type: generative",
+        'doc_to_text: "Q: {{q}}"',
+        "doc_to_target: a",
+        "dataset:",
+        "  data_files:",
+        f"    test: {data}",
+    ]
+    (folder / "mine.yaml").write_text("\n".join(lines) + "\n")
+    return [f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "task=mine"]
 
 
 CASES = [
@@ -121,25 +208,70 @@ CASES = [
     "non-finite log-probability",
     "dataset offline",
     "target outside allow-list",
+    "null field in a file row",
+    "null text in a file row",
+    "null field in a YAML task row",
+    "task YAML without name",
+    "task YAML without name, default folder",
+    "non-UTF-8 data file",
+    "garbage JSONL line",
+    "empty data file",
+    "missing data file",
+    "corrupt cache database",
+    "task.limit not a number",
+    "task.limit not whole",
+    "task.num_fewshot not whole",
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CASES)
 def test_bad_input_is_one_line_exit_2_no_results(name: str, tmp_path: Path) -> None:
     overrides, fragments = _case(name, tmp_path)
     out = tmp_path / "run"
-    proc = run_mill(*overrides, f"hydra.run.dir={out}")
+    if "--no-run-dir" in overrides:  # Hydra names the folder itself (under the cwd)
+        overrides.remove("--no-run-dir")
+        out = tmp_path / "cwd"
+        out.mkdir()
+        proc = run_mill(*overrides, cwd=out)
+    else:
+        proc = run_mill(*overrides, f"hydra.run.dir={out}")
     assert proc.returncode == 2, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("mill: error: ")]
     assert len(errors) == 1, proc.stderr
     for fragment in fragments:
         assert fragment in errors[0], (fragment, errors[0])
     assert "Traceback" not in proc.stderr + proc.stdout
-    assert not (out / "results.json").exists()
+    assert not list(out.rglob("results.json"))
     if (out / "manifest.json").exists():  # it got as far as the folder: marked failed
         assert json.loads((out / "manifest.json").read_text())["status"] == "failed"
+        # ... and its log holds the same error
+        assert errors[0].removeprefix("mill: error: ") in (out / "mill.log").read_text()
 
 
+@pytest.mark.slow
+def test_bad_rows_are_skipped_and_counted_when_asked(tmp_path: Path) -> None:
+    rows = [ARC_ROW, {k: v for k, v in ARC_ROW.items() if k != "answerKey"}, ARC_ROW]
+    data = _jsonl(tmp_path / "arc.jsonl", rows)
+    out = tmp_path / "run"
+    proc = run_mill(
+        f"+task.dataset.data_files.test={data}", "data.skip_bad_rows=true", f"hydra.run.dir={out}"
+    )
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "WARNING" in line]
+    assert len(warnings) == 1 and "skipped 1 bad row(s) (arc_easy: 1" in warnings[0]
+    task = json.loads((out / "results.json").read_text())["tasks"]["arc_easy"]
+    assert task["skipped_rows"]["count"] == 1
+    (skipped,) = task["skipped_rows"]["rows"]
+    assert (skipped["split"], skipped["row"]) == ("test", 1)
+    assert "field 'answerKey' is null" in skipped["error"]
+    assert task["metrics"]["acc"]["n"] == 2
+    docs = [json.loads(line)["doc_id"] for line in (out / "samples" / "arc_easy.jsonl").open()]
+    assert docs == [0, 2]  # doc ids stay the rows' positions
+    assert "skipped 1 bad row(s)" in (out / "report.txt").read_text()
+
+
+@pytest.mark.slow
 def test_long_contexts_are_truncated_counted_and_warned_once(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = run_mill(

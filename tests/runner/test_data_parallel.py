@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonlines
 import pytest
 
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 
 ARGS = ("task=arc", "model=gpt2_random", "task.limit=6", "model.batch_size=1")
 # One BLAS thread in every process: the GEMM kernel that torch picks for a small matrix
@@ -50,6 +50,7 @@ def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_two_workers_equal_one_process_exactly(single: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = run_mill(*ARGS, "runner.num_processes=2", f"hydra.run.dir={out}", env=ONE_THREAD)
@@ -73,6 +74,34 @@ def test_two_workers_equal_one_process_exactly(single: Path, tmp_path: Path) -> 
     assert proc.stdout.count("arc_easy |") == 1 or proc.stdout.count("arc_easy") >= 1
 
 
+@pytest.mark.slow
+def test_default_thread_counts_agree_to_float_rounding(single: Path, tmp_path: Path) -> None:
+    """Without OMP_NUM_THREADS each of 2 CPU workers gets half the cores while a single
+    process takes them all: the GEMM kernels then sum in another order, so log-likelihoods
+    agree to float rounding (the README's statement), everything else exactly."""
+    runs = {}
+    for n in (1, 2):
+        out = tmp_path / f"run{n}"
+        proc = run_mill(*ARGS, f"runner.num_processes={n}", f"hydra.run.dir={out}")
+        assert proc.returncode == 0, proc.stderr
+        runs[n] = _rows(out)
+    pairs = list(zip(runs[1], runs[2], strict=True))
+    assert len(pairs) == 12
+    for x, y in pairs:
+        for p, q in zip(x["response"]["logprobs"], y["response"]["logprobs"], strict=True):
+            assert p == pytest.approx(q, rel=0, abs=1e-5)
+        strip = ("logprobs", "unconditioned_logprobs")
+        assert {k: v for k, v in x["response"].items() if k not in strip} == {
+            k: v for k, v in y["response"].items() if k not in strip
+        }
+        assert (x["doc_id"], x["prediction"], x["metrics"]) == (
+            y["doc_id"],
+            y["prediction"],
+            y["metrics"],
+        )
+
+
+@pytest.mark.slow
 def test_users_own_torchrun_writes_one_folder(single: Path, tmp_path: Path) -> None:
     """``torchrun -m mill``: every rank runs Hydra, only rank 0 writes. Default batching
     here: the ranks' batches differ from one process's, so log-likelihoods agree to float
@@ -105,6 +134,7 @@ def test_users_own_torchrun_writes_one_folder(single: Path, tmp_path: Path) -> N
             assert p == pytest.approx(q, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_two_nodes_shard_by_global_rank(single: Path, tmp_path: Path) -> None:
     """Two torchrun "nodes" (here both on localhost) of one process each: both processes
     have local rank 0, only global rank 0 may write, and each scores half."""

@@ -11,7 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import run_mill
+import pytest
+
+from tests.helpers import run_mill
 
 # 12 docs x 4 choices, one doc per forward pass: long enough to be killed midway
 ARGS = ("task=arc_easy", "model=gpt2_random", "task.limit=12", "model.batch_size=1")
@@ -54,6 +56,7 @@ def _kill_midway(folder: Path, at_least: int) -> int:
     return _cached(folder)
 
 
+@pytest.mark.slow
 def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path) -> None:
     folder = tmp_path / "run"
     finished = _kill_midway(folder, at_least=12)
@@ -71,8 +74,10 @@ def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path) -> None:
     assert [line for line in changed.stderr.splitlines() if "error" in line.lower()] == [
         line for line in changed.stderr.splitlines() if line.startswith("mill: error: ")
     ]
-    # resume takes it over
-    resumed = run_mill(*ARGS, "runner.resume=true", f"hydra.run.dir={folder}")
+    # resume takes it over, with a lower KV-cache budget (memory only, never scores)
+    resumed = run_mill(
+        *ARGS, "runner.resume=true", "model.cache_budget=2048", f"hydra.run.dir={folder}"
+    )
     assert resumed.returncode == 0, resumed.stderr
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["status"] == "succeeded" and manifest["attempts"] == 2
@@ -101,6 +106,7 @@ def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path) -> None:
     assert (folder / "results.json").read_bytes() == before
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_shared_cache_folder_serves_any_run_of_the_same_model(compose, tmp_path: Path) -> None:
     from mill.runner.job import run_job
 

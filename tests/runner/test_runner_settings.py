@@ -16,7 +16,7 @@ def test_defaults_match_the_local_preset(compose) -> None:
 
     node = OmegaConf.to_container(compose().runner)
     settings = RunnerSettings.parse(node)
-    assert settings == RunnerSettings()
+    assert settings == RunnerSettings.default()
     assert settings.cache_dir(Path("/r")) == Path("/r/cache")
     assert (
         RunnerSettings.parse(OmegaConf.to_container(compose("runner=dp").runner)).num_processes
@@ -62,3 +62,29 @@ def test_resume_may_change_placement_but_not_scores() -> None:
     new["task"]["limit"] = 11
     new["model"]["dtype"] = "bfloat16"
     assert config_changes(old, new) == ["model.dtype", "task.limit"]
+
+
+def test_a_model_spread_over_gpus_is_refused_under_data_parallelism() -> None:
+    from mill.runner.settings import refuse_device_map
+
+    refuse_device_map({"device_map": "auto"}, 1)  # one process: allowed
+    refuse_device_map({"device": "auto"}, 4)
+    with pytest.raises(ConfigError, match="runner.num_processes=1"):
+        refuse_device_map({"device_map": "auto"}, 2)
+
+
+def test_resume_may_lower_memory_settings() -> None:
+    """Running out of memory is fixed by a smaller KV-cache budget or another placement:
+    neither changes a score, so neither blocks runner.resume=true."""
+    old = {"model": {"name": "m", "cache_budget": None, "max_memory": None}}
+    new = {
+        "model": {
+            "name": "m",
+            "cache_budget": 1024,
+            "max_memory": {"0": "20GiB", "cpu": "64GiB"},
+            "offload_folder": "/tmp/off",
+        }
+    }
+    assert config_changes(old, new) == []
+    new["model"]["name"] = "other"
+    assert config_changes(old, new) == ["model.name"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
 
@@ -58,6 +58,7 @@ def test_slurm_preset_composes(compose_hydra, tmp_path: Path) -> None:
     assert built.params["partition"] == "gpu" and built.params["timeout_min"] == 240
 
 
+@pytest.mark.slow
 def test_submitit_sweep_is_summarized(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     proc = run_mill(

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from mill.runner.sweep import cell, summarize, to_markdown
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 
 BOOM = '''
 from mill.tasks.arc import ArcEasy
@@ -20,6 +22,7 @@ class Boom(ArcEasy):
 '''
 
 
+@pytest.mark.slow
 def test_failing_jobs_are_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     (tmp_path / "boomtasks.py").write_text(BOOM)
     (tmp_path / "conf" / "task").mkdir(parents=True)

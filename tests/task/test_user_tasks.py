@@ -7,7 +7,9 @@ import os
 import shutil
 from pathlib import Path
 
-from tests.conftest import REPO, run_mill
+import pytest
+
+from tests.helpers import REPO, run_mill
 
 EXAMPLE = REPO / "examples" / "user_tasks"
 FILES = ("conf/task/capitals.yaml", "conf/task/capitals_py.yaml", "my_tasks.py")
@@ -19,6 +21,7 @@ def test_readme_shows_the_example_files_verbatim() -> None:
         assert (EXAMPLE / name).read_text().strip() in readme, name
 
 
+@pytest.mark.slow
 def test_yaml_and_python_tasks_run_from_a_user_directory(tmp_path: Path) -> None:
     user = tmp_path / "user"
     shutil.copytree(EXAMPLE, user)

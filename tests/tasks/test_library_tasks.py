@@ -16,7 +16,7 @@ from mill.tasks.piqa import PIQA
 
 from mill.data.load import DataSource
 from mill.errors import TaskError
-from tests.conftest import SHARED
+from tests.helpers import SHARED
 
 BUNDLED = DataSource("bundled")
 # task class, docs in the full local files (../shared/data/SOURCES.md)

@@ -27,9 +27,10 @@ from mill.tasks.wikitext import WikiText
 from mill.tasks.winogrande import WinoGrande
 
 from mill.data.load import DataSource
+from mill.model.chat import tokenizer_chat_template
+from mill.progress import NullProgress
 from mill.task import Task
-from mill.task.chat import tokenizer_chat_template
-from tests.task.chat_fixtures import make_chat_tokenizer
+from tests.helpers import make_chat_tokenizer
 
 pytestmark = pytest.mark.parity
 LMEVAL_PYTHON = Path(os.environ.get("MILL_LMEVAL_PYTHON", "/tmp/lmeval-venv/bin/python"))
@@ -298,12 +299,6 @@ SCORED: list[tuple[str, Any, list[str], str, dict[str, str], dict[str, Any], dic
 ]
 
 
-class _Quiet:
-    def phase(self, name: str, total: int) -> None: ...
-    def advance(self, n: int = 1) -> None: ...
-    def done(self) -> None: ...
-
-
 @pytest.mark.skipif(not LMEVAL_PYTHON.is_file(), reason="needs the lm-eval dev virtualenv")
 @pytest.mark.parametrize(
     ("case", "make", "metrics", "lm_task", "splits", "overrides", "keys"),
@@ -322,8 +317,8 @@ def test_scores_match_lm_eval(
 ) -> None:
     """Same rows, same demo model: per-request log-likelihoods to 1e-4, metrics equal."""
     from mill.evaluator import evaluate
+    from mill.metrics.config import build_metric, metric_config
     from mill.model.hf import HFCausalLM
-    from mill.runner.build import build_metric, metric_config
 
     task: Task = make()
     model_dir = BUNDLED.root.parent / "models" / "stories260k"  # type: ignore[union-attr]
@@ -360,7 +355,7 @@ def test_scores_match_lm_eval(
         HFCausalLM(str(model_dir), device="cpu"),
         BUNDLED,
         records.append,
-        _Quiet(),
+        NullProgress(),
         bootstrap_iters=10,
     )
     records.sort(key=lambda r: r.doc_id)

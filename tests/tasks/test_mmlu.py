@@ -6,7 +6,7 @@ import pytest
 from mill.tasks.mmlu import CATEGORIES, MMLU, SUBJECT_CATEGORIES
 
 from mill.data.load import DataSource
-from tests.conftest import SHARED
+from tests.helpers import SHARED
 
 BUNDLED = DataSource("bundled")
 

@@ -1,0 +1,94 @@
+"""A deterministic fake model for tests that are about everything but the model.
+
+Like lm-eval's dummy LM and inspect's mock model, it answers every request type without
+torch or weights, in microseconds, and always the same way: each answer is a function of
+the request's text and ``seed`` only (sha256), so runs, ranks, caches and resumes can be
+compared exactly. Its "tokens" are the UTF-8 bytes of the text.
+
+* ``loglikelihood``: ``logprob = -(0.5 + u) * len(continuation bytes)`` with
+  ``u = sha256(seed, context, continuation)`` mapped to [0, 1); greedy when ``u < 0.25``.
+* ``loglikelihood_rolling``: the same over the whole text with an empty context.
+* ``generate_until``: a number (``u`` scaled to 0-99) as text, cut at the first stop
+  string, at most ``max_gen_toks`` bytes; ``answer`` replaces it when given.
+
+Never use it for a reported number: its scores mean nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from mill.model.base import LanguageModel, _ignore
+from mill.types import OnResponse, Request, Response
+
+
+class FakeLM(LanguageModel):
+    """A torch-free :class:`LanguageModel` with deterministic answers (see module doc)."""
+
+    def __init__(self, name: str = "fake", seed: int = 0, answer: str | None = None) -> None:
+        self.name = name
+        self.seed = int(seed)
+        self.answer = answer
+
+    def _unit(self, *parts: str) -> float:
+        blob = "\x00".join([str(self.seed), *parts]).encode()
+        return int.from_bytes(hashlib.sha256(blob).digest()[:8], "big") / 2**64
+
+    def _score(self, request: Request, context: str) -> Response:
+        u = self._unit(context, request.continuation)
+        tokens = list(request.continuation.encode())
+        return Response(
+            request_id=request.id,
+            input_tokens=list(context.encode()),
+            output_tokens=tokens,
+            logprob=-(0.5 + u) * max(len(tokens), 1),
+            is_greedy=u < 0.25,
+        )
+
+    def _answer(
+        self, requests: Sequence[Request], on_response: OnResponse, fn: Any
+    ) -> list[Response]:
+        out = []
+        for request in requests:
+            response = fn(request)
+            on_response(request, response)
+            out.append(response)
+        return out
+
+    def loglikelihood(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        return self._answer(requests, on_response, lambda r: self._score(r, r.context))
+
+    def loglikelihood_rolling(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        return self._answer(requests, on_response, lambda r: self._score(r, ""))
+
+    def generate_until(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        def generate(request: Request) -> Response:
+            args = request.generation
+            text = self.answer
+            if text is None:
+                sampled = request.id if args is not None and args.do_sample else ""
+                text = f" {int(100 * self._unit(request.context, sampled))}"
+            for stop in args.until if args else ():
+                if stop and stop in text:
+                    text = text[: text.index(stop)]
+            if args is not None:
+                text = text.encode()[: args.max_gen_toks].decode(errors="ignore")
+            return Response(
+                request_id=request.id,
+                input_tokens=list(request.context.encode()),
+                output_tokens=list(text.encode()),
+                text=text,
+            )
+
+        return self._answer(requests, on_response, generate)
+
+    def identity(self) -> dict[str, Any]:
+        return {"class": "FakeLM", "name": self.name, "seed": self.seed, "answer": self.answer}

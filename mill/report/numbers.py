@@ -1,0 +1,31 @@
+"""How every report shows a number: the console tables, report.html, the plots and a
+sweep's summary all format through :func:`number`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def number(value: Any, digits: int = 4, sign: bool = False) -> str:
+    """``digits`` decimals (none for magnitudes of 1000 and more: perplexities), a leading
+    ``+`` for positive numbers when ``sign``, ``-`` for a missing value; integers and
+    anything else that is not a float as they are."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:+d}" if sign else str(value)
+    if not math.isfinite(value):
+        return str(value)
+    plus = "+" if sign else ""
+    if abs(value) >= 1000:
+        return f"{value:{plus}.0f}"
+    return f"{value:{plus}.{digits}f}"
+
+
+def value_pm_stderr(value: Any, stderr: Any, digits: int = 4) -> str:
+    """``value ± stderr``, or the value alone when the stderr is missing."""
+    text = number(value, digits)
+    return text if stderr is None else f"{text} ± {number(stderr, digits)}"

@@ -1,0 +1,24 @@
+"""Log records that belong in ``mill.log`` only.
+
+A user error is printed once, as one line, by the CLI; the same error (with a traceback
+for Mill's own bugs) goes to ``mill.log`` through :func:`to_file`, which hands the record
+to the file handlers alone, whatever logging config is active.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+
+def to_file(level: int, message: str, exc_info: bool = False) -> None:
+    """Log ``message`` on the ``mill`` logger to the root logger's file handlers only."""
+    logger = logging.getLogger("mill")
+    if not logger.isEnabledFor(level):
+        return
+    record = logger.makeRecord(
+        logger.name, level, __file__, 0, message, (), sys.exc_info() if exc_info else None
+    )
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler) and record.levelno >= handler.level:
+            handler.handle(record)

@@ -1,0 +1,91 @@
+"""Helpers shared by the tests (import them from here; fixtures stay in conftest.py files).
+
+* :func:`run_mill` starts the installed ``mill`` in a subprocess; only tests marked
+  ``slow`` may call it (the fast tier never starts a process: see tests/conftest.py).
+* :func:`full_forward_oracle` and :func:`choice_requests`: the model tests' oracle.
+* :func:`make_chat_tokenizer`: a small real tokenizer with a chat template.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mill.types import OutputType, Request
+
+if TYPE_CHECKING:
+    from mill.model.hf import HFCausalLM
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+SLOW_ALLOWED = {"now": True}
+"""Whether the running test may start processes (set per test by tests/conftest.py)."""
+
+
+def run_mill(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``mill`` console script in a subprocess (offline, CI=1)."""
+    if not SLOW_ALLOWED["now"]:
+        import pytest
+
+        pytest.fail("this test starts mill as a process: mark it @pytest.mark.slow")
+    full_env = {**os.environ, "CI": "1", **(env or {})}
+    exe = Path(sys.executable).with_name("mill")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
+    return subprocess.run(
+        [*cmd, *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def full_forward_oracle(model: HFCausalLM, context: str, continuation: str) -> tuple[float, bool]:
+    """One full forward over ``(context + continuation)[-(L+1):][:-1]``, as lm-eval computes it:
+    (sum of the continuation's log-probabilities, whether every token is the argmax)."""
+    import torch
+
+    ctx, cont = model.encode_pair(context, continuation)
+    ids = torch.tensor([(ctx + cont)[-(model.max_length + 1) :][:-1]])
+    with torch.no_grad():
+        logp = torch.log_softmax(model.model(ids).logits[0].float(), -1)[-len(cont) :]
+    target = torch.tensor(cont)
+    return float(logp.gather(-1, target[:, None]).sum()), bool((logp.argmax(-1) == target).all())
+
+
+def choice_requests(context: str, choices: list[str], doc: int = 0) -> list[Request]:
+    """One LOGPROBS request per choice (a leading space added), all sharing ``context``."""
+    return [
+        Request(OutputType.LOGPROBS, "t", doc, i, context, " " + c) for i, c in enumerate(choices)
+    ]
+
+
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}"
+    "{% if not loop.last or add_generation_prompt %}<|end|>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+
+def make_chat_tokenizer(folder: Path) -> Path:
+    """Copy the stories260k tokenizer into ``folder`` and give it :data:`CHAT_TEMPLATE`."""
+    from mill.data.load import bundled_data_dir
+
+    source = bundled_data_dir().parent / "models" / "stories260k"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copyfile(source / name, folder / name)
+    config: dict[str, Any] = json.loads((folder / "tokenizer_config.json").read_text())
+    config["chat_template"] = CHAT_TEMPLATE
+    (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
+    return folder

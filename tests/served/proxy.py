@@ -1,0 +1,236 @@
+"""A fault-injecting HTTP proxy for the served-model tests.
+
+A real HTTP server on 127.0.0.1, in a background thread, that forwards every request to an
+upstream server (a llama.cpp server started by the tests) and can fail some of them first::
+
+    with FaultProxy(server.root_url) as proxy:
+        proxy.fail(3, status=429, retry_after=1)  # the next 3 requests get 429 + Retry-After
+        ... model.base_url=proxy.base_url ...
+        assert proxy.counts() == {"forwarded": ..., "faulted": 3, ...}
+
+Faults: an HTTP status (429 with an optional ``Retry-After`` header, 500, 503, ...), a dropped
+connection (the socket is closed without a response) or a delay before forwarding (for client
+timeouts). Faults apply to the next N requests whose path starts with one of ``paths``
+(default: every path), then requests pass through unchanged. Every request is logged as
+``(method, path, outcome)``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+    "host",
+}
+
+
+@dataclass
+class _Fault:
+    remaining: int
+    kind: str  # "status" | "drop" | "delay"
+    status: int = 500
+    retry_after: float | None = None
+    delay_s: float = 0.0
+    paths: tuple[str, ...] = ("/",)
+
+
+class FaultProxy:
+    """Forward HTTP requests to ``upstream`` (``http://127.0.0.1:PORT``), failing some first."""
+
+    def __init__(self, upstream: str, *, upstream_timeout_s: float = 120.0) -> None:
+        parts = urlsplit(upstream)
+        if parts.scheme != "http" or not parts.hostname or not parts.port:
+            raise ValueError(f"upstream must be http://host:port, got {upstream!r}")
+        self.upstream_host = parts.hostname
+        self.upstream_port = parts.port
+        self.upstream_timeout_s = upstream_timeout_s
+        self._lock = threading.Lock()
+        self._faults: list[_Fault] = []
+        self.log: list[tuple[str, str, str]] = []
+        """``(method, path, outcome)`` per request; outcome "forwarded:<status>", "status:<n>",
+        "drop", "delay" (then forwarded) or "upstream-error"."""
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # --- configuration -------------------------------------------------------------------
+
+    def fail(
+        self,
+        n: int,
+        *,
+        status: int = 500,
+        retry_after: float | None = None,
+        paths: tuple[str, ...] = ("/",),
+    ) -> None:
+        """Answer the next ``n`` matching requests with ``status`` (and ``Retry-After``)."""
+        self._add(_Fault(n, "status", status=status, retry_after=retry_after, paths=paths))
+
+    def drop(self, n: int, *, paths: tuple[str, ...] = ("/",)) -> None:
+        """Close the connection of the next ``n`` matching requests without answering."""
+        self._add(_Fault(n, "drop", paths=paths))
+
+    def delay(self, n: int, seconds: float, *, paths: tuple[str, ...] = ("/",)) -> None:
+        """Hold the next ``n`` matching requests for ``seconds`` before forwarding them."""
+        self._add(_Fault(n, "delay", delay_s=seconds, paths=paths))
+
+    def clear(self) -> None:
+        """Remove every pending fault."""
+        with self._lock:
+            self._faults.clear()
+
+    def _add(self, fault: _Fault) -> None:
+        if fault.remaining < 0:
+            raise ValueError("a fault count must be >= 0")
+        with self._lock:
+            self._faults.append(fault)
+
+    def _take_fault(self, path: str) -> _Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.remaining > 0 and path.startswith(fault.paths):
+                    fault.remaining -= 1
+                    return fault
+        return None
+
+    def _record(self, method: str, path: str, outcome: str) -> None:
+        with self._lock:
+            self.log.append((method, path, outcome))
+
+    def counts(self) -> dict[str, int]:
+        """How many requests were forwarded, faulted (status or drop) and delayed."""
+        with self._lock:
+            outcomes = [o for _, _, o in self.log]
+        return {
+            "total": len(outcomes),
+            "forwarded": sum(o.startswith("forwarded") for o in outcomes),
+            "faulted": sum(o.startswith("status") or o == "drop" for o in outcomes),
+            "delayed": sum(o == "delay" for o in outcomes),
+        }
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def root_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL through the proxy (``model.base_url``)."""
+        return f"{self.root_url}/v1"
+
+    def start(self) -> FaultProxy:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="fault-proxy",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=10)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> FaultProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- the handler ---------------------------------------------------------------------
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real clients pool connections
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass  # quiet: the proxy's own log is ``proxy.log``
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                fault = proxy._take_fault(self.path)
+                if fault is not None and fault.kind == "drop":
+                    proxy._record(self.command, self.path, "drop")
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    return
+                if fault is not None and fault.kind == "status":
+                    proxy._record(self.command, self.path, f"status:{fault.status}")
+                    payload = (
+                        b'{"error": {"message": "injected by the test proxy", "code": %d}}'
+                        % fault.status
+                    )
+                    self.send_response(fault.status)
+                    if fault.retry_after is not None:
+                        self.send_header("Retry-After", f"{fault.retry_after:g}")
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                if fault is not None and fault.kind == "delay":
+                    proxy._record(self.command, self.path, "delay")
+                    time.sleep(fault.delay_s)
+                self._forward(body)
+
+            def _forward(self, body: bytes) -> None:
+                conn = http.client.HTTPConnection(
+                    proxy.upstream_host, proxy.upstream_port, timeout=proxy.upstream_timeout_s
+                )
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+                try:
+                    conn.request(self.command, self.path, body=body or None, headers=headers)
+                    resp = conn.getresponse()
+                    data = resp.read()
+                except OSError:
+                    # The upstream is down: the client sees a dropped connection, as it would
+                    # talking to the server directly.
+                    proxy._record(self.command, self.path, "upstream-error")
+                    self.close_connection = True
+                    return
+                finally:
+                    conn.close()
+                proxy._record(self.command, self.path, f"forwarded:{resp.status}")
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in _HOP_BY_HOP:
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = _handle  # noqa: N815
+            do_POST = _handle  # noqa: N815
+            do_DELETE = _handle  # noqa: N815
+
+        return Handler
