@@ -103,6 +103,18 @@ def truncation_warning(truncation: dict[str, Any], total: int, max_length: Any) 
     )
 
 
+def _sweep_dir() -> str | None:
+    """The sweep folder when this process runs a job of a Hydra multirun, else None."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    hydra_cfg = HydraConfig.get()
+    if str(hydra_cfg.mode) != "RunMode.MULTIRUN":
+        return None
+    return str(Path(str(hydra_cfg.sweep.dir)).resolve())
+
+
 def sink_record(folder: Path | None, results: Results, resolved: dict[str, Any]) -> RunRecord:
     """What the sinks log about a run: its name, results, settings, folder and tags."""
     settings = {k: v for k, v in resolved.items() if k != "hydra"}
@@ -112,6 +124,9 @@ def sink_record(folder: Path | None, results: Results, resolved: dict[str, Any])
     tags["mill.data"] = results.data_source.source
     if folder is not None:
         tags["mill.folder"] = str(folder)
+    sweep = _sweep_dir()
+    if sweep is not None:  # a job of `mill -m`: its runs share the sweep folder's tag
+        tags["mill.sweep"] = sweep
     name = folder.name if folder is not None else f"{task}_{model}"
     return RunRecord(name, results, settings, folder, tags)
 
