@@ -52,7 +52,11 @@ larger sizes were no faster and used more memory). ``--lmeval-batch-size`` overr
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", nargs="+", default=None, help=f"of {list(WORKLOADS)}")
-    parser.add_argument("--model", default="gpt2_bench", help="gpt2_bench (6x384), ...")
+    parser.add_argument(
+        "--model", default="gpt2_bench", help="gpt2_bench (6x384), llama_1b (TinyLlama shape)"
+    )
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (both sides)")
+    parser.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
     parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
     parser.add_argument("--lmeval-batch-size", default=None, help="default: LMEVAL_BATCH")
     parser.add_argument("--threads", type=int, default=2)
@@ -110,12 +114,20 @@ def main(argv: list[str] | None = None) -> int:
                     lmeval_batch_size=batch,
                     mill_overrides=args.mill_override,
                     sides=sides,
+                    device=args.device,
+                    dtype=args.dtype,
                 )
             )
         runs = rounds[0]  # outputs, tokens and wall time of the first round
         work = {side: [rnd[side].out["seconds"]["work"] for rnd in rounds] for side in runs}
         peak = {side: max(rnd[side].peak_rss_kib for rnd in rounds) for side in runs}
-        entry = {"workload": name, "model": args.model, "lmeval_batch_size": batch}
+        entry = {
+            "workload": name,
+            "model": args.model,
+            "device": args.device,
+            "dtype": args.dtype,
+            "lmeval_batch_size": batch,
+        }
         for side, run in runs.items():
             entry[side] = {
                 "seconds": run.out["seconds"],
@@ -125,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
                 "tokens_fed": run.out["tokens_fed"],
                 "forward_calls": run.out["forward_calls"],
             }
+            if "identity" in run.out:  # Mill's record of what it ran: dtype, device
+                entry[side]["model_dtype"] = run.out["identity"].get("dtype")
+                entry[side]["model_device"] = run.out.get("device")
         if args.repeat > 1:
             each = "; ".join(f"{s} " + "/".join(f"{t:.1f}" for t in ts) for s, ts in work.items())
             print(f"    {name}: work seconds per round: {each}", flush=True)
@@ -163,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         print(rows[-1], flush=True)
         report.append(entry)
     print()
-    print(f"model {args.model} ({model}), fp32, {args.threads} threads")
+    print(f"model {args.model} ({model}), {args.dtype} on {args.device}, {args.threads} threads")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
     print("\n".join(rows))

@@ -5,7 +5,8 @@ imports nothing from Mill. ``python lmeval_driver.py SPEC.json OUT.json``.
 
 SPEC (written by ``parity.py`` / ``benchmark.py``)::
 
-    {"model": "/path/to/model", "batch_size": 16, "threads": 2,
+    {"model": "/path/to/model", "batch_size": 16, "threads": 2, "device": "cpu",
+     "dtype": "float32",
      "tasks": [{"name": "mill__arc_easy_0shot", "include": "arc/arc_easy.yaml",
                 "overrides": {...task YAML keys...}}],
      "limit": 300}
@@ -70,8 +71,8 @@ def main() -> None:
         t_ready = time.perf_counter()
         lm = HFLM(
             pretrained=spec["model"],
-            dtype="float32",
-            device="cpu",
+            dtype=spec.get("dtype", "float32"),
+            device=spec.get("device", "cpu"),
             batch_size=spec.get("batch_size", 1),
             max_batch_size=int(spec.get("max_batch_size", 64)),
         )
@@ -110,6 +111,8 @@ def main() -> None:
         "side": "lm-eval",
         "version": lm_eval.__version__ if hasattr(lm_eval, "__version__") else None,
         "batch_size": spec.get("batch_size", 1),
+        "device": spec.get("device", "cpu"),
+        "dtype": spec.get("dtype", "float32"),
         "tasks": tasks_out,
         "seconds": {
             "imports": t_imported - T_START,

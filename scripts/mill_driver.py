@@ -112,6 +112,7 @@ def main() -> None:
     out = {
         "side": "mill",
         "identity": model.identity(),
+        "device": str(model.device),
         "tasks": {
             name: {"metrics": {k: v.value for k, v in result.metrics.items()}}
             for name, result in results.tasks.items()

@@ -44,6 +44,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
     parser.add_argument("--lmeval-batch-size", default="16")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (both sides)")
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        help="float32 (the 1e-4 bar), bfloat16 or float16 (lower precision: see --logp-tol)",
+    )
+    parser.add_argument(
+        "--logp-tol", type=float, default=None, help="max |delta logp| (default 1e-4)"
+    )
     parser.add_argument("--mill-override", action="append", default=[], help="extra Mill override")
     parser.add_argument("--json", type=Path, default=None, help="write the comparison here")
     parser.add_argument("--keep", type=Path, default=None, help="keep driver outputs here")
@@ -93,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
                 threads=args.threads,
                 lmeval_batch_size=batch,
                 mill_overrides=args.mill_override,
+                device=args.device,
+                dtype=args.dtype,
             )
-            result = compare(workload, runs["mill"].out, runs["lmeval"].out)
+            result = compare(workload, runs["mill"].out, runs["lmeval"].out, args.logp_tol)
             metrics = "; ".join(
                 f"{m['metric']} {m['mill']:.6g}/{m['lmeval']:.6g}{'' if m['equal'] else ' (!)'}"
                 for m in result.metric_rows

@@ -34,14 +34,19 @@ def model_dir(name: str) -> Path:
     """Folder of a named test model (built on first use for the random ones)."""
     if name == "stories260k":
         return Path(str(resources.files("mill.resources").joinpath("models/stories260k")))
-    from mill.model.random import random_gpt2_dir
+    from mill.model.random import cache_root, random_gpt2_dir
 
+    if name == "llama_1b":  # TinyLlama-1.1B's shape, random weights (memory_check.py)
+        from memory_check import build_model
+
+        return build_model(cache_root() / "models" / "random-llama-1.1b-shape-s0")
     shapes = {
         "gpt2_random": (2, 64, 4),  # the test suite's tiny model
         "gpt2_bench": (6, 384, 6),  # the issue's benchmark shape
     }
     if name not in shapes:
-        raise SystemExit(f"unknown model {name!r}; choose one of {['stories260k', *shapes]}")
+        known = ["stories260k", *shapes, "llama_1b"]
+        raise SystemExit(f"unknown model {name!r}; choose one of {known}")
     return random_gpt2_dir(*shapes[name], seed=0)
 
 
@@ -99,15 +104,19 @@ def run_pair(
     lmeval_batch_size: int | str = 16,
     mill_overrides: list[str] | None = None,
     sides: tuple[str, ...] = ("mill", "lmeval"),
+    device: str = "cpu",
+    dtype: str = "float32",
 ) -> dict[str, SideRun]:
-    """Run ``workload`` on the model folder ``model`` with both harnesses."""
+    """Run ``workload`` on the model folder ``model`` with both harnesses, on ``device``
+    (``cpu``, ``cuda``, ``cuda:1``) in ``dtype`` (``float32``, ``bfloat16``, ``float16``)."""
     runs: dict[str, SideRun] = {}
     if "mill" in sides:
         overrides = workload.mill_overrides(data_dir) + [
             "model=hf",
             f"model.pretrained={model}",
             f"model.name={model.name}",
-            "model.device=cpu",
+            f"model.device={device}",
+            f"model.dtype={dtype}",
             *(mill_overrides or []),
         ]
         runs["mill"] = run_side(
@@ -123,6 +132,8 @@ def run_pair(
             "model": str(model),
             "batch_size": lmeval_batch_size,
             "threads": threads,
+            "device": device,
+            "dtype": dtype,
             "limit": workload.limit,
             "tasks": workload.lmeval_tasks(files),
         }
@@ -164,8 +175,14 @@ def _same_number(a: float | None, b: float | None) -> bool:
     return math.isclose(a, b, rel_tol=METRIC_REL_TOL, abs_tol=1e-12)
 
 
-def compare(workload: Workload, mill: dict[str, Any], lmeval: dict[str, Any]) -> Comparison:
-    """Compare per request (doc id + request index), per doc metric and aggregate metric."""
+def compare(
+    workload: Workload,
+    mill: dict[str, Any],
+    lmeval: dict[str, Any],
+    logp_tol: float | None = None,
+) -> Comparison:
+    """Compare per request (doc id + request index), per doc metric and aggregate metric;
+    ``logp_tol``: max |delta logp| per request (default :data:`LOGP_TOL`, the fp32 bar)."""
     result = Comparison(workload.name)
     (mill_task,) = mill["tasks"]
     mill_docs = {(s["subject"], s["doc_id"]): s for s in mill["samples"]}
@@ -200,7 +217,7 @@ def compare(workload: Workload, mill: dict[str, Any], lmeval: dict[str, Any]) ->
                     delta = abs(a - b)
                     result.max_abs_delta = max(result.max_abs_delta, delta)
                     result.max_rel_delta = max(result.max_rel_delta, delta / max(abs(b), 1e-30))
-                    tol = LOGP_TOL
+                    tol = LOGP_TOL if logp_tol is None else logp_tol
                     if workload.output_type == "perplexity":
                         tol = max(LOGP_TOL, ROLLING_REL_TOL * abs(b))
                     if delta > tol:
