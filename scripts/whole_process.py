@@ -1,0 +1,204 @@
+"""Whole-process time of Mill and lm-evaluation-harness 0.4.13, as a user runs them.
+
+Each round starts the ``mill`` command line and ``lm_eval``'s own command line (in its
+dev virtualenv) as fresh processes on the same model folder, data and prompts (the
+workloads of ``workloads.py``), and times each from start to exit; the sides alternate
+so machine drift hits both. Mill's phases come from the ``phases:`` line of its
+``mill.log``; peak RSS is each child's ``ru_maxrss``. Prints a markdown table with the
+median of the rounds and the ratio, and (``--demo``) the wall time of the offline demo
+``mill``.
+
+    python scripts/whole_process.py --workloads arc_easy_0shot --rounds 3 --demo 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from side_by_side import _child_env, lmeval_python, model_dir  # noqa: E402
+from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
+
+PHASES = ("start", "data", "model", "requests", "scoring", "metrics", "report")
+LMEVAL_BATCH = {"arc_easy_0shot": 8, "arc_easy_25shot": 4, "mmlu_5shot": 4, "gsm8k_8shot": 8}
+"""As in benchmark.py: the fastest lm-eval batch size of a sweep on this machine."""
+
+
+def timed(cmd: list[str], env: dict[str, str], log: Path, cwd: Path) -> tuple[float, int, int]:
+    """Run ``cmd``; (wall seconds, exit status, the child's peak RSS in KiB)."""
+    start = time.perf_counter()
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - start, proc.returncode, int(usage.ru_maxrss)
+
+
+def mill_phases(run_dir: Path) -> dict[str, float]:
+    line = next(x for x in (run_dir / "mill.log").read_text().splitlines() if "phases: " in x)
+    return {m[1]: float(m[2]) for m in re.finditer(r"(\w+) (\d+\.\d+) s", line.split("; ")[0])}
+
+
+def mill_cmd(args: list[str]) -> list[str]:
+    """The ``mill`` console script (as installed) with ``args``."""
+    exe = Path(sys.executable).with_name("mill")
+    return [*([str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]), *args]
+
+
+def lmeval_task_dir(workdir: Path, tasks: list[dict[str, Any]]) -> Path:
+    """Task YAMLs that include lm-eval's own and override data and shots (as
+    lmeval_driver.py writes them), for lm_eval's ``--include_path``."""
+    root = subprocess.run(
+        [
+            str(lmeval_python()),
+            "-c",
+            "import lm_eval, os; print(os.path.dirname(lm_eval.__file__))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    import yaml
+
+    folder = workdir / "lmeval_tasks"
+    folder.mkdir(parents=True, exist_ok=True)
+    for task in tasks:
+        body = {"include": str(Path(root) / "tasks" / task["include"]), "task": task["name"]}
+        body["tag"] = []
+        body.update(task.get("overrides", {}))
+        (folder / f"{task['name']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", nargs="+", default=["arc_easy_0shot"])
+    parser.add_argument("--model", default="gpt2_bench")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--demo", type=int, default=0, help="also time `mill` (the demo) N times")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--only", choices=["mill", "lmeval"], default=None)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    env = _child_env(args.threads)
+    env.pop("CI", None)
+    model = model_dir(args.model)
+    work = Path(tempfile.mkdtemp(prefix="mill-whole-"))
+    report: list[dict[str, Any]] = []
+    rows = []
+    for name in args.workloads:
+        workload = WORKLOADS[name]
+        if args.limit is not None:
+            workload = workload.with_limit(args.limit)
+        overrides = workload.mill_overrides(args.data_dir) + [
+            "model=hf",
+            f"model.pretrained={model}",
+            f"model.name={model.name}",
+            f"model.device={args.device}",
+            f"model.dtype={args.dtype}",
+            "runner.cache=false",
+        ]
+        lm_cmd: list[str] = []
+        if args.only != "mill":
+            (work / name).mkdir(parents=True, exist_ok=True)
+            files = derive_data(workload, args.data_dir, work / name)
+            tasks = workload.lmeval_tasks(files)
+            include = lmeval_task_dir(work / name, tasks)
+            batch = LMEVAL_BATCH.get(name, 8)
+            lm_cmd = [str(lmeval_python()), "-m", "lm_eval", "--model", "hf"]
+            lm_cmd += ["--model_args", f"pretrained={model},dtype={args.dtype}"]
+            lm_cmd += ["--tasks", ",".join(t["name"] for t in tasks)]
+            lm_cmd += ["--include_path", str(include), "--batch_size", str(batch)]
+            lm_cmd += ["--device", args.device]
+            if workload.limit is not None:
+                lm_cmd += ["--limit", str(workload.limit)]
+        sides: dict[str, list[dict[str, Any]]] = {"mill": [], "lmeval": []}
+        for r in range(args.rounds):
+            order = ["mill", "lmeval"] if r % 2 == 0 else ["lmeval", "mill"]
+            for side in order:
+                if args.only and side != args.only:
+                    continue
+                tag = f"{name}.{side}.{r}"
+                if side == "mill":
+                    run_dir = work / tag
+                    cmd = mill_cmd([*overrides, f"hydra.run.dir={run_dir}"])
+                    wall, code, rss = timed(cmd, env, work / f"{tag}.log", work)
+                    phases = mill_phases(run_dir) if code == 0 else {}
+                else:
+                    out = work / tag
+                    wall, code, rss = timed(
+                        [*lm_cmd, "--output_path", str(out)], env, work / f"{tag}.log", work
+                    )
+                    phases = {}
+                if code != 0:
+                    print(f"{tag} failed (exit {code}); see {work / (tag + '.log')}")
+                    return 1
+                sides[side].append({"wall_s": wall, "peak_rss_kib": rss, "phases": phases})
+                print(f"  {tag}: {wall:.1f} s, peak RSS {rss / 2**20:.2f} GiB", flush=True)
+        entry: dict[str, Any] = {"workload": name, "limit": workload.limit, **sides}
+        report.append(entry)
+        med = {s: statistics.median(x["wall_s"] for x in v) for s, v in sides.items() if v}
+        if sides["mill"]:
+            phase_med = {
+                p: statistics.median(x["phases"].get(p, 0.0) for x in sides["mill"]) for p in PHASES
+            }
+            outside = sum(v for p, v in phase_med.items() if p != "scoring")
+            cells = " | ".join(f"{phase_med[p]:.2f}" for p in PHASES)
+            ratio = f"{med['lmeval'] / med['mill']:.1f}x" if "lmeval" in med else "-"
+            lm = f"{med['lmeval']:.1f}" if "lmeval" in med else "-"
+            rss = max(x["peak_rss_kib"] for x in sides["mill"]) / 2**20
+            lm_rss = (
+                f"{max(x['peak_rss_kib'] for x in sides['lmeval']) / 2**20:.2f}"
+                if sides["lmeval"]
+                else "-"
+            )
+            rows.append(
+                f"| {name} ({workload.limit} docs) | {cells} | {outside:.2f} | "
+                f"{med['mill']:.1f} | {lm} | {ratio} | {rss:.2f} | {lm_rss} |"
+            )
+    demo = []
+    for r in range(args.demo):
+        run_dir = work / f"demo.{r}"
+        wall, code, rss = timed(
+            mill_cmd([f"hydra.run.dir={run_dir}"]),
+            env,
+            work / f"demo.{r}.log",
+            work,
+        )
+        demo.append({"wall_s": wall, "code": code, "phases": mill_phases(run_dir)})
+        print(f"  demo {r}: {wall:.1f} s (exit {code})", flush=True)
+    print()
+    print(f"model {args.model}, {args.dtype} on {args.device}, {args.threads} threads")
+    print(
+        "| workload | " + " | ".join(PHASES) + " | Mill outside scoring s | Mill wall s "
+        "| lm-eval wall s | ratio | Mill peak RSS GiB | lm-eval peak RSS GiB |"
+    )
+    print("|---|" + "---|" * (len(PHASES) + 6))
+    print("\n".join(rows))
+    if demo:
+        walls = [d["wall_s"] for d in demo]
+        print(f"demo `mill`: median {statistics.median(walls):.2f} s wall of {len(walls)}")
+    if args.json:
+        args.json.write_text(json.dumps({"workloads": report, "demo": demo}, indent=1))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
