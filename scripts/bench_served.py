@@ -213,12 +213,19 @@ def run_lmeval(
                 {
                     "doc_id": s["doc_id"],
                     "filter": s["filter"],
-                    "resps": s["resps"],
+                    "resps": [[_loglikelihood(r) for r in req] for req in s["resps"]],
                     "metrics": {m: s[m] for m in s["metrics"]},
                 }
             )
         tasks[name] = {"samples": samples, "metrics": results["results"][name]}
     return timed, {"tasks": tasks}
+
+
+def _loglikelihood(resp: Any) -> Any:
+    """lm-eval's samples file writes (loglikelihood, is_greedy) as strings; back to values."""
+    if isinstance(resp, list) and len(resp) == 2 and isinstance(resp[0], str):
+        return [float(resp[0]), resp[1] == "True"]
+    return resp
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -247,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         workdir / "llama-server.log",
         threads=args.threads,
     )
-    n_ctx = 512
+    # The server holds 512 tokens: a scored prompt plus the generated token must fit, and
+    # Mill's scored prompt is the HF input plus the last continuation token (docs/served.md).
+    max_length = 510
     with server:
         # One request before either side, so neither pays for a cold server.
         http_json(
@@ -265,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.data_dir,
                     workdir,
                     args.threads,
+                    max_length,
                 )
             else:
                 runs[side] = run_lmeval(
@@ -274,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.data_dir,
                     workdir,
                     args.threads,
-                    n_ctx,
+                    max_length,
                 )
     cmp = compare(workload, runs["mill"][1], runs["lmeval"][1])
     mill_t, lm_t = runs["mill"][0], runs["lmeval"][0]

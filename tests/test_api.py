@@ -93,11 +93,13 @@ def test_compose_and_bad_input() -> None:
         mill.evaluate("arc_easy", object(), limit=1)
 
 
+@pytest.mark.slow
 def test_import_mill_stays_torch_free() -> None:
     code = "import sys, mill; mill.evaluate; mill.load; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@pytest.mark.slow
 def test_readme_example_runs(tmp_path: Path) -> None:
     """The README's Python API example, run as a script (its printed numbers checked)."""
     text = (REPO / "README.md").read_text()

@@ -85,6 +85,7 @@ def test_manifest_keeps_keys_it_does_not_name() -> None:
     assert manifest.extra == {"new": 1} and manifest.to_dict() == data
 
 
+@pytest.mark.slow
 def test_schema_doc_is_generated_from_the_types() -> None:
     doc = (REPO / "docs" / "results-schema.md").read_text()
     assert doc == schema_markdown(), "regenerate: python -m mill.results > docs/results-schema.md"

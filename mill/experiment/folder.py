@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import fcntl
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -83,8 +82,8 @@ class ExperimentFolder:
 
     def _succeeded(self) -> bool:
         try:
-            return json.loads(self.manifest_path.read_text()).get("status") == "succeeded"
-        except (OSError, ValueError):
+            return self.read_manifest().get("status") == "succeeded"
+        except (OSError, MillError):
             return False
 
     def lock(self) -> None:

@@ -133,6 +133,7 @@ def test_missing_lm_eval_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
         require_lm_eval()
 
 
+@pytest.mark.slow
 def test_import_mill_does_not_import_lm_eval() -> None:
     code = (
         "import sys, mill, mill.lm_eval, mill.lm_eval.leaderboard, mill.cli; "

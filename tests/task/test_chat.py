@@ -6,7 +6,6 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from mill.data.load import DataSource
 from mill.errors import TaskError
@@ -35,8 +34,6 @@ def chat(tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.parametrize("name", TASKS)
 def test_every_task_renders_plain_and_chat(compose, chat, name: str, multiturn: bool) -> None:
     cfg = compose(f"task={name}", "task.limit=2")
-    if OmegaConf.missing_keys(cfg.task):  # e.g. lm_eval's task.tasks: tested in tests/lm_eval
-        pytest.skip(f"task={name} needs {sorted(OmegaConf.missing_keys(cfg.task))} set")
     plain_tasks, _ = build_tasks(cfg.task, [])
     chat_tasks, _ = build_tasks(cfg.task, [])
     for plain_task, chat_task in zip(plain_tasks, chat_tasks, strict=True):
