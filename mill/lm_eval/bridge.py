@@ -112,9 +112,10 @@ def aggregation_name(fn: Any) -> str | None:
 
 def rebuild_metric(name: str, settings: dict[str, Any]) -> LMEvalMetric:
     """An lm-eval task's metric from a run folder's task settings (``mill -cn compare``)."""
+    require_lm_eval()
+    import lm_eval.api.metrics  # noqa: F401 - registers lm-eval's aggregations
     from lm_eval.api.registry import AGGREGATION_REGISTRY
 
-    require_lm_eval()
     metric, _, filter_name = name.partition(",")
     aggregation = (settings.get("aggregations") or {}).get(metric)
     if aggregation not in AGGREGATION_REGISTRY:

@@ -659,6 +659,12 @@ def _echoed(
     logprobs = choice.get("logprobs") or {}
     lps = list(logprobs.get("token_logprobs") or [])
     tops = list(logprobs.get("top_logprobs") or [None] * len(lps))
+    if not lps:
+        raise ModelError(
+            f"request {request.id}: the server at model.base_url={base_url} returned no prompt "
+            "log-probabilities (it ignores echo/logprobs); score this task on a server whose "
+            "/v1/completions echoes them (vLLM, SGLang, llama.cpp) or with model=hf"
+        )
     # the generated token follows the echoed prompt
     n_echo = len(lps) - 1
     # a server that adds BOS to a text prompt does not list it: one token fewer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -11,7 +12,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("MILL_SHARED", REPO.parent / "shared"))
-HAS_LM_EVAL = importlib.util.find_spec("lm_eval") is not None
+
+
+def _installed(name: str) -> bool:
+    """Whether the distribution is installed (not whether some test hid the module)."""
+    try:
+        importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+HAS_LM_EVAL = _installed("lm_eval")
 
 needs_lm_eval = pytest.mark.skipif(
     not HAS_LM_EVAL, reason='lm-eval is not installed (pip install "mill-eval[lm-eval]")'

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 from tests.lmeval.conftest import needs_lm_eval, needs_shared
 
 pytestmark = [pytest.mark.slow, needs_lm_eval, needs_shared]

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from mill.data.load import DataSource
-from tests.conftest import run_mill
+from tests.helpers import run_mill
 from tests.lmeval.conftest import SHARED, needs_lm_eval, needs_shared, parity_script
 
 pytestmark = [pytest.mark.slow, needs_lm_eval]

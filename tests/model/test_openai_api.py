@@ -33,3 +33,16 @@ def test_echo_window_scores_each_token_on_the_hf_backends_context() -> None:
         # the last len(cont) positions are the HF backend's predictions
         assert prompt == inp + [12] and cut == truncated
         assert prompt[-len(cont) :] == cont
+
+
+def test_requests_hold_up_to_batch_prompts_prompts_of_one_task() -> None:
+    model = OpenAICompletions.__new__(OpenAICompletions)
+    model.batch_prompts = 2
+    items = [("a", "p1", 1), ("b", "p2", 2), ("a", "p3", 3), ("a", "p4", 4), ("b", "p5", 5)]
+    calls = model._calls(items, {"echo": True})
+    assert [(c.task, c.prompts, c.items) for c in calls] == [
+        ("a", ["p1", "p3"], [1, 3]),
+        ("b", ["p2", "p5"], [2, 5]),
+        ("a", ["p4"], [4]),
+    ]
+    assert all(c.payload == {"echo": True} for c in calls)

@@ -85,3 +85,23 @@ def test_logprobs_task_is_refused_before_any_request(
     assert len(lines) == 1, proc.stderr[-2000:]
     assert "generative tasks only" in lines[0] and "model=openai_completions" in lines[0]
     assert posts == []
+
+
+def test_completions_without_prompt_logprobs_stop_with_one_line(
+    transformers_chat_server: ServerProcess, chat_model_dir: Path, tmp_path: Path
+) -> None:
+    # transformers serve's /v1/completions ignores echo and logprobs
+    proc = run_mill(
+        "task=arc_easy",
+        "task.limit=2",
+        "model=openai_completions",
+        f"model.base_url={transformers_chat_server.base_url}",
+        f"model.model={chat_model_dir}",
+        f"model.tokenizer={chat_model_dir}",
+        "model.max_retries=0",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    )
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("mill: error")]
+    assert len(lines) == 1, proc.stderr[-2000:]
+    assert "no prompt log-probabilities" in lines[0] and "arc_easy/0/" in lines[0]

@@ -174,3 +174,19 @@ def test_remote_tokenizer_gives_the_same_requests_and_scores(
         assert api[doc_id]["metrics"] == row["metrics"]
     model = json.loads((tmp_path / "remote" / "results.json").read_text())["model"]
     assert model["tokenizer"] == "remote" and model["tokenizer_sha256"] is None
+
+
+def test_cache_identity_reuses_responses_until_the_revision_label_changes(
+    llama_server: ServerProcess, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    common = ["task=arc_easy", "task.limit=3", *_api(llama_server), f"runner.cache={cache}"]
+    for name, extra in (("a", []), ("b", []), ("c", ["model.revision=retrained"])):
+        _ok(run_mill(*common, *extra, f"hydra.run.dir={tmp_path / name}"))
+    stats = {k: json.loads((tmp_path / k / "manifest.json").read_text())["cache"] for k in "abc"}
+    usage = {k: json.loads((tmp_path / k / "results.json").read_text()).get("usage") for k in "abc"}
+    assert stats["a"]["computed"] == 12 and usage["a"]["arc_easy"]["requests"] == 12
+    # the same server, name, /v1/models entry and tokenizer: every answer from the cache
+    assert stats["b"]["hits"] == 12 and stats["b"]["computed"] == 0 and not usage["b"]
+    # a new revision label is another model: nothing reused
+    assert stats["c"]["hits"] == 0 and stats["c"]["computed"] == 12
