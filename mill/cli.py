@@ -137,7 +137,8 @@ def _under_launcher(argv: list[str]) -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Run ``mill`` with ``sys.argv`` (returns, or raises SystemExit with the status);
+    the console script wraps it in :func:`run`."""
     import yaml
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -183,5 +184,43 @@ def main() -> None:
         raise SystemExit(2)
 
 
+def _exit_now(code: object) -> None:
+    """End the process with ``code`` as ``sys.exit`` would, without the interpreter's
+    teardown: the atexit handlers run (logging's flush, libraries' own), the standard
+    streams are flushed, and the heap of torch/transformers/datasets modules is left to the
+    kernel instead of being freed object by object (about a third of the import time,
+    seconds on a 2-core machine). Only when no non-daemon thread is still running."""
+    import atexit
+    import threading
+
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    if any(not t.daemon for t in others):
+        raise SystemExit(code)
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # sys.exit("message"): the message goes to stderr, status 1
+        print(code, file=sys.stderr)
+        status = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more to say
+            pass
+    os._exit(status)
+
+
+def run() -> None:
+    """Console-script entry point (``mill``, ``python -m mill``): :func:`main`, then a fast
+    exit (:func:`_exit_now`). A traceback (Mill's own bug) exits the ordinary way."""
+    try:
+        main()
+    except SystemExit as done:
+        _exit_now(done.code)
+    _exit_now(0)
+
+
 if __name__ == "__main__":
-    main()
+    run()

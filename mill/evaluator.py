@@ -8,6 +8,7 @@ aggregates metrics per task and per task group.
 
 from __future__ import annotations
 
+import inspect
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -118,11 +119,28 @@ def build_requests(
     for task in tasks:
         check_metrics(task, metrics[task.name])
     plan = RequestPlan()
-    chat = model.chat_template() if any(t.chat_template for t in tasks) else None
+    for task in tasks:  # before any request: what this model cannot answer, and why
+        refusal = model.refusal(task.OUTPUT_TYPE)
+        if refusal:
+            raise ConfigError(f"task {task.name!r}: {refusal}")
+        if model.takes_messages() and "messages" not in inspect.signature(task.docs).parameters:
+            raise ConfigError(
+                f"task {task.name!r} cannot hand its prompts as chat messages; evaluate it "
+                "with model=openai_completions"
+            )
+    hand_messages = model.takes_messages()
+    chat = (
+        model.chat_template() if any(t.chat_template for t in tasks) and not hand_messages else None
+    )
     progress.phase("building requests", len(tasks))
     for task in tasks:
         unconditioned = any(m.needs_unconditioned for m in metrics[task.name])
-        for doc in task.docs(source, chat=chat):
+        docs_of = (
+            task.docs(source, chat=chat, messages=True)
+            if hand_messages
+            else task.docs(source, chat=chat)
+        )
+        for doc in docs_of:
             for metric in metrics[task.name]:
                 problem = metric.check_doc(doc)
                 if problem:

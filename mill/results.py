@@ -179,6 +179,10 @@ class GroupResults:
     metrics: dict[str, GroupMetric] = _doc("metric name -> micro and macro", factory=dict)
     tasks: list[str] | None = _doc("member tasks, for a task group", None)
     subjects: list[str] | None = _doc("member subjects, for a subject group", None)
+    source: str | None = _doc("where a derived group's definition comes from (a URL)", None)
+    details: dict[str, Any] | None = _doc(
+        "per-member parts of a derived group (leaderboard: raw, baseline, score)", None
+    )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GroupResults:
@@ -188,6 +192,8 @@ class GroupResults:
             metrics={k: GroupMetric.from_dict(v) for k, v in (data.get("metrics") or {}).items()},
             tasks=None if tasks is None else [str(t) for t in tasks],
             subjects=None if subjects is None else [str(s) for s in subjects],
+            source=data.get("source"),
+            details=data.get("details"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -197,6 +203,10 @@ class GroupResults:
         if self.subjects is not None:
             out["subjects"] = self.subjects
         out["metrics"] = {k: v.to_dict() for k, v in self.metrics.items()}
+        if self.source is not None:
+            out["source"] = self.source
+        if self.details is not None:
+            out["details"] = self.details
         return out
 
     @property

@@ -70,6 +70,9 @@ class Request:
     role: str = "choice"
     """``choice`` for ordinary requests, ``unconditioned`` for PMI's context-free ones."""
     subject: str = "default"
+    messages: tuple[tuple[str, str], ...] | None = None
+    """GENERATIVE for chat endpoints: the prompt as (role, content) turns, handed to a
+    server that applies its own chat template; None for every other model."""
 
     @property
     def id(self) -> str:
@@ -88,6 +91,8 @@ class Request:
         }
         if self.generation is not None and self.generation.do_sample:
             payload["sample"] = self.id  # repeats of a sampled request differ
+        if self.messages is not None:
+            payload["messages"] = [list(m) for m in self.messages]
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -149,6 +154,9 @@ class Doc:
     """Index of the explicit "I don't know" choice, if the task variant has one."""
     item: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The dataset row after loading and preprocessing."""
+    messages: tuple[tuple[str, str], ...] | None = None
+    """GENERATIVE, for models that take chat messages (``openai_chat``): the prompt as
+    (role, content) turns; ``context`` is then their plain-text rendering."""
 
 
 @dataclass

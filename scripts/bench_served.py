@@ -213,12 +213,19 @@ def run_lmeval(
                 {
                     "doc_id": s["doc_id"],
                     "filter": s["filter"],
-                    "resps": s["resps"],
+                    "resps": [[_loglikelihood(r) for r in req] for req in s["resps"]],
                     "metrics": {m: s[m] for m in s["metrics"]},
                 }
             )
         tasks[name] = {"samples": samples, "metrics": results["results"][name]}
     return timed, {"tasks": tasks}
+
+
+def _loglikelihood(resp: Any) -> Any:
+    """lm-eval's samples file writes (loglikelihood, is_greedy) as strings; back to values."""
+    if isinstance(resp, list) and len(resp) == 2 and isinstance(resp[0], str):
+        return [float(resp[0]), resp[1] == "True"]
+    return resp
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -265,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.data_dir,
                     workdir,
                     args.threads,
+                    n_ctx,
                 )
             else:
                 runs[side] = run_lmeval(

@@ -348,6 +348,8 @@ def compare(lm: dict[str, Any], mill: dict[str, Any]) -> dict[str, Any]:
         rows.append(row)
     groups = []
     for group, body in mill.get("groups", {}).items():
+        if group not in lm["results"]:
+            continue  # Mill's own additions (the leaderboard's normalised scores)
         lm_row = lm["results"].get(group, {})
         for key, kinds in body["metrics"].items():
             for kind in ("micro", "macro"):

@@ -148,14 +148,15 @@ def load_rows(
                 split=split,
                 **spec.builder_kwargs,
             )
+            rows = ds.to_list()  # pyarrow takes bytes that are not UTF-8 and fails here
         except Exception as err:  # datasets raises many types; all mean "bad file"
             raise DatasetUnavailable(
                 f"{where}: {_diagnose(path, spec.local_builder, err)}"
             ) from err
-        if len(ds) == 0:
+        if not rows:
             raise DatasetUnavailable(f"{where} has no rows; point the task at a file with rows")
         origin = {"file": str(path), "sha256": _sha256(path), "fingerprint": ds._fingerprint}
-        return LoadedSplit(rows=ds.to_list(), origin=origin, local=True)
+        return LoadedSplit(rows=rows, origin=origin, local=True)
 
     name = spec.name if subject == "default" else subject
     try:

@@ -134,13 +134,17 @@ class JSONClient:
     def _clean(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
-    def attempt(self, method: str, path: str, payload: Any = None) -> Any | _Failure:
-        """One HTTP exchange: the decoded JSON body, or a :class:`_Failure`."""
+    def attempt(
+        self, method: str, path: str, payload: Any = None, at_root: bool = False
+    ) -> Any | _Failure:
+        """One HTTP exchange: the decoded JSON body, or a :class:`_Failure`. ``path`` is
+        under ``base_url``, or under the server's root with ``at_root``."""
         body = None if payload is None else json.dumps(payload).encode()
         self.attempts += 1
         conn = self._connection()
         try:
-            conn.request(method, self._prefix + path, body=body, headers=self._headers)
+            url = path if at_root else self._prefix + path
+            conn.request(method, url, body=body, headers=self._headers)
             resp = conn.getresponse()
             data = resp.read()
         except TimeoutError as err:
@@ -170,11 +174,13 @@ class JSONClient:
             wait = max(wait, failure.retry_after)
         return min(wait, MAX_BACKOFF_S)
 
-    def request_sync(self, method: str, path: str, payload: Any = None, what: str = "") -> Any:
+    def request_sync(
+        self, method: str, path: str, payload: Any = None, what: str = "", at_root: bool = False
+    ) -> Any:
         """A request with retries, from the calling thread (start-up queries)."""
         attempt = 0
         while True:
-            result = self.attempt(method, path, payload)
+            result = self.attempt(method, path, payload, at_root)
             if not isinstance(result, _Failure):
                 return result
             attempt += 1

@@ -21,6 +21,7 @@ does not (llama-cpp-python: ``model.prompt_ids=auto`` finds out with one small r
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -33,7 +34,7 @@ from mill.errors import ConfigError, ModelError
 from mill.model.api_client import JSONClient, _Failure
 from mill.model.base import OnResponse, _ignore
 from mill.model.tokenizing import GenerationJob, TokenizingLM, cut_at_stop
-from mill.types import Request, Response
+from mill.types import OutputType, Request, Response
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +50,8 @@ NEUTRAL_SAMPLING: dict[str, Any] = {
 """Sampling settings sent with every generation: no penalty, no truncation of the
 distribution, whatever the server's defaults. Greedy decoding then equals argmax."""
 
-_VOLATILE = ("created",)
-"""Fields of a ``/v1/models`` entry that change on every server start (not identity)."""
+_VOLATILE = ("created", "status")
+"""Fields of a ``/v1/models`` entry that change with the server's state (not identity)."""
 
 _TOKENIZER_SUFFIXES = {".json", ".model", ".txt", ".tiktoken", ".jinja"}
 
@@ -111,6 +112,80 @@ def _tokenizer_digest(tokenizer: str, revision: str | None) -> str:
         ) from err
 
 
+class RemoteTokenizer:
+    """The served model's own tokenizer, over HTTP (``model.tokenizer=remote``): vLLM's and
+    SGLang's ``/tokenize`` + ``/detokenize``, or llama-cpp-python's ``/extras/tokenize`` +
+    ``/extras/detokenize`` (both at the server's root). Just what :class:`TokenizingLM`
+    calls; one request per distinct text, so a local tokenizer is much faster."""
+
+    ROUTES = {
+        "vllm": ("/tokenize", "/detokenize"),
+        "llama.cpp": ("/extras/tokenize", "/extras/detokenize"),
+    }
+
+    def __init__(self, client: JSONClient, model: str) -> None:
+        self.client = client
+        self.model = model
+        self.bos_token_id: int | None = None
+        self.eos_token_id: int | None = None
+        self.model_max_length = 0
+        self._cache: dict[tuple[str, bool], list[int]] = {}
+        for flavour in self.ROUTES:
+            self.flavour = flavour
+            body = self._body("", True)
+            probe = client.attempt("POST", self.ROUTES[flavour][0], body, at_root=True)
+            if not isinstance(probe, _Failure) and isinstance(probe, dict) and "tokens" in probe:
+                # the empty text tokenizes to the BOS token alone, where the model has one
+                self.bos_token_id = int(probe["tokens"][0]) if probe["tokens"] else None
+                return
+        raise ModelError(
+            f"model.tokenizer=remote: the server at model.base_url={client.base_url} has no "
+            "/tokenize (vLLM, SGLang) or /extras/tokenize (llama-cpp-python) route; set "
+            "model.tokenizer to the served model's Hugging Face tokenizer"
+        )
+
+    def _body(self, text: str, special: bool) -> dict[str, Any]:
+        if self.flavour == "vllm":
+            return {"model": self.model, "prompt": text, "add_special_tokens": special}
+        return {"model": self.model, "input": text}  # llama.cpp always adds its BOS
+
+    def _tokenize(self, text: str, special: bool) -> list[int]:
+        path = self.ROUTES[self.flavour][0]
+        result = self.client.request_sync(
+            "POST", path, self._body(text, special), "tokenizing (model.tokenizer=remote)", True
+        )
+        tokens = [int(t) for t in result["tokens"]]
+        if self.flavour != "vllm" and not special and tokens[:1] == [self.bos_token_id]:
+            tokens = tokens[1:]
+        return tokens
+
+    def __call__(
+        self, texts: list[str], add_special_tokens: bool = True
+    ) -> dict[str, list[list[int]]]:
+        out = []
+        for text in texts:
+            key = (text, bool(add_special_tokens))
+            if key not in self._cache:
+                self._cache[key] = self._tokenize(text, bool(add_special_tokens))
+            out.append(list(self._cache[key]))
+        return {"input_ids": out}
+
+    def decode(self, tokens: list[int], skip_special_tokens: bool = False) -> str:
+        if skip_special_tokens:
+            tokens = [t for t in tokens if t not in (self.bos_token_id, self.eos_token_id)]
+        if not tokens:
+            return ""
+        body: dict[str, Any] = {"model": self.model, "tokens": [int(t) for t in tokens]}
+        result = self.client.request_sync(
+            "POST",
+            self.ROUTES[self.flavour][1],
+            body,
+            "detokenizing (model.tokenizer=remote)",
+            True,
+        )
+        return str(result.get("prompt", result.get("text", "")))
+
+
 class OpenAICompletions(TokenizingLM):
     """A model served behind an OpenAI-compatible ``/v1/completions`` endpoint.
 
@@ -141,11 +216,13 @@ class OpenAICompletions(TokenizingLM):
 
     endpoint = "/completions"
     backend = "openai_completions"
+    needs_tokenizer = True
+    default_sampling = NEUTRAL_SAMPLING
 
     def __init__(
         self,
         base_url: str,
-        tokenizer: str,
+        tokenizer: str | None = None,
         model: str | None = None,
         num_concurrent: int = 1,
         max_retries: int = 5,
@@ -183,7 +260,7 @@ class OpenAICompletions(TokenizingLM):
         )
         self.base_url = self.client.base_url
         self.max_gen_toks = int(max_gen_toks)
-        self.sampling = dict(NEUTRAL_SAMPLING if sampling is None else sampling)
+        self.sampling = dict(self.default_sampling if sampling is None else sampling)
         self.strip_reasoning = bool(strip_reasoning)
         self.reasoning_tag = str(reasoning_tag)
         self._prompt_ids: bool | None = (
@@ -196,14 +273,29 @@ class OpenAICompletions(TokenizingLM):
         self.name = name or self.model
         reported = entry.get("max_model_len")
         self.max_length = int(max_length or reported or 2048)
-        self._load_tokenizer(tokenizer, revision)
+        if str(tokenizer) == "remote":
+            self.tokenizer = RemoteTokenizer(self.client, self.model)
+            self._init_tokenizer()
+        elif tokenizer:
+            self._load_tokenizer(str(tokenizer), revision)
+        elif self.needs_tokenizer:
+            raise ConfigError(
+                "model.tokenizer is not set; give the served model's Hugging Face tokenizer "
+                "id or folder: Mill computes every request's tokens with it"
+            )
+        else:
+            self.tokenizer = None
         self._identity = {
             "backend": self.backend,
             "base_url": self.base_url,
             "model": self.model,
             "server_model": {k: v for k, v in entry.items() if k not in _VOLATILE},
             "tokenizer": str(tokenizer),
-            "tokenizer_sha256": _tokenizer_digest(str(tokenizer), revision),
+            "tokenizer_sha256": (
+                _tokenizer_digest(str(tokenizer), revision)
+                if tokenizer and str(tokenizer) != "remote"
+                else None
+            ),
             "revision": revision,
             "max_length": self.max_length,
             "max_gen_toks": self.max_gen_toks,
@@ -283,11 +375,13 @@ class OpenAICompletions(TokenizingLM):
             )
         return self._prompt_ids
 
+    def _body(self, call: _Call) -> dict[str, Any]:
+        prompt = call.prompts[0] if len(call.prompts) == 1 else call.prompts
+        return {"model": self.model, "prompt": prompt, **call.payload}
+
     def _send(self, calls: list[_Call], finish: Any) -> None:
         def send(call: _Call) -> tuple[str, str, Any, str]:
-            prompt = call.prompts[0] if len(call.prompts) == 1 else call.prompts
-            payload = {"model": self.model, "prompt": prompt, **call.payload}
-            return "POST", self.endpoint, payload, call.label
+            return "POST", self.endpoint, self._body(call), call.label
 
         def done(call: _Call, body: Any) -> None:
             choices = body.get("choices") if isinstance(body, dict) else None
@@ -575,3 +669,108 @@ def _echoed(
             f"model.base_url={base_url} (or the server does not echo prompt log-probs)"
         )
     return lps[:n_echo], tops[:n_echo]
+
+
+CHAT_SAMPLING: dict[str, Any] = {"top_p": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
+"""Neutral sampling fields of the OpenAI chat schema (servers that validate requests, such
+as ``transformers serve``, refuse fields outside it)."""
+
+
+class OpenAIChat(OpenAICompletions):
+    """A model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint: GENERATIVE
+    only. Tasks hand it their messages (system, few-shot turns, question) and the server
+    applies its own chat template. ``tokenizer`` is optional: with one, the EOS text joins
+    the stop strings and generated tokens are recorded."""
+
+    endpoint = "/chat/completions"
+    backend = "openai_chat"
+    needs_tokenizer = False
+    default_sampling = CHAT_SAMPLING
+    MAX_STOPS = 4
+    """Stop strings sent (the OpenAI API's limit); all of them cut the text locally."""
+
+    def takes_messages(self) -> bool:
+        return True
+
+    def refusal(self, output_type: OutputType) -> str | None:
+        if output_type is OutputType.GENERATIVE:
+            return None
+        return (
+            f"model=openai_chat answers generative tasks only: a chat endpoint returns no "
+            f"log-probabilities of a given text, which {output_type.value} tasks score; use "
+            "model=openai_completions (the /v1/completions endpoint) or model=hf"
+        )
+
+    def loglikelihood(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        raise ModelError(str(self.refusal(OutputType.LOGPROBS)))
+
+    def loglikelihood_rolling(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        raise ModelError(str(self.refusal(OutputType.PERPLEXITY)))
+
+    def _body(self, call: _Call) -> dict[str, Any]:
+        return {"model": self.model, "messages": call.prompts[0], **call.payload}
+
+    def generate_until(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        eos = self.eos_text() if self.tokenizer is not None else None
+        unique: dict[str, _Call] = {}
+        for i, request in enumerate(requests):
+            args = request.generation
+            if args is None:
+                raise ModelError(f"request {request.id}: no generation arguments")
+            if args.do_sample and args.temperature <= 0:
+                raise ModelError(
+                    f"request {request.id}: do_sample needs temperature > 0; set "
+                    "task.generation.temperature"
+                )
+            turns = request.messages or (("user", request.context),)
+            messages = [{"role": role, "content": content} for role, content in turns]
+            until = list(args.until)
+            if eos and eos not in until:
+                until.append(eos)
+            payload: dict[str, Any] = {
+                **self.sampling,
+                "max_tokens": args.max_gen_toks or self.max_gen_toks,
+                "temperature": float(args.temperature) if args.do_sample else 0.0,
+                "seed": self._seed(request, args.seed) if args.do_sample else 0,
+            }
+            stops = [s for s in until if s][: self.MAX_STOPS]
+            if stops:
+                payload["stop"] = stops
+            key = json.dumps(
+                [messages, payload, request.id if args.do_sample else None], sort_keys=True
+            )
+            call = unique.get(key)
+            if call is None:
+                call = unique[key] = _Call(
+                    request.task, [messages], payload, f"request {request.id}", [until]
+                )
+            call.items.append(i)
+        responses: list[Response | None] = [None] * len(requests)
+
+        def finish(call: _Call, choices: list[dict[str, Any]]) -> None:
+            message = choices[0].get("message") or {}
+            raw = str(message.get("content") or "")
+            until = call.items[0]
+            text, raw_kept = self._finish_text(raw, until)
+            tokens = (
+                self._encode(raw, add_special_tokens=False)
+                if self.tokenizer is not None and raw
+                else []
+            )
+            for i in call.items[1:]:
+                responses[i] = Response(
+                    request_id=requests[i].id,
+                    output_tokens=tokens,
+                    text=text,
+                    raw_text=raw_kept,
+                )
+                on_response(requests[i], responses[i])
+
+        self._send(list(unique.values()), finish)
+        return [r for r in responses if r is not None]

@@ -18,13 +18,14 @@ on a shared filesystem never has two hosts writing one SQLite file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import socket
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Any
 
 from mill.errors import ConfigError, StorageError
 from mill.model.base import LanguageModel, _ignore
-from mill.types import OnResponse, Request, Response
+from mill.types import OnResponse, OutputType, Request, Response
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS models (
@@ -120,8 +121,7 @@ class ResponseStore:
         wanted = list(dict.fromkeys(hashes))
         found: dict[str, dict[str, Any]] = {}
         for path in self.files():
-            conn = self._conn if path == self.path else _connect(path, readonly=True)
-            try:
+            with self._reading(path) as conn:
                 for start in range(0, len(wanted), 500):
                     chunk = [h for h in wanted[start : start + 500] if h not in found]
                     if not chunk:
@@ -134,10 +134,30 @@ class ResponseStore:
                     )
                     for request, blob in rows:
                         found[request] = json.loads(zlib.decompress(blob))
-            finally:
-                if conn is not self._conn:
-                    conn.close()
         return found
+
+    @contextlib.contextmanager
+    def _reading(self, path: Path) -> Iterator[sqlite3.Connection]:
+        """A connection to one file of the folder (this host's, or another read-only); a
+        file that is not a database (or cannot be read) is one line naming it."""
+        conn: sqlite3.Connection | None = self._conn if path == self.path else None
+        try:
+            if conn is None:
+                conn = _connect(path, readonly=True)
+            yield conn
+        except sqlite3.OperationalError as err:
+            raise StorageError(
+                f"cannot read the response cache {path}: {err}; make it readable, set "
+                "runner.cache to another folder, or runner.cache=false"
+            ) from err
+        except sqlite3.DatabaseError as err:
+            raise ConfigError(
+                f"the response cache {path} is corrupt ({err}); delete the file (it only "
+                "holds cached responses) or run with runner.cache=false"
+            ) from err
+        finally:
+            if conn is not None and conn is not self._conn:
+                conn.close()
 
     def put(self, content_hash: str, response: Response) -> None:
         """Commit one finished response (its own transaction: durable when this returns)."""
@@ -165,15 +185,11 @@ class ResponseStore:
         """Entries of this model across the folder's files."""
         total = 0
         for path in self.files():
-            conn = self._conn if path == self.path else _connect(path, readonly=True)
-            try:
+            with self._reading(path) as conn:
                 (n,) = conn.execute(
                     "SELECT COUNT(*) FROM responses WHERE model = ?", (self.key,)
                 ).fetchone()
                 total += int(n)
-            finally:
-                if conn is not self._conn:
-                    conn.close()
         return total
 
     def close(self) -> None:
@@ -206,6 +222,12 @@ class CachedModel(LanguageModel):
 
     def chat_template(self) -> Any:
         return self.inner.chat_template()
+
+    def takes_messages(self) -> bool:
+        return self.inner.takes_messages()
+
+    def refusal(self, output_type: OutputType) -> str | None:
+        return self.inner.refusal(output_type)
 
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()

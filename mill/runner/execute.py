@@ -26,6 +26,7 @@ from mill.record import SampleRecord
 from mill.results import Results
 from mill.runner.dist import Dist, agree
 from mill.runner.faults import fault
+from mill.runner.phases import PhaseClock
 from mill.runner.settings import RunnerSettings, refuse_device_map
 from mill.sinks import RunRecord, Sink
 
@@ -102,6 +103,18 @@ def truncation_warning(truncation: dict[str, Any], total: int, max_length: Any) 
     )
 
 
+def _sweep_dir() -> str | None:
+    """The sweep folder when this process runs a job of a Hydra multirun, else None."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    hydra_cfg = HydraConfig.get()
+    if str(hydra_cfg.mode) != "RunMode.MULTIRUN":
+        return None
+    return str(Path(str(hydra_cfg.sweep.dir)).resolve())
+
+
 def sink_record(folder: Path | None, results: Results, resolved: dict[str, Any]) -> RunRecord:
     """What the sinks log about a run: its name, results, settings, folder and tags."""
     settings = {k: v for k, v in resolved.items() if k != "hydra"}
@@ -111,6 +124,9 @@ def sink_record(folder: Path | None, results: Results, resolved: dict[str, Any])
     tags["mill.data"] = results.data_source.source
     if folder is not None:
         tags["mill.folder"] = str(folder)
+    sweep = _sweep_dir()
+    if sweep is not None:  # a job of `mill -m`: its runs share the sweep folder's tag
+        tags["mill.sweep"] = sweep
     name = folder.name if folder is not None else f"{task}_{model}"
     return RunRecord(name, results, settings, folder, tags)
 
@@ -156,6 +172,7 @@ def execute(
     allow = [str(a) for a in cfg.get("allow_targets", [])]
     seed, iters = settings.seed, settings.bootstrap_iters
     start = time.monotonic()
+    clock = PhaseClock()
     success = False
     status = "failed"
     store = None
@@ -168,6 +185,7 @@ def execute(
         # every rank checks the sink settings (a bad one stops all); rank 0 logs
         sinks = agree(dist, lambda: build_sinks(cfg.get("sink"), allow))
         sinks = sinks if main else []
+        clock.mark("data")
         log.info(
             "tasks: %s; data: %s",
             ", ".join(f"{t.name} ({t.describe()['num_fewshot']}-shot)" for t in tasks),
@@ -197,15 +215,18 @@ def execute(
                 manifest["cache"] = {"dir": str(cache_dir), "entries_before": store.count()}
             folder.write_manifest(manifest)
         dispatcher = ShardedDispatch(dist)
+        clock.mark("model")
 
         def dispatch(model: Any, requests: Any, on_response: Any) -> None:
             log.info("%d requests built; scoring this rank's share", len(requests))
+            clock.mark("requests")
 
             def delivered(request: Any, response: Any) -> None:
                 on_response(request, response)
                 fault("response")
 
             dispatcher(model, requests, delivered)
+            clock.mark("scoring")
 
         per_task = evaluate(
             tasks,
@@ -252,6 +273,7 @@ def execute(
             results.usage = usage()
         folder.close_samples(success=True)
         fault("samples_closed")
+        clock.mark("metrics")
         manifest["datasets"] = {t.name: t.origins for t in tasks}
         manifest["tasks"] = {t.name: t.describe() for t in tasks}
         manifest["truncation"] = truncation
@@ -307,6 +329,8 @@ def execute(
             except OSError:
                 if success:  # else the error being raised says more than this one
                     raise
+            clock.mark("report" if success else "until failure")
+            log.info(clock.line())
             log.info("run %s (%.1f s)", manifest["status"], manifest["seconds"])
             if success and sinks and results is not None:  # the folder is complete
                 send(sinks, sink_record(folder.path, results, resolved))

@@ -94,9 +94,21 @@ def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> Results:
     env = {**os.environ, "MILL_WORKER": "1", **_same_imports()}
     if cpu and "OMP_NUM_THREADS" not in env:  # share the cores instead of oversubscribing
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // n))
-    proc = subprocess.run(
-        cmd, env=env, check=False, preexec_fn=_die_with_parent if sys.platform == "linux" else None
+    proc = subprocess.Popen(
+        cmd, env=env, preexec_fn=_die_with_parent if sys.platform == "linux" else None
     )
+    try:
+        proc.wait()
+    except BaseException:
+        # SIGINT/SIGTERM in the driver: stop the launcher with SIGTERM (it passes it on to
+        # the workers) and wait, so no worker writes into a folder marked interrupted
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
     manifest = read_json(folder / "manifest.json")
     if manifest.get("status") == "succeeded" and (folder / "results.json").is_file():
         return Results.read(folder / "results.json")

@@ -16,6 +16,12 @@ from typing import Any
 from mill.sinks import RunRecord, Sink, safe_key
 
 
+def _sweep_group(record: RunRecord) -> str | None:
+    """The jobs of one sweep form one W&B group, named after the sweep folder."""
+    sweep = record.tags.get("mill.sweep")
+    return "/".join(Path(sweep).parts[-2:]) if sweep else None
+
+
 class WandbSink(Sink):
     """Log runs to Weights & Biases.
 
@@ -24,7 +30,8 @@ class WandbSink(Sink):
         entity: W&B entity (team or user); null: the default of the logged-in user.
         mode: online, offline or disabled; null: ``WANDB_MODE`` or W&B's default.
         dir: where W&B writes its run files; null: the experiment folder.
-        group: W&B group (e.g. one per sweep); null: none.
+        group: W&B group; null: the sweep folder (``<date>/<time>``) for the jobs of a
+            sweep, none for a single run.
         job_type: W&B job type.
         tags: W&B tags.
     """
@@ -57,7 +64,7 @@ class WandbSink(Sink):
             project=self.project,
             entity=self.entity,
             name=record.name,
-            group=self.group,
+            group=self.group or _sweep_group(record),
             job_type=self.job_type,
             tags=[*self.tags, *(f"{k}:{v}" for k, v in record.tags.items())][:64] or None,
             config=record.settings,

@@ -149,3 +149,28 @@ def test_text_only_server_refuses_perplexity_before_scoring(
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.startswith("mill: error")]
     assert len(lines) == 1 and "token-id prompts" in lines[0], proc.stderr[-2000:]
+
+
+def test_remote_tokenizer_gives_the_same_requests_and_scores(
+    llama_server: ServerProcess, arc_runs: Any, tmp_path: Path
+) -> None:
+    hf_dir, _, _ = arc_runs
+    args = [a for a in _api(llama_server) if not a.startswith("model.tokenizer=")]
+    proc = run_mill(
+        "task=arc_easy",
+        "task.limit=25",
+        *args,
+        "model.tokenizer=remote",  # llama-cpp-python's /extras/tokenize
+        f"hydra.run.dir={tmp_path / 'remote'}",
+    )
+    _ok(proc)
+    hf, api = _samples(hf_dir, "arc_easy"), _samples(tmp_path / "remote", "arc_easy")
+    assert sorted(hf) == sorted(api)
+    for doc_id, row in hf.items():
+        a, h = api[doc_id]["response"], row["response"]
+        assert a["output_tokens"] == h["output_tokens"]
+        assert max(abs(x - y) for x, y in zip(a["logprobs"], h["logprobs"], strict=True)) < 1e-4
+        assert a["argmax_logits_eq_gold"] == h["argmax_logits_eq_gold"]
+        assert api[doc_id]["metrics"] == row["metrics"]
+    model = json.loads((tmp_path / "remote" / "results.json").read_text())["model"]
+    assert model["tokenizer"] == "remote" and model["tokenizer_sha256"] is None

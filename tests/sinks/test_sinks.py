@@ -128,6 +128,17 @@ def test_wandb_offline_run_files_hold_config_metrics_and_artifact(logged) -> Non
     assert {"results.json", "report.txt", "samples/arc_easy.jsonl"} <= paths
 
 
+def test_in_memory_run_logs_settings_and_metrics_without_artifacts(tmp_path: Path) -> None:
+    store = tmp_path / "mlruns"
+    overrides = [*TINY, "+sink=mlflow", f"sink.mlflow.tracking_uri={store}"]
+    results = mill.evaluate("arc_easy", "stories260k", overrides=overrides)
+    client = mlflow_client(store)
+    (run,) = client.search_runs([client.get_experiment_by_name("mill").experiment_id])
+    assert run.info.run_name == "arc_easy_stories260k" and "mill.folder" not in run.data.tags
+    assert run.data.metrics == pytest.approx(results.flat())
+    assert client.list_artifacts(run.info.run_id) == []
+
+
 def test_a_failing_sink_warns_and_the_evaluation_succeeds(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -189,6 +200,18 @@ def test_sweep_logs_one_run_per_job_and_a_failing_sink_only_warns(tmp_path: Path
     experiment = client.get_experiment_by_name("mill")
     runs = client.search_runs([experiment.experiment_id])
     assert sorted(r.info.run_name for r in runs) == [j.name for j in jobs]
+    assert {r.data.tags["mill.sweep"] for r in runs} == {str(sweep.resolve())}
     assert sorted(r.data.metrics["arc_easy/acc"] for r in runs) == sorted(
         mill.load(j).results.metric("arc_easy", "acc").value for j in jobs
     )
+
+
+def test_a_sweeps_jobs_share_one_wandb_group() -> None:
+    from mill.results import Results
+    from mill.sinks import RunRecord
+    from mill.sinks.wandb import _sweep_group
+
+    sweep = "/x/outputs/multiruns/2026-11-25/12-00-00-000000"
+    job = RunRecord("0_arc_easy_stories260k", Results(), {}, None, {"mill.sweep": sweep})
+    assert _sweep_group(job) == "2026-11-25/12-00-00-000000"
+    assert _sweep_group(RunRecord("run", Results(), {}, None, {})) is None

@@ -1,0 +1,90 @@
+"""Bad rows: a missing or null field stops :meth:`Task.prepare` with task, split, row and
+field named (built-in and YAML tasks), or is skipped and counted when asked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mill.tasks.arc import ArcEasy
+
+from mill.data.load import DataSource
+from mill.errors import TaskError
+from mill.task import YamlTask
+from mill.task.rows import MissingField, Row, strict
+
+ROW = {
+    "id": "x1",
+    "question": {
+        "stem": "Which is a liquid?",
+        "choices": [{"text": t, "label": k} for t, k in (("water", "A"), ("sand", "B"))],
+    },
+    "answerKey": "A",
+}
+
+
+def _jsonl(path: Path, rows: list[dict]) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def test_row_refuses_missing_and_null_fields_but_get_stays_optional() -> None:
+    row = strict({"a": None, "b": {"c": None, "d": [1, None]}, "e": "x"})
+    assert isinstance(row, Row) and row["e"] == "x" and row.get("a") is None
+    with pytest.raises(MissingField, match="field 'a' is null"):
+        row["a"]
+    with pytest.raises(MissingField, match="lacks field 'z'"):
+        row["z"]
+    with pytest.raises(MissingField, match=r"field 'b.c' is null"):
+        row["b"]["c"]
+    assert row["b"]["d"][0] == 1
+    with pytest.raises(MissingField, match=r"field 'b.d\[1\]' is null"):
+        list(row["b"]["d"])
+    assert json.loads(json.dumps(row)) == {"a": None, "b": {"c": None, "d": [1, None]}, "e": "x"}
+
+
+def test_builtin_task_names_the_null_field_not_gold_outside_choices(tmp_path: Path) -> None:
+    lacking = {k: v for k, v in ROW.items() if k != "answerKey"}
+    data = _jsonl(tmp_path / "arc.jsonl", [ROW, lacking, ROW])
+    task = ArcEasy(dataset={"data_files": {"test": data}})
+    with pytest.raises(TaskError) as info:
+        task.prepare(DataSource("bundled"))
+    message = str(info.value)
+    assert "task 'arc_easy', split 'test'" in message and "row 1 of" in message
+    assert "field 'answerKey' is null" in message and "not among" not in message
+
+
+def test_skipping_bad_rows_counts_them_and_keeps_doc_ids(tmp_path: Path) -> None:
+    null_text = {**ROW, "question": {**ROW["question"], "stem": None}}
+    data = _jsonl(tmp_path / "arc.jsonl", [ROW, null_text, ROW, {**ROW, "answerKey": "E"}])
+    task = ArcEasy(dataset={"data_files": {"test": data}})
+    source = DataSource("bundled", skip_bad_rows=True)
+    task.prepare(source)
+    assert [d.id for d in task.docs(source)] == [0, 2]
+    assert [(s["split"], s["row"]) for s in task.skipped] == [("test", 1), ("test", 3)]
+    assert "field 'question.stem' is null" in task.skipped[0]["error"]
+    assert "gold answer is not among its 2 choices" in task.skipped[1]["error"]
+
+
+def test_yaml_task_names_the_null_field_and_its_template(tmp_path: Path) -> None:
+    data = _jsonl(tmp_path / "mine.jsonl", [{"q": "a?", "a": "b"}, {"q": None, "a": "c"}])
+    task = YamlTask(
+        name="mine",
+        output_type="generative",
+        doc_to_text="Q: {{q}}",
+        doc_to_target="a",
+        dataset={"data_files": {"test": data}},
+    )
+    with pytest.raises(TaskError) as info:
+        task.prepare(DataSource("bundled"))
+    assert "task 'mine', split 'test', subject 'default', doc 1" in str(info.value)
+    assert "field 'q' is null (doc_to_text reads it)" in str(info.value)
+
+
+def test_whole_numbers_only() -> None:
+    with pytest.raises(TaskError, match=r"task.limit=2.5 is not a whole number"):
+        ArcEasy(limit=2.5)
+    with pytest.raises(TaskError, match=r"task.limit='abc' is not a whole number"):
+        ArcEasy(limit="abc")
+    assert ArcEasy(limit=3).limit == 3
