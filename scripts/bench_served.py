@@ -254,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         workdir / "llama-server.log",
         threads=args.threads,
     )
-    n_ctx = 512
+    # The server holds 512 tokens: a scored prompt plus the generated token must fit, and
+    # Mill's scored prompt is the HF input plus the last continuation token (docs/served.md).
+    max_length = 510
     with server:
         # One request before either side, so neither pays for a cold server.
         http_json(
@@ -272,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.data_dir,
                     workdir,
                     args.threads,
-                    n_ctx,
+                    max_length,
                 )
             else:
                 runs[side] = run_lmeval(
@@ -282,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.data_dir,
                     workdir,
                     args.threads,
-                    n_ctx,
+                    max_length,
                 )
     cmp = compare(workload, runs["mill"][1], runs["lmeval"][1])
     mill_t, lm_t = runs["mill"][0], runs["lmeval"][0]
