@@ -1,6 +1,6 @@
 """``python -m mill`` is the ``mill`` console script."""
 
-from mill.cli import main
+from mill.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

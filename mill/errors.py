@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 
 class MillError(Exception):
     """Base class: something in the user's input or environment is wrong, with a fix."""
@@ -25,3 +27,39 @@ class ModelError(MillError):
 
 class ExperimentExists(MillError):
     """The experiment folder already holds a result; Mill never overwrites one."""
+
+
+class StorageError(MillError):
+    """A file cannot be written: the disk is full, the folder is read-only or not ours."""
+
+
+# errno values that mean "this storage cannot take the write", not "Mill has a bug"
+_STORAGE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("ENOSPC", "EFBIG", "EDQUOT", "EROFS", "EACCES", "EPERM")
+    if hasattr(errno, name)
+)
+
+
+def storage_error(err: BaseException, where: object = None) -> StorageError | None:
+    """The :class:`StorageError` behind ``err`` (itself, or an ``OSError`` of a full disk,
+    a read-only or foreign folder anywhere in its cause chain), or None. ``where`` (a
+    folder) is named when the error does not say which file it was."""
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, StorageError):
+            return cause
+        if isinstance(cause, OSError) and cause.errno in _STORAGE_ERRNOS:
+            if cause.filename:
+                target = f" {cause.filename}"
+            else:
+                target = f" in {where}" if where is not None else ""
+            return StorageError(
+                f"cannot write{target}: {cause.strerror or cause} "
+                f"({errno.errorcode.get(cause.errno, cause.errno)}); free disk space or make "
+                "the folder writable, or write elsewhere (hydra.run.dir=..., runner.cache=...)"
+            )
+        cause = cause.__cause__ or cause.__context__
+    return None

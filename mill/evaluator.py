@@ -8,6 +8,7 @@ aggregates metrics per task and per task group.
 
 from __future__ import annotations
 
+import inspect
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,12 +19,20 @@ import numpy as np
 from mill.data.load import DataSource
 from mill.errors import ConfigError
 from mill.metrics.base import DocResponses, Metric
-from mill.metrics.exact_match import ExactMatch
 from mill.metrics.groups import aggregate_members, row
 from mill.model.base import LanguageModel
 from mill.progress import Progress
 from mill.record import SampleRecord
-from mill.task.base import Task
+from mill.results import DataSource as DataOrigin
+from mill.results import (
+    GroupMetric,
+    GroupResults,
+    MetricValue,
+    Results,
+    TaskResults,
+    Truncation,
+)
+from mill.task.base import Task, TaskGroup
 from mill.types import Doc, DocOutput, OutputType, Request, Response
 
 DISPATCH_ORDER = (OutputType.LOGPROBS, OutputType.PERPLEXITY, OutputType.GENERATIVE)
@@ -60,13 +69,14 @@ def check_metrics(task: Task, metrics: Sequence[Metric]) -> None:
 def _prediction(
     task: Task, doc: Doc, responses: Sequence[Response], metrics: Sequence[Metric]
 ) -> Any:
+    """The sample's prediction: the chosen index (LOGPROBS), the answers metrics extracted
+    from the generation, else the generation itself (GENERATIVE), or the log-probability."""
     if task.OUTPUT_TYPE is OutputType.LOGPROBS:
         return int(np.argmax([r.logprob for r in responses]))
     if task.OUTPUT_TYPE is OutputType.GENERATIVE:
-        extractors = [m for m in metrics if isinstance(m, ExactMatch) and m.extract_pattern]
-        if extractors:
-            return {m.name: m.prediction(responses[0]) for m in extractors}
-        return responses[0].text
+        extracted = {m.name: m.extracted_answer(responses) for m in metrics}
+        extracted = {k: v for k, v in extracted.items() if v is not None}
+        return extracted or responses[0].text
     return responses[0].logprob
 
 
@@ -84,69 +94,111 @@ def dispatch(
             getattr(model, output_type.model_method)(by_type[output_type], on_response)
 
 
-def evaluate(
+DocKey = tuple[str, str, int]
+"""(task, subject, doc id): one doc of one run."""
+
+
+@dataclass
+class RequestPlan:
+    """Every doc's requests, and the response slots each doc waits on."""
+
+    requests: list[Request] = field(default_factory=list)
+    docs: dict[DocKey, Doc] = field(default_factory=dict)
+    pending: dict[DocKey, dict[tuple[str, int], Response | None]] = field(default_factory=dict)
+
+
+def build_requests(
     tasks: Sequence[Task],
     metrics: dict[str, list[Metric]],
     model: LanguageModel,
     source: DataSource,
-    write_sample: Callable[[SampleRecord], None],
     progress: Progress,
-    bootstrap_iters: int = 1000,
-    seed: int = 1234,
-    dispatch_fn: Callable[
-        [LanguageModel, Sequence[Request], Callable[[Request, Response], None]], None
-    ] = dispatch,
-) -> dict[str, TaskResult]:
-    """Evaluate ``tasks`` on ``model``; returns per-task aggregates.
-
-    ``dispatch_fn`` sends the requests to the model (the runner's hook for sharding them
-    across processes); it must call ``on_response`` once per request, in any order."""
+) -> RequestPlan:
+    """Load each task's docs and build their requests (PMI's unconditioned ones when a
+    metric needs them); refuses docs a metric cannot score before the model runs."""
     for task in tasks:
         check_metrics(task, metrics[task.name])
-    docs: dict[tuple[str, str, int], Doc] = {}
-    pending: dict[tuple[str, str, int], dict[tuple[str, int], Response | None]] = {}
-    requests: list[Request] = []
-    by_task = {task.name: task for task in tasks}
-    chat = model.chat_template() if any(t.chat_template for t in tasks) else None
+    plan = RequestPlan()
+    for task in tasks:  # before any request: what this model cannot answer, and why
+        refusal = model.refusal(task.OUTPUT_TYPE)
+        if refusal:
+            raise ConfigError(f"task {task.name!r}: {refusal}")
+        if model.takes_messages() and "messages" not in inspect.signature(task.docs).parameters:
+            raise ConfigError(
+                f"task {task.name!r} cannot hand its prompts as chat messages; evaluate it "
+                "with model=openai_completions"
+            )
+    hand_messages = model.takes_messages()
+    chat = (
+        model.chat_template() if any(t.chat_template for t in tasks) and not hand_messages else None
+    )
     progress.phase("building requests", len(tasks))
     for task in tasks:
         unconditioned = any(m.needs_unconditioned for m in metrics[task.name])
-        for doc in task.docs(source, chat=chat):
+        docs_of = (
+            task.docs(source, chat=chat, messages=True)
+            if hand_messages
+            else task.docs(source, chat=chat)
+        )
+        for doc in docs_of:
             for metric in metrics[task.name]:
                 problem = metric.check_doc(doc)
                 if problem:
                     raise ConfigError(problem)
             doc_requests = task.requests(doc, unconditioned=unconditioned)
             key = (task.name, doc.subject, doc.id)
-            docs[key] = doc
-            pending[key] = {(r.role, r.index): None for r in doc_requests}
-            requests.extend(doc_requests)
+            plan.docs[key] = doc
+            plan.pending[key] = {(r.role, r.index): None for r in doc_requests}
+            plan.requests.extend(doc_requests)
         progress.advance()
     progress.done()
+    return plan
 
-    results = {task.name: TaskResult(task.name) for task in tasks}
 
-    def on_response(request: Request, response: Response) -> None:
+class Collector:
+    """The ``on_response`` of a run: collects each doc's responses as they arrive (in any
+    order) and, once a doc is complete, folds them, scores the doc, records its sample and
+    keeps its per-sample values for :func:`aggregate`."""
+
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        metrics: dict[str, list[Metric]],
+        plan: RequestPlan,
+        write_sample: Callable[[SampleRecord], None],
+        progress: Progress,
+    ) -> None:
+        self.by_task = {task.name: task for task in tasks}
+        self.metrics = metrics
+        self.plan = plan
+        self.write_sample = write_sample
+        self.progress = progress
+        self.results = {task.name: TaskResult(task.name) for task in tasks}
+
+    def __call__(self, request: Request, response: Response) -> None:
         key = (request.task, request.subject, request.doc_id)
-        slots = pending[key]
+        slots = self.plan.pending[key]
         slots[(request.role, request.index)] = response
-        progress.advance()
+        self.progress.advance()
         if any(v is None for v in slots.values()):
             return
-        task, doc = by_task[request.task], docs[key]
         responses = DocResponses(
             (slots[k] for k in sorted(slots) if k[0] == "choice"),  # type: ignore[misc]
             (slots[k] for k in sorted(slots) if k[0] == "unconditioned"),  # type: ignore[misc]
         )
-        task_metrics = metrics[task.name]
+        self.fold(self.by_task[request.task], self.plan.docs[key], responses)
+        del self.plan.pending[key]
+
+    def fold(self, task: Task, doc: Doc, responses: DocResponses) -> None:
+        """Score one complete doc, keep its values and write its sample record."""
+        task_metrics = self.metrics[task.name]
         scores = {m.name: m.score(doc, responses) for m in task_metrics}
-        result = results[task.name]
+        result = self.results[task.name]
         subject = result.subjects.setdefault(doc.subject, TaskResult(doc.subject))
-        result.keys.append((doc.subject, doc.id))
-        subject.keys.append((doc.subject, doc.id))
-        for name, value in scores.items():
-            result.values.setdefault(name, []).append(value)
-            subject.values.setdefault(name, []).append(value)
+        for part in (result, subject):
+            part.keys.append((doc.subject, doc.id))
+            for name, value in scores.items():
+                part.values.setdefault(name, []).append(value)
         model_response = DocOutput.from_responses(doc, task.OUTPUT_TYPE, list(responses))
         if responses.unconditioned:
             model_response.unconditioned_logprobs = [
@@ -158,13 +210,18 @@ def evaluate(
         extra = getattr(task, "sample_extra", None)  # lm-eval tasks: their doc and filters
         if extra is not None:
             record.extra = extra(doc)
-        write_sample(record)
-        del pending[key]
+        self.write_sample(record)
 
-    progress.phase("scoring requests", len(requests))
-    dispatch_fn(model, requests, on_response)
-    progress.done()
 
+def aggregate(
+    tasks: Sequence[Task],
+    metrics: dict[str, list[Metric]],
+    results: dict[str, TaskResult],
+    bootstrap_iters: int,
+    seed: int,
+) -> dict[str, TaskResult]:
+    """Per-task (and per-subject, and subject-group) aggregates of the collected values,
+    independent of the order in which responses completed."""
     for task in tasks:
         result = results[task.name]
         # aggregates (sums, bootstrap resamples) must not depend on completion order
@@ -195,9 +252,94 @@ def evaluate(
     return results
 
 
+def evaluate(
+    tasks: Sequence[Task],
+    metrics: dict[str, list[Metric]],
+    model: LanguageModel,
+    source: DataSource,
+    write_sample: Callable[[SampleRecord], None],
+    progress: Progress,
+    bootstrap_iters: int = 1000,
+    seed: int = 1234,
+    dispatch_fn: Callable[
+        [LanguageModel, Sequence[Request], Callable[[Request, Response], None]], None
+    ] = dispatch,
+) -> dict[str, TaskResult]:
+    """Evaluate ``tasks`` on ``model``; returns per-task aggregates.
+
+    :func:`build_requests`; then ``dispatch_fn`` sends the requests to the model (the
+    runner's hook for sharding them across processes; it must call ``on_response`` once
+    per request, in any order) with a :class:`Collector` as ``on_response``; then
+    :func:`aggregate`."""
+    plan = build_requests(tasks, metrics, model, source, progress)
+    collector = Collector(tasks, metrics, plan, write_sample, progress)
+    progress.phase("scoring requests", len(plan.requests))
+    dispatch_fn(model, plan.requests, collector)
+    progress.done()
+    return aggregate(tasks, metrics, collector.results, bootstrap_iters, seed)
+
+
 def aggregate_group(
     members: Sequence[TaskResult], metrics: Sequence[Metric], bootstrap_iters: int, seed: int
 ) -> dict[str, dict[str, Any]]:
     """Group aggregates (micro and macro) of metrics shared by all members; see
     :func:`mill.metrics.groups.aggregate_members`."""
     return aggregate_members(members, metrics, bootstrap_iters, seed)
+
+
+def to_results(
+    tasks: Sequence[Task],
+    per_task: dict[str, TaskResult],
+    metrics: dict[str, list[Metric]],
+    group: TaskGroup | None,
+    *,
+    model: dict[str, Any],
+    source: DataSource,
+    truncation: dict[str, Any],
+    seconds: float,
+    bootstrap_iters: int,
+    seed: int,
+) -> Results:
+    """The typed results of a run (``results.json``): tasks, the subject groups of
+    multi-subject tasks, and a task group's micro/macro aggregates over the metrics all
+    its tasks share (an lm-eval group's own aggregates, for ``task=lm_eval``)."""
+    results = Results(
+        tasks={
+            t.name: TaskResults(
+                metrics=_rows(per_task[t.name].metrics),
+                subjects={s: _rows(r.metrics) for s, r in per_task[t.name].subjects.items()},
+                settings=t.describe(),
+                data=t.origins,
+                skipped_rows=(
+                    {"count": len(t.skipped), "rows": t.skipped} if source.skip_bad_rows else None
+                ),
+            )
+            for t in tasks
+        },
+        model=model,
+        data_source=DataOrigin(source.source, str(source.root) if source.root else None),
+        truncation=Truncation.from_dict(truncation),
+        seconds=round(seconds, 3),
+    )
+    for t in tasks:  # subject groups of multi-subject tasks (MMLU categories, overall)
+        for name, body in per_task[t.name].groups.items():
+            results.groups[name] = GroupResults.from_dict(body)
+    if group is not None and hasattr(group, "aggregate_results"):  # lm-eval groups
+        for name, body in group.aggregate_results(per_task, bootstrap_iters, seed).items():
+            results.groups[name] = GroupResults.from_dict(body)
+    elif group is not None:
+        shared = [
+            m
+            for m in metrics[tasks[0].name]
+            if all(m.name in [x.name for x in metrics[t.name]] for t in tasks)
+        ]
+        body = aggregate_group([per_task[t.name] for t in tasks], shared, bootstrap_iters, seed)
+        results.groups[group.name] = GroupResults(
+            metrics={k: GroupMetric.from_dict(v) for k, v in body.items()},
+            tasks=[t.name for t in tasks],
+        )
+    return results
+
+
+def _rows(rows: dict[str, dict[str, Any]]) -> dict[str, MetricValue]:
+    return {name: MetricValue.from_dict(body) for name, body in rows.items()}

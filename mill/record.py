@@ -57,4 +57,6 @@ class SampleRecord:
         out = asdict(self)
         if out.get("extra") is None:
             out.pop("extra", None)
+        if out["response"].get("raw_text") is None:  # only reasoning-stripped generations
+            out["response"].pop("raw_text", None)
         return out

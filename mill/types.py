@@ -70,6 +70,9 @@ class Request:
     role: str = "choice"
     """``choice`` for ordinary requests, ``unconditioned`` for PMI's context-free ones."""
     subject: str = "default"
+    messages: tuple[tuple[str, str], ...] | None = None
+    """GENERATIVE for chat endpoints: the prompt as (role, content) turns, handed to a
+    server that applies its own chat template; None for every other model."""
 
     @property
     def id(self) -> str:
@@ -88,6 +91,8 @@ class Request:
         }
         if self.generation is not None and self.generation.do_sample:
             payload["sample"] = self.id  # repeats of a sampled request differ
+        if self.messages is not None:
+            payload["messages"] = [list(m) for m in self.messages]
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=list)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -107,6 +112,9 @@ class Response:
     """Argmax at every scored position equals the continuation token (LOGPROBS)."""
     text: str | None = None
     """Generated text after stop-string cutting (GENERATIVE)."""
+    raw_text: str | None = None
+    """The server's text before reasoning was stripped (``strip_reasoning``); None when
+    ``text`` is the whole generation."""
     truncated_tokens_count: int = 0
     padded_tokens_count: int = 0
 
@@ -146,6 +154,9 @@ class Doc:
     """Index of the explicit "I don't know" choice, if the task variant has one."""
     item: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The dataset row after loading and preprocessing."""
+    messages: tuple[tuple[str, str], ...] | None = None
+    """GENERATIVE, for models that take chat messages (``openai_chat``): the prompt as
+    (role, content) turns; ``context`` is then their plain-text rendering."""
 
 
 @dataclass
@@ -162,6 +173,9 @@ class DocOutput:
     unconditioned_logprobs: list[float] | None = None
     truncated_tokens_count: int = 0
     padded_tokens_count: int = 0
+    raw_text: list[str] | None = None
+    """GENERATIVE with ``strip_reasoning``: the generations before stripping (left out of
+    sample lines when None)."""
 
     @classmethod
     def from_responses(
@@ -177,4 +191,9 @@ class DocOutput:
             argmax_logits_eq_gold=[bool(r.is_greedy) for r in responses if r.is_greedy is not None],
             truncated_tokens_count=sum(r.truncated_tokens_count for r in responses),
             padded_tokens_count=sum(r.padded_tokens_count for r in responses),
+            raw_text=(
+                [r.raw_text or r.text or "" for r in responses]
+                if any(r.raw_text is not None for r in responses)
+                else None
+            ),
         )

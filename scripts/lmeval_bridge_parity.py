@@ -9,7 +9,7 @@ log-likelihood tolerance), and per task and group the aggregate values: exactly 
 every per-doc value is, else within a relative 1e-4. Prints a markdown table; exits 1 on
 any mismatch.
 
-Workloads (task YAMLs in tests/lm_eval/tasks point lm-eval's tasks at ../shared/data):
+Workloads (task YAMLs in tests/lmeval/tasks point lm-eval's tasks at ../shared/data):
 a multiple-choice task with a ``!function process_docs`` (mill_arc_easy), a group with
 ``aggregate_metric_list`` (mill_arc_group), GSM8K ``generate_until`` with its strict and
 flexible filters (lm-eval's ``gsm8k`` on the shared files), a ``loglikelihood_rolling``
@@ -29,12 +29,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
-TASKS_DIR = REPO / "tests" / "lm_eval" / "tasks"
+TASKS_DIR = REPO / "tests" / "lmeval" / "tasks"
 TOL = 1e-4
 
 
@@ -101,18 +102,8 @@ def model_path(name: str) -> Path:
     return model_dir(name)
 
 
-def run_lmeval(
-    model: str,
-    tasks: list[str],
-    include: Path,
-    overrides: dict[str, dict[str, Any]],
-    limit: float | None,
-    num_fewshot: int | None,
-    batch_size: int,
-    workdir: Path,
-) -> dict[str, Any]:
-    """lm-eval's own run: its TaskManager (include path + override YAMLs), ``hf`` model."""
-    import lm_eval
+def lmeval_manager(include: Path, overrides: dict[str, dict[str, Any]], workdir: Path) -> Any:
+    """lm-eval's TaskManager over the test-tree YAMLs and the override YAMLs."""
     from lm_eval.tasks import TaskManager
 
     from mill.lm_eval.bridge import write_overrides
@@ -123,9 +114,35 @@ def run_lmeval(
         folder.mkdir(parents=True, exist_ok=True)
         write_overrides(TaskManager(include_path=[str(include)]), overrides, folder)
         paths.append(str(folder))
-    manager = TaskManager(include_path=paths)
-    return lm_eval.simple_evaluate(
-        model="hf",
+    return TaskManager(include_path=paths)
+
+
+def run_lmeval(
+    model: str,
+    tasks: list[str],
+    include: Path,
+    overrides: dict[str, dict[str, Any]],
+    limit: float | None,
+    num_fewshot: int | None,
+    batch_size: int,
+    workdir: Path,
+    engine: str = "hf",
+    manager: Any = None,
+) -> dict[str, Any]:
+    """lm-eval's own run: its TaskManager (include path + override YAMLs) and its ``hf``
+    model, or (``engine="mill"``) Mill's engine as an lm-eval model."""
+    import lm_eval
+
+    manager = manager or lmeval_manager(include, overrides, workdir)
+    if engine == "mill":
+        from mill.lm_eval.model import MillLM
+
+        lm: Any = MillLM(pretrained=str(model_path(model)), dtype="float32", device="cpu")
+    else:
+        lm = "hf"
+    start = time.perf_counter()
+    out = lm_eval.simple_evaluate(
+        model=lm,
         model_args={"pretrained": str(model_path(model)), "dtype": "float32"},
         tasks=tasks,
         num_fewshot=num_fewshot,
@@ -136,6 +153,71 @@ def run_lmeval(
         task_manager=manager,
         bootstrap_iters=0,
     )
+    out["_wall_s"] = time.perf_counter() - start
+    return out
+
+
+def as_mill_like(lm: dict[str, Any]) -> dict[str, Any]:
+    """An lm-eval result in the shape :func:`compare` reads on Mill's side (results.json with
+    samples whose ``extra.lm_eval`` holds the raw and filtered responses)."""
+    tasks: dict[str, Any] = {}
+    samples: dict[str, list[dict[str, Any]]] = {}
+    for task, rows in lm.get("samples", {}).items():
+        by_doc: dict[int, dict[str, Any]] = {}
+        for s in rows:
+            entry = by_doc.setdefault(
+                int(s["doc_id"]),
+                {
+                    "doc_id": int(s["doc_id"]),
+                    "metrics": {},
+                    "extra": {
+                        "lm_eval": {
+                            "arguments": [list(a) for a in s["arguments"]],
+                            "resps": s["resps"],
+                            "filtered_resps": {},
+                        }
+                    },
+                },
+            )
+            entry["extra"]["lm_eval"]["filtered_resps"][s["filter"]] = s["filtered_resps"]
+            for metric in s["metrics"]:
+                entry["metrics"][f"{metric},{s['filter']}"] = s[metric]
+        samples[task] = list(by_doc.values())
+        values = lm["results"][task]
+        tasks[task] = {
+            "metrics": {
+                k: {"value": _num(v)} for k, v in values.items() if "," in k and "_stderr," not in k
+            }
+        }
+    return {"tasks": tasks, "groups": {}, "_samples": samples}
+
+
+def run_engine(
+    names: list[str],
+    model: str,
+    limit: float | None,
+    num_fewshot: int | None,
+    batch_size: int,
+    workdir: Path,
+) -> dict[str, Any]:
+    """lm-eval with its ``hf`` model against lm-eval with Mill's engine (``MillLM``)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    shared = shared_dir()
+    table = workloads(shared)
+    tasks: list[str] = []
+    overrides: dict[str, dict[str, Any]] = {}
+    for name in names:
+        tasks += table[name]["tasks"]
+        overrides.update(table[name].get("overrides", {}))
+    include = prepare_tasks(workdir / "tasks", shared)
+    manager = lmeval_manager(include, overrides, workdir)
+    common = (model, tasks, include, overrides, limit, num_fewshot, batch_size, workdir)
+    hf = run_lmeval(*common, engine="hf", manager=manager)
+    mill = run_lmeval(*common, engine="mill", manager=manager)
+    report = compare(hf, as_mill_like(mill))
+    report["wall_s"] = {"hf": hf["_wall_s"], "mill": mill["_wall_s"]}
+    return report
 
 
 def run_mill(
@@ -266,6 +348,8 @@ def compare(lm: dict[str, Any], mill: dict[str, Any]) -> dict[str, Any]:
         rows.append(row)
     groups = []
     for group, body in mill.get("groups", {}).items():
+        if group not in lm["results"]:
+            continue  # Mill's own additions (the leaderboard's normalised scores)
         lm_row = lm["results"].get(group, {})
         for key, kinds in body["metrics"].items():
             for kind in ("micro", "macro"):
@@ -354,6 +438,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8, help="lm-eval's hf batch size")
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
     parser.add_argument("--keep", type=Path, default=None, help="keep both runs here")
+    parser.add_argument(
+        "--engine",
+        action="store_true",
+        help="compare lm-eval's hf model with Mill's engine inside lm-eval (MillLM) instead",
+    )
     args = parser.parse_args(argv)
     if not (shared_dir() / "data").is_dir():
         print(f"parity: no shared data at {shared_dir()}; set MILL_SHARED", file=sys.stderr)
@@ -363,8 +452,12 @@ def main(argv: list[str] | None = None) -> int:
     limit = args.limit if args.limit else None
     if limit is not None and limit >= 1:
         limit = int(limit)
-    report = run(names, args.model, limit, args.num_fewshot, args.batch_size, workdir)
+    runner = run_engine if args.engine else run
+    report = runner(names, args.model, limit, args.num_fewshot, args.batch_size, workdir)
     print(markdown(report, args.model))
+    if "wall_s" in report:
+        wall = report["wall_s"]
+        print(f"\nsimple_evaluate wall s: hf {wall['hf']:.1f}, mill {wall['mill']:.1f}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, default=str))
     if not args.keep:

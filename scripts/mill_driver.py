@@ -3,11 +3,13 @@
 ``python mill_driver.py SPEC.json OUT.json`` with SPEC ``{"overrides": [...Hydra
 overrides, as on the mill command line...], "threads": 2}``.
 
-The config is composed exactly as the ``mill`` CLI composes it and the run goes through
-the same builders and :func:`mill.evaluator.evaluate`; only the experiment folder is left
-out (records are kept in memory). OUT holds every per-doc record, the aggregated metrics,
-timings, the tokens fed through the transformer body, the unique tokens of the workload
-and this process's peak RSS.
+The run goes through the public API: :func:`mill.compose` composes the config exactly as
+the ``mill`` CLI does and :func:`mill.evaluate` runs it without an experiment folder
+(records are kept in memory through ``on_sample``). The driver builds the model itself, to
+time its loading apart and to count the tokens its transformer body sees. OUT holds
+every per-doc record, the aggregated metrics, timings (``task_build``: composing the
+config; building tasks and loading data count in ``evaluate``), the tokens fed through
+the transformer body, the unique tokens of the workload and this process's peak RSS.
 """
 
 from __future__ import annotations
@@ -22,15 +24,11 @@ T_START = time.perf_counter()
 
 import torch  # noqa: E402
 from driver_common import TokenCounter, import_model_code, peak_rss_kib  # noqa: E402
-from hydra import compose, initialize_config_module  # noqa: E402
 
-import mill.cli  # noqa: E402,F401  (registers the mill_resource resolver)
-from mill.evaluator import evaluate  # noqa: E402
+import mill  # noqa: E402
 from mill.instantiate import instantiate  # noqa: E402
 from mill.model.rolling import rolling_windows  # noqa: E402
-from mill.progress import NullProgress  # noqa: E402
 from mill.record import SampleRecord  # noqa: E402
-from mill.runner.build import build_metrics, build_source, build_tasks  # noqa: E402
 from mill.types import OutputType  # noqa: E402
 
 
@@ -91,12 +89,8 @@ def main() -> None:
 
     t_imported = time.perf_counter()
     rss = {"imports": peak_rss_kib()}
-    with initialize_config_module("mill.conf", version_base="1.3"):
-        cfg = compose("mill", overrides=list(spec["overrides"]))
+    cfg = mill.compose([*spec["overrides"], "report.progress=never"])
     allow = [str(a) for a in cfg.get("allow_targets", [])]
-    source = build_source(cfg.data)
-    tasks, _ = build_tasks(cfg.task, allow)
-    metrics = build_metrics(cfg.get("metrics"), tasks, allow)
     t_ready = time.perf_counter()
     rss["task_build"] = peak_rss_kib()
     model = instantiate(cfg.model, allow)
@@ -104,19 +98,10 @@ def main() -> None:
     t_model = time.perf_counter()
     rss["model_load"] = peak_rss_kib()
     records: list[SampleRecord] = []
-    per_task = evaluate(
-        tasks,
-        metrics,
-        model,
-        source,
-        records.append,
-        NullProgress(),
-        bootstrap_iters=int(cfg.runner.bootstrap_iters),
-        seed=int(cfg.runner.seed),
-    )
+    results = mill.evaluate(config=cfg, model=model, on_sample=records.append)
     t_done = time.perf_counter()
     rss["evaluate"] = peak_rss_kib()
-    types = {t.name: t.OUTPUT_TYPE for t in tasks}
+    types = {name: OutputType(task.output_type) for name, task in results.tasks.items()}
     unique = sum(unique_tokens(r, types[r.task], model) for r in records)
     unique_all = unique_tokens_across_docs(records, types) + sum(
         unique_tokens(r, types[r.task], model)
@@ -128,8 +113,8 @@ def main() -> None:
         "side": "mill",
         "identity": model.identity(),
         "tasks": {
-            name: {"metrics": {k: v["value"] for k, v in result.metrics.items()}}
-            for name, result in per_task.items()
+            name: {"metrics": {k: v.value for k, v in result.metrics.items()}}
+            for name, result in results.tasks.items()
         },
         "samples": [
             {

@@ -50,6 +50,10 @@ def test_default_job_is_the_offline_demo(tmp_path: Path) -> None:
     # the table went to stdout, plain (CI set): no ANSI escape codes anywhere
     assert "arc_easy" in proc.stdout and "\x1b[" not in proc.stdout + proc.stderr
     assert (out / "report.txt").read_text().strip() in proc.stdout
+    # mill.log says where the time went, every phase from the process's start
+    phases = next(x for x in (out / "mill.log").read_text().splitlines() if "phases: " in x)
+    for phase in ("start", "data", "model", "requests", "scoring", "metrics", "report"):
+        assert f" {phase} " in phases, phases
 
 
 @pytest.mark.slow

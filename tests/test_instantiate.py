@@ -20,7 +20,7 @@ BYPASSES = [
     "mill.runner.cache.sqlite3.connect",
     "mill.runner.launch.subprocess.run",
     "mill.runner.launch.subprocess.Popen",
-    "mill.experiment.folder.os.replace",
+    "mill.files.os.replace",
     "mill.runner.job.OmegaConf.save",  # a class of another package, walked through
     "mill.runner.job.OmegaConf",  # a class of another package, re-exported
     "mill.errors.ConfigError.__init__",  # dunders lead to __globals__ and friends

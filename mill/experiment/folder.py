@@ -15,16 +15,37 @@
 from __future__ import annotations
 
 import fcntl
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import jsonlines
 
-from mill.errors import ExperimentExists, MillError
+from mill.errors import ConfigError, ExperimentExists, MillError
 from mill.files import read_json, write_json
 from mill.record import SampleRecord
+from mill.results import Manifest, Results
+
+
+def check_name(value: Any, setting: str) -> str:
+    """``value`` as a name that may become part of a file or folder name (a task's samples
+    file, the run folder's name), or ConfigError naming ``setting``: no path separators,
+    not empty, not ``.`` or ``..``, no control characters, so a name never leads out of
+    the experiment folder."""
+    text = str(value)
+    if (
+        not text
+        or text in (".", "..")
+        or "/" in text
+        or "\\" in text
+        or any(ord(c) < 32 or ord(c) == 127 for c in text)
+    ):
+        raise ConfigError(
+            f"{setting}={text!r} cannot be used: Mill makes file and folder names from it, and "
+            "it must not be empty, '.' or '..', or hold '/', '\\' or control characters; "
+            "choose a plain name (letters, digits, '_', '-', '.')"
+        )
+    return text
 
 
 class ExperimentFolder:
@@ -61,8 +82,8 @@ class ExperimentFolder:
 
     def _succeeded(self) -> bool:
         try:
-            return json.loads(self.manifest_path.read_text()).get("status") == "succeeded"
-        except (OSError, ValueError):
+            return self.read_manifest().get("status") == "succeeded"
+        except (OSError, MillError):
             return False
 
     def lock(self) -> None:
@@ -119,6 +140,16 @@ class ExperimentFolder:
         self.samples_dir.mkdir(parents=True, exist_ok=True)
         return old
 
+    def inside(self, path: Path) -> Path:
+        """``path`` when it resolves inside this folder; MillError otherwise (every file a
+        run writes goes through here, so no name can lead out of the folder)."""
+        root = self.path.resolve()
+        if not path.resolve().is_relative_to(root):
+            raise MillError(
+                f"{path} is outside the experiment folder {root}; Mill refuses to write it"
+            )
+        return path
+
     def read_manifest(self) -> dict[str, Any]:
         return read_json(self.manifest_path)
 
@@ -126,7 +157,9 @@ class ExperimentFolder:
         """Append one sample line (flushed, so an interrupted run keeps what it had)."""
         task = record.task
         if task not in self._writers:
-            handle = (self.samples_dir / f"{task}.partial.jsonl").open("a", encoding="utf-8")
+            check_name(task, "task.name")
+            path = self.inside(self.samples_dir / f"{task}.partial.jsonl")
+            handle = path.open("a", encoding="utf-8")
             self._handles[task] = handle
             self._writers[task] = jsonlines.Writer(handle, flush=True)
         self._writers[task].write(record.to_json())
@@ -140,17 +173,21 @@ class ExperimentFolder:
             if success:
                 with jsonlines.open(partial) as reader:
                     rows = sorted(reader, key=lambda r: (r["subject"], r["doc_id"]))
-                with jsonlines.open(self.samples_dir / f"{task}.jsonl", "w") as out:
+                with jsonlines.open(self.inside(self.samples_dir / f"{task}.jsonl"), "w") as out:
                     out.write_all(rows)
                 partial.unlink()
         self._writers.clear()
         self._handles.clear()
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        write_json(self.manifest_path, manifest)
+    def write_manifest(self, manifest: Manifest | dict[str, Any]) -> None:
+        """``manifest.json``, atomically, in the schema of :class:`mill.results.Manifest`."""
+        if isinstance(manifest, dict):
+            manifest = Manifest.from_dict(manifest)
+        write_json(self.manifest_path, manifest.to_dict())
 
-    def write_results(self, results: dict[str, Any]) -> None:
-        write_json(self.results_path, results)
+    def write_results(self, results: Results) -> None:
+        """``results.json``, atomically, in the schema of :class:`mill.results.Results`."""
+        write_json(self.results_path, results.to_dict())
 
     def write_text(self, name: str, text: str) -> None:
-        (self.path / name).write_text(text, encoding="utf-8")
+        self.inside(self.path / name).write_text(text, encoding="utf-8")

@@ -24,7 +24,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,55 @@ def _format(value: Any, fields: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [_format(v, fields) for v in value]
     return value
+
+
+def generation_args(gen_kwargs: dict[str, Any] | None) -> GenerationArgs:
+    """lm-eval ``generate_until`` kwargs as Mill's, normalised as lm-eval's HF model does:
+    ``until`` (a string or list), ``max_gen_toks`` (or max_new_tokens / max_tokens /
+    max_completion_tokens; default 256), greedy unless ``do_sample`` with a temperature."""
+    kwargs = dict(gen_kwargs or {})
+    until = kwargs.pop("until", None) or []
+    if isinstance(until, str):
+        until = [until]
+    max_gen = kwargs.pop("max_gen_toks", None)
+    for alias in ("max_new_tokens", "max_tokens", "max_completion_tokens"):
+        value = kwargs.pop(alias, None)
+        if max_gen is None and value is not None:
+            max_gen = value
+    temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
+    do_sample = bool(kwargs.pop("do_sample", False)) and temperature > 0.0
+    return GenerationArgs(
+        until=tuple(str(u) for u in until),
+        max_gen_toks=int(max_gen if max_gen is not None else 256),
+        do_sample=do_sample,
+        temperature=temperature,
+    )
+
+
+def aggregation_name(fn: Any) -> str | None:
+    """The name lm-eval registered an aggregation function under (None: the task's own)."""
+    from lm_eval.api.registry import AGGREGATION_REGISTRY
+
+    for name, registered in AGGREGATION_REGISTRY.items():
+        if registered is fn:
+            return str(name)
+    return None
+
+
+def rebuild_metric(name: str, settings: dict[str, Any]) -> LMEvalMetric:
+    """An lm-eval task's metric from a run folder's task settings (``mill -cn compare``)."""
+    from lm_eval.api.registry import AGGREGATION_REGISTRY
+
+    require_lm_eval()
+    metric, _, filter_name = name.partition(",")
+    aggregation = (settings.get("aggregations") or {}).get(metric)
+    if aggregation not in AGGREGATION_REGISTRY:
+        raise ConfigError(
+            f"lm-eval metric {name!r} aggregates with the task's own function "
+            f"({aggregation or 'unrecorded'}), which a run folder cannot rebuild"
+        )
+    higher = (settings.get("higher_is_better") or {}).get(metric)
+    return LMEvalMetric(metric, filter_name, higher, AGGREGATION_REGISTRY[aggregation])
 
 
 def read_overrides(value: Any) -> dict[str, dict[str, Any]]:
@@ -141,18 +190,21 @@ class LMEvalMetric(CorpusMetric):
     output_types = frozenset(OutputType)
 
     def __init__(
-        self, task: LMEvalTask, metric: str, filter_name: str, higher_is_better: bool | None
+        self,
+        metric: str,
+        filter_name: str,
+        higher_is_better: bool | None,
+        aggregation: Callable[[list[Any]], float] | None = None,
+        scorer: Callable[[Doc, Sequence[Response]], dict[str, Any]] | None = None,
     ) -> None:
-        self.task = task
+        from lm_eval.api.metrics import mean
+
         self.metric = metric
         self.filter_name = filter_name
         self.name = f"{metric},{filter_name}"  # type: ignore[misc]
         self.higher_is_better = True if higher_is_better is None else bool(higher_is_better)  # type: ignore[misc]
-        self._aggregation = task.lm_task.aggregation().get(metric)
-        if self._aggregation is None:
-            from lm_eval.api.metrics import mean
-
-            self._aggregation = mean
+        self._aggregation = aggregation or mean
+        self._scorer = scorer
 
     @property
     def is_mean(self) -> bool:
@@ -161,8 +213,9 @@ class LMEvalMetric(CorpusMetric):
         return self._aggregation is mean
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> Any:
-        scores = self.task.scores(doc, responses)
-        return scores.get(self.name)
+        if self._scorer is None:
+            raise TaskError(f"metric {self.name!r} was rebuilt from a run folder; it cannot score")
+        return self._scorer(doc, responses).get(self.name)
 
     def aggregate(self, values: Sequence[Any]) -> float:
         present = [v for v in values if v is not None]
@@ -197,6 +250,7 @@ class LMEvalTask(Task):
             fewshot_as_multiturn=suite.fewshot_as_multiturn,
         )
         self.lm_limit = suite.limit
+        self.chance = 0.0
         self._instances: dict[int, list[Any]] = {}
         self._scores: dict[int, dict[str, Any]] = {}
         self._extra: dict[int, dict[str, Any]] = {}
@@ -216,11 +270,13 @@ class LMEvalTask(Task):
     def lm_eval_metrics(self) -> list[Metric]:
         """Every (metric, filter) pair this task reports, as Mill metrics."""
         higher = self.lm_task.higher_is_better() or {}
+        aggregations = self.lm_task.aggregation()
         return [
-            LMEvalMetric(self, metric, filter_name, higher.get(metric))
-            for filter_name in self.filter_names()
-            for metric in self.lm_task.aggregation()
-        ]
+            LMEvalMetric(filter_name=f, metric=m, higher_is_better=higher.get(m),
+                         aggregation=aggregations.get(m), scorer=self.scores)
+            for f in self.filter_names()
+            for m in aggregations
+        ]  # fmt: skip
 
     # ----- docs and requests -----------------------------------------------------------
     def docs(self, source: DataSource, chat: Any = None) -> Iterator[Doc]:
@@ -256,6 +312,7 @@ class LMEvalTask(Task):
         for instances in by_doc.values():
             instances.sort(key=lambda x: x.idx)
         self._instances = by_doc
+        chances: list[float] = []
         for doc_id, instances in by_doc.items():
             doc = instances[0].doc
             first = instances[0].arguments
@@ -267,6 +324,8 @@ class LMEvalTask(Task):
                 gold = task.doc_to_target(doc)
             except Exception:  # noqa: BLE001 - a target is for the record only
                 gold = None
+            if choices:
+                chances.append(1.0 / len(choices))
             if isinstance(gold, list):
                 gold = tuple(str(g) for g in gold)
             elif gold is not None and not isinstance(gold, (int, str)):
@@ -281,27 +340,8 @@ class LMEvalTask(Task):
                 gold=gold,
                 item=dict(doc) if isinstance(doc, dict) else {"doc": doc},
             )
-
-    def _generation(self, gen_kwargs: dict[str, Any]) -> GenerationArgs:
-        kwargs = dict(gen_kwargs)
-        until = kwargs.pop("until", None) or []
-        if isinstance(until, str):
-            until = [until]
-        max_gen = kwargs.pop("max_gen_toks", None)
-        for alias in ("max_new_tokens", "max_tokens", "max_completion_tokens"):
-            value = kwargs.pop(alias, None)
-            if max_gen is None and value is not None:
-                max_gen = value
-        temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
-        do_sample = bool(kwargs.pop("do_sample", False))
-        if temperature == 0.0:
-            do_sample = False
-        return GenerationArgs(
-            until=tuple(str(u) for u in until),
-            max_gen_toks=int(max_gen if max_gen is not None else 256),
-            do_sample=do_sample,
-            temperature=temperature,
-        )
+        # random guessing's expected accuracy (the leaderboard's normalisation baseline)
+        self.chance = sum(chances) / len(chances) if chances else 0.0
 
     def requests(self, doc: Doc, unconditioned: bool = False) -> list[Request]:
         out = []
@@ -324,7 +364,7 @@ class LMEvalTask(Task):
                 elif kind is OutputType.PERPLEXITY:
                     out.append(Request(kind, context="", continuation=str(args[0]), **base))
                 else:
-                    gen = self._generation(args[1] if len(args) > 1 else {})
+                    gen = generation_args(args[1] if len(args) > 1 else {})
                     out.append(Request(kind, context=str(args[0]), generation=gen, **base))
         return out
 
@@ -404,6 +444,10 @@ class LMEvalTask(Task):
             "system_prompt": self.system_prompt,
             "fewshot_as_multiturn": self.fewshot_as_multiturn if self.chat_template else None,
             "seeds": self.suite.seeds,
+            "aggregations": {
+                m: aggregation_name(fn) for m, fn in self.lm_task.aggregation().items()
+            },
+            "higher_is_better": dict(self.lm_task.higher_is_better() or {}),
         }
 
 
@@ -429,7 +473,8 @@ class LMEvalSuite(TaskGroup):
     Settings map to lm-eval's: ``num_fewshot`` (as ``--num_fewshot``: a task whose YAML pins
     0 keeps 0), ``limit`` (``--limit``: a count, or a fraction below 1), ``chat_template``
     (``--apply_chat_template``), ``fewshot_as_multiturn``, ``system_prompt``
-    (``--system_instruction``), ``include_path`` (``--include_path``), the seeds
+    (``--system_instruction``), ``include_path`` (``--include_path``; ``include_defaults=false``
+    indexes only those folders, which starts faster), the seeds
     (``--seed``: python ``random``, numpy, torch, few-shot; lm-eval's defaults).
     ``dataset_overrides`` maps task-name patterns to TaskConfig keys (e.g. ``dataset_path:
     json`` and ``dataset_kwargs.data_files``) to run tasks on local files.
@@ -440,6 +485,7 @@ class LMEvalSuite(TaskGroup):
         name: str = "lm_eval",
         tasks: Sequence[str] = (),
         include_path: str | Sequence[str] | None = None,
+        include_defaults: bool = True,
         num_fewshot: int | None = None,
         limit: float | None = None,
         chat_template: bool = False,
@@ -479,7 +525,7 @@ class LMEvalSuite(TaskGroup):
                     f"task.include_path: {path} is not a folder; give the folder holding "
                     "your lm-eval task YAMLs"
                 )
-        manager = self._manager(paths, metadata)
+        manager = self._manager(paths, metadata, include_defaults)
         known = set(manager.all_tasks)
         for spec in names:
             if spec not in known and not Path(spec).is_file():
@@ -519,11 +565,19 @@ class LMEvalSuite(TaskGroup):
         super().__init__(name=name, tasks=members)
 
     # ----- loading ------------------------------------------------------------------------
-    def _manager(self, paths: list[str], metadata: dict[str, Any] | None) -> Any:
+    def _manager(
+        self, paths: list[str], metadata: dict[str, Any] | None, include_defaults: bool
+    ) -> Any:
         from lm_eval.tasks import TaskManager
 
         self._tmp: Path | None = None
-        return TaskManager(include_path=paths or None, metadata=dict(metadata or {}))
+        if not include_defaults and not paths:
+            raise ConfigError("task.include_defaults=false leaves no tasks: give task.include_path")
+        return TaskManager(
+            include_path=paths or None,
+            include_defaults=bool(include_defaults),
+            metadata=dict(metadata or {}),
+        )
 
     def _apply_overrides(self, manager: Any, overrides: dict[str, dict[str, Any]]) -> None:
         tmp = Path(tempfile.mkdtemp(prefix="mill-lm-eval-"))
@@ -627,4 +681,28 @@ class LMEvalSuite(TaskGroup):
                     "tasks": [t.task_name for t in group.get_all_tasks()],
                     "metrics": rows,
                 }
+        normalised = self.leaderboard(per_task)
+        if normalised is not None:
+            out["leaderboard_normalised"] = normalised
         return out
+
+    def leaderboard(self, per_task: dict[str, Any]) -> dict[str, Any] | None:
+        """Open LLM Leaderboard v2 normalised scores of the leaderboard tasks run, as a
+        results group (with every subtask's raw value, baseline and score), or None."""
+        from mill.lm_eval.leaderboard import TASKS, as_group_rows, leaderboard_scores
+
+        names = {t.name for t in self.tasks}
+        subtasks: dict[str, list[str]] = {}
+        for task in TASKS:
+            if task in self.lm_groups:
+                subtasks[task] = [t.task_name for t in self.lm_groups[task].get_all_tasks()]
+            elif task in names:
+                subtasks[task] = [task]
+        if not subtasks:
+            return None
+        rows = {name: per_task[name].metrics for name in names}
+        baselines = {t.name: t.chance for t in self.tasks if isinstance(t, LMEvalTask)}
+        scores = leaderboard_scores(subtasks, rows, baselines)
+        if not scores["tasks"]:
+            return None
+        return {**as_group_rows(scores), "details": scores}

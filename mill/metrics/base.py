@@ -53,6 +53,11 @@ class Metric:
         """Standard error of :meth:`aggregate`."""
         raise NotImplementedError
 
+    def extracted_answer(self, responses: Sequence[Response]) -> Any | None:
+        """The answer this metric extracts from a generation, recorded as the sample's
+        prediction (under the metric's name); None when it reads the output as it is."""
+        return None
+
     def check_task(self, task: Task) -> str | None:
         """Why this metric cannot score ``task`` (checked before data loads), or None."""
         return None

@@ -68,6 +68,12 @@ class ExactMatch(MeanMetric):
             return text
         return extract(text, self.extract_pattern, self.extract_group)
 
+    def extracted_answer(self, responses: Sequence[Response]) -> str | None:
+        """The first generation after ``extract_pattern`` (None without a pattern)."""
+        if self.extract_pattern is None or not responses:
+            return None
+        return self.prediction(responses[0])
+
     def matches(self, doc: Doc, prediction: str) -> float:
         """1.0 if an extracted prediction equals any reference after normalisation."""
         normalised = self._normalise(prediction)

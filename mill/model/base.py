@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from mill.types import ChatTemplate, OnResponse, Request, Response
+from mill.types import ChatTemplate, OnResponse, OutputType, Request, Response
 
 
 def _ignore(request: Request, response: Response) -> None:
@@ -38,6 +38,16 @@ class LanguageModel(ABC):
     def chat_template(self) -> ChatTemplate | None:
         """The model's chat template (messages, add_generation_prompt) -> prompt, or None
         when it has none. Tasks with ``chat_template=true`` render prompts through it."""
+        return None
+
+    def takes_messages(self) -> bool:
+        """Whether GENERATIVE requests should carry the prompt as chat messages
+        (:attr:`Request.messages`) for a server that applies its own chat template."""
+        return False
+
+    def refusal(self, output_type: OutputType) -> str | None:
+        """Why this model cannot answer ``output_type`` (one line: why, and what to use
+        instead), or None when it can. Checked before any request is sent."""
         return None
 
     @abstractmethod

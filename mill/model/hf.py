@@ -120,6 +120,7 @@ class HFCausalLM(TokenizingLM):
         max_memory: dict[Any, str] | None = None,
         offload_folder: str | None = None,
         fused_gelu: bool = True,
+        _loaded: tuple[Any, Any] | None = None,
     ) -> None:
         import torch
         import transformers
@@ -142,39 +143,42 @@ class HFCausalLM(TokenizingLM):
         local = Path(os.path.expanduser(self.pretrained))
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         placement = _placement(device_map, max_memory, offload_folder)
-        try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-                str(local) if local.is_dir() else self.pretrained,
-                revision=revision,
-                trust_remote_code=trust_remote_code,
-            )
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                str(local) if local.is_dir() else self.pretrained,
-                revision=revision,
-                dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
-                trust_remote_code=trust_remote_code,
-                **placement,
-            )
-        except (OSError, ValueError) as err:
-            where = "local folder" if local.is_dir() else "hub model"
-            if local.is_dir():
-                hint = " Check that the folder holds config.json, weights and tokenizer files."
-            elif offline:
-                hint = (
-                    " HF_HUB_OFFLINE is set and the model is not in the Hugging Face cache: "
-                    "download it once with network, or point model.pretrained at a local "
-                    "folder."
+        if _loaded is not None:  # from_transformers: objects the caller already holds
+            self.model, self.tokenizer = _loaded
+        else:
+            try:
+                self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+                    str(local) if local.is_dir() else self.pretrained,
+                    revision=revision,
+                    trust_remote_code=trust_remote_code,
                 )
-            else:
-                hint = (
-                    " The hub was unreachable, or the id/revision is wrong, or the model is "
-                    "gated (accept its license and run `hf auth login`). Offline, point "
-                    "model.pretrained at a local folder."
+                self.model = transformers.AutoModelForCausalLM.from_pretrained(
+                    str(local) if local.is_dir() else self.pretrained,
+                    revision=revision,
+                    dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
+                    trust_remote_code=trust_remote_code,
+                    **placement,
                 )
-            raise ModelError(
-                f"cannot load {where} {self.pretrained!r} (revision {revision}): "
-                f"{type(err).__name__}.{hint}"
-            ) from err
+            except (OSError, ValueError) as err:
+                where = "local folder" if local.is_dir() else "hub model"
+                if local.is_dir():
+                    hint = " Check that the folder holds config.json, weights and tokenizer files."
+                elif offline:
+                    hint = (
+                        " HF_HUB_OFFLINE is set and the model is not in the Hugging Face cache: "
+                        "download it once with network, or point model.pretrained at a local "
+                        "folder."
+                    )
+                else:
+                    hint = (
+                        " The hub was unreachable, or the id/revision is wrong, or the model is "
+                        "gated (accept its license and run `hf auth login`). Offline, point "
+                        "model.pretrained at a local folder."
+                    )
+                raise ModelError(
+                    f"cannot load {where} {self.pretrained!r} (revision {revision}): "
+                    f"{type(err).__name__}.{hint}"
+                ) from err
         if placement:  # dispatched over devices by accelerate: never .to() it
             self.device = _input_device(self.model)
         else:
@@ -206,6 +210,43 @@ class HFCausalLM(TokenizingLM):
         from mill.model.hf_forward import HFForward
 
         self._forward = HFForward(self.model, self.device)
+
+    @classmethod
+    def from_transformers(
+        cls,
+        model: Any,
+        tokenizer: Any,
+        *,
+        name: str = "in_memory",
+        batch_size: int | str = "auto",
+        token_budget: int | None = None,
+        max_length: int | None = None,
+        max_gen_toks: int = 256,
+        share_prefix: bool = True,
+    ) -> HFCausalLM:
+        """Wrap a ``transformers`` causal LM and tokenizer already in memory (a checkpoint
+        inside a training loop, a notebook's model). The model stays on its device and
+        keeps its modules (no fused kernels); :meth:`identity` says ``in_memory`` (no
+        files to fingerprint), so no response cache ever serves its scores."""
+        model_max_length = getattr(tokenizer, "model_max_length", None)
+        obj = cls(
+            pretrained=name,
+            name=name,
+            device=str(_input_device(model)),
+            batch_size=batch_size,
+            token_budget=token_budget,
+            max_length=max_length,
+            max_gen_toks=max_gen_toks,
+            share_prefix=share_prefix,
+            fused_gelu=False,
+            _loaded=(model, tokenizer),
+        )
+        if model_max_length is not None:  # the caller's tokenizer stays as it was
+            tokenizer.model_max_length = model_max_length
+        obj._identity.update(
+            pretrained=None, revision=None, commit=None, weights_fingerprint=None, in_memory=True
+        )
+        return obj
 
     def _default_max_length(self) -> int:
         config = self.model.config

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,12 @@ def random_gpt2_dir(n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: i
         tokenizer = Path(str(resources.files("mill.resources").joinpath("tokenizers/gpt2")))
         tmp = out.with_name(out.name + f".tmp{os.getpid()}")
         build_random_gpt2(tokenizer, tmp, n_layer, n_embd, n_head, seed=seed)
-        tmp.replace(out) if not out.exists() else None
+        try:
+            tmp.replace(out)
+        except OSError:  # another process built it first (the same seeded bytes)
+            if not (out / "model.safetensors").exists():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 

@@ -150,13 +150,22 @@ def compare_metric(
     )  # fmt: skip
 
 
-def _metric(run: RunFolder, name: str) -> Any:
-    """The run's own metric object (its config in resolved.yaml, else the built-in one)."""
+def _metric(run: RunFolder, name: str, task: str = "") -> Any:
+    """The run's own metric object (its config in resolved.yaml, else the built-in one; an
+    lm-eval task's from its recorded aggregation)."""
     from omegaconf import OmegaConf
 
     from mill.errors import MillError
     from mill.metrics.config import build_metric, metric_config
 
+    settings = run.settings(task) if task else {}
+    if settings.get("class") == "mill.lm_eval.bridge.LMEvalTask":
+        from mill.lm_eval.bridge import rebuild_metric
+
+        try:
+            return rebuild_metric(name, settings)
+        except MillError as err:
+            raise ReportInputError(f"{run.path}: cannot rebuild metric {name!r}: {err}") from err
     chosen = (run.config.get("metrics") or {}).get(name)
     allow = [str(a) for a in run.config.get("allow_targets", [])]
     try:
@@ -236,10 +245,10 @@ def compare_runs(
                 f"cannot compare {task}: {len(changed)} shared doc ids hold different documents "
                 f"(doc_hash differs, first {subject}/{doc_id}); the runs used different data"
             )
-        metrics_a = run_a.results["tasks"][task].get("metrics", {})
-        metrics_b = run_b.results["tasks"][task].get("metrics", {})
+        metrics_a = run_a.results.tasks[task].metrics
+        metrics_b = run_b.results.tasks[task].metrics
         for name in [m for m in metrics_a if m in metrics_b]:
-            metric = _metric(run_a, name)
+            metric = _metric(run_a, name, task)
             a_vals = [docs_a[k]["metrics"][name] for k in keys]
             b_vals = [docs_b[k]["metrics"][name] for k in keys]
             out.append(

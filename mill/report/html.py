@@ -191,13 +191,13 @@ def run_page(
 ) -> str:
     """The report of one run."""
     m = run.manifest
-    started = str(m.get("started", ""))[:19].replace("T", " ")
+    started = str(m.started or "")[:19].replace("T", " ")
     meta = [
         (f"data={run.data_source}", ""),
         ("succeeded", "ok"),  # results.json exists only for a run that succeeded
         (f"{started} UTC", "") if started else None,
-        (f"{run.results.get('seconds', m.get('seconds', '?'))} s", ""),
-        (f"git {str(m['git_sha'])[:10]}", "") if m.get("git_sha") else None,
+        (f"{run.results.seconds} s", ""),
+        (f"git {str(m.git_sha)[:10]}", "") if m.git_sha else None,
         (str(run.path), ""),
     ]
     parts = [
@@ -215,14 +215,15 @@ def run_page(
             f"<details><summary>Task settings: {esc(task)}</summary>"
             f"{kv_table(run.settings(task))}</details>"
         )
-    parts.append(f"<details><summary>Model</summary>{kv_table(run.results.get('model', {}))}")
+    parts.append(f"<details><summary>Model</summary>{kv_table(run.results.model)}")
     parts.append("</details>")
-    data = {t: b.get("data", {}) for t, b in run.results.get("tasks", {}).items()}
+    data = {t: b.data for t, b in run.results.tasks.items()}
     parts.append(f"<details><summary>Data</summary>{kv_table(data)}</details>")
     repro = []
-    if m.get("argv"):
-        repro.append(f"<h3>Command</h3><pre>{esc(shlex.join(m['argv']))}</pre>")
-    env = {k: m[k] for k in ("git_sha", "seeds", "versions", "device") if k in m}
+    if m.argv:
+        repro.append(f"<h3>Command</h3><pre>{esc(shlex.join(m.argv))}</pre>")
+    known = m.to_dict()
+    env = {k: known[k] for k in ("git_sha", "seeds", "versions", "device") if k in known}
     if env:
         repro.append(kv_table(env))
     if repro:
@@ -325,7 +326,7 @@ def sweep_page(
                 esc(label),
                 esc(run.task_label),
                 esc(run.data_source),
-                number(run.results.get("seconds")),
+                number(run.results.seconds),
                 f"<a href='{esc(link)}'>{esc(run.path.name)}</a>",
             ]
         )

@@ -14,6 +14,7 @@ import jsonlines
 
 from mill.errors import MillError
 from mill.files import job_order, read_json
+from mill.results import Manifest, Results
 
 
 class ReportInputError(MillError):
@@ -48,8 +49,8 @@ class RunFolder:
     """A finished run: ``results.json`` plus whatever else the folder holds."""
 
     path: Path
-    results: dict[str, Any]
-    manifest: dict[str, Any] = field(default_factory=dict)
+    results: Results
+    manifest: Manifest = field(default_factory=Manifest)
     config: dict[str, Any] = field(default_factory=dict)
     _samples_cache: dict[str, list[dict[str, Any]]] = field(
         default_factory=dict, repr=False, compare=False
@@ -63,21 +64,25 @@ class RunFolder:
         path = Path(path)
         if not path.is_dir():
             raise ReportInputError(f"{path} is not a folder; give the path of a run folder")
-        manifest = (
-            read_json(path / "manifest.json", ReportInputError)
-            if (path / "manifest.json").is_file()
-            else {}
-        )
+        has_manifest = (path / "manifest.json").is_file()
+        try:
+            manifest = (
+                Manifest.from_dict(read_json(path / "manifest.json", ReportInputError))
+                if has_manifest
+                else Manifest()
+            )
+        except (TypeError, ValueError, MillError) as err:
+            raise ReportInputError(f"{path / 'manifest.json'}: {err}") from err
         results_path = path / "results.json"
         if not results_path.is_file():
-            status = manifest.get("status")
+            status = manifest.status if has_manifest else None
             why = f"its manifest says {status!r}" if status else "it has no manifest.json either"
-            if manifest.get("error"):
-                why += f" ({manifest['error']})"
+            if manifest.error:
+                why += f" ({manifest.error})"
             raise ReportInputError(
                 f"{path} has no results.json ({why}); only a succeeded run can be reported"
             )
-        status = manifest.get("status")
+        status = manifest.status if has_manifest else None
         if finished and status != "succeeded":
             why = f"its manifest says {status!r}" if status else "it has no manifest.json"
             raise ReportInputError(
@@ -91,13 +96,21 @@ class RunFolder:
 
             loaded = OmegaConf.to_container(OmegaConf.load(resolved))
             config = loaded if isinstance(loaded, dict) else {}
-        return cls(path, read_json(results_path, ReportInputError), manifest, config)
+        try:
+            results = Results.from_dict(read_json(results_path, ReportInputError))
+        except ReportInputError:
+            raise
+        except (TypeError, ValueError, MillError) as err:
+            raise ReportInputError(
+                f"{results_path} does not follow the results schema: {err}"
+            ) from err
+        return cls(path, results, manifest, config)
 
     # --- identity -------------------------------------------------------------------
 
     @property
     def task_names(self) -> list[str]:
-        return list(self.results.get("tasks", {}))
+        return list(self.results.tasks)
 
     @property
     def task_label(self) -> str:
@@ -109,19 +122,19 @@ class RunFolder:
         name = (self.config.get("model") or {}).get("name")
         if name:
             return str(name)
-        pretrained = (self.results.get("model") or {}).get("pretrained")
+        pretrained = self.results.model.get("pretrained")
         return Path(str(pretrained)).name if pretrained else self.path.name
 
     @property
     def data_source(self) -> str:
-        return str((self.results.get("data_source") or {}).get("source", "?"))
+        return self.results.data_source.source
 
     @property
     def title(self) -> str:
         return f"{self.task_label} | {self.model_label} | data={self.data_source}"
 
     def settings(self, task: str) -> dict[str, Any]:
-        return dict(self.results["tasks"][task].get("settings") or {})
+        return dict(self.results.tasks[task].settings)
 
     def output_type(self, task: str) -> str:
         return str(self.settings(task).get("output_type", ""))
@@ -131,34 +144,23 @@ class RunFolder:
     def scores(self) -> list[Score]:
         """Per task and metric, then group aggregates (micro and macro)."""
         out: list[Score] = []
-        for task, body in self.results.get("tasks", {}).items():
-            for metric, row in body.get("metrics", {}).items():
-                out.append(
-                    Score(
-                        task,
-                        metric,
-                        row.get("value"),
-                        row.get("stderr"),
-                        row.get("n", 0),
-                        bool(row.get("higher_is_better", True)),
-                    )
-                )
-        for group, body in self.results.get("groups", {}).items():
-            for metric, rows in body.get("metrics", {}).items():
-                for kind in ("micro", "macro"):
-                    if kind in rows:
-                        row = rows[kind]
-                        out.append(
-                            Score(
-                                group,
-                                metric,
-                                row.get("value"),
-                                row.get("stderr"),
-                                row.get("n", 0),
-                                bool(rows.get("higher_is_better", True)),
-                                kind,
-                            )
+        for task, body in self.results.tasks.items():
+            for metric, row in body.metrics.items():
+                out.append(Score(task, metric, row.value, row.stderr, row.n, row.better_is_higher))
+        for group, body in self.results.groups.items():
+            for metric, both in body.metrics.items():
+                for kind, row in both.kinds():
+                    out.append(
+                        Score(
+                            group,
+                            metric,
+                            row.value,
+                            row.stderr,
+                            row.n,
+                            both.higher_is_better,
+                            kind,
                         )
+                    )
         return out
 
     def samples_path(self, task: str) -> Path:

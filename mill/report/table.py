@@ -2,46 +2,55 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich import box
 from rich.table import Table
 
 from mill.report.load import Score
 from mill.report.numbers import number
+from mill.results import Results
 
 
-def results_table(results: dict[str, Any], title: str) -> Table:
+def results_table(results: Results, title: str) -> Table:
     """Rows per task and metric, then group rows (micro and macro)."""
     table = Table(title=title, box=box.ASCII, safe_box=True)
     table.add_column("task")
     table.add_column("metric")
     for col in ("value", "stderr", "n"):
         table.add_column(col, justify="right", no_wrap=True)
-    for name, task in results.get("tasks", {}).items():
-        for metric, row in task["metrics"].items():
-            arrow = "^" if row.get("higher_is_better", True) else "v"
+    for name, task in results.tasks.items():
+        for metric, row in task.metrics.items():
+            arrow = "^" if row.better_is_higher else "v"
             table.add_row(
-                name,
-                f"{metric} {arrow}",
-                number(row["value"]),
-                number(row["stderr"]),
-                number(row["n"]),
+                name, f"{metric} {arrow}", number(row.value), number(row.stderr), number(row.n)
             )
-    for name, group in results.get("groups", {}).items():
-        for metric, rows in group["metrics"].items():
-            for kind in ("micro", "macro"):
-                if kind not in rows:  # lm-eval groups report one of the two
-                    continue
-                row = rows[kind]
+    for name, group in results.groups.items():
+        for metric, rows in group.metrics.items():
+            for kind, row in rows.kinds():  # lm-eval groups report one of the two
                 unit = "samples" if kind == "micro" else "tasks"
                 table.add_row(
                     f"{name} ({kind})",
                     metric,
-                    number(row["value"]),
-                    number(row["stderr"]),
-                    f"{row['n']} {unit}",
+                    number(row.value),
+                    number(row.stderr),
+                    f"{row.n} {unit}",
                 )
+    return table
+
+
+def usage_table(usage: dict[str, dict[str, int]]) -> Table:
+    """Per task: what this run asked of a served model (requests sent, tokens)."""
+    table = Table(title="served model usage (this run)", box=box.ASCII, safe_box=True)
+    table.add_column("task")
+    for col in ("requests", "prompts", "prompt tokens", "completion tokens"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for name, row in usage.items():
+        table.add_row(
+            name,
+            str(row["requests"]),
+            str(row["prompts"]),
+            str(row["prompt_tokens"]),
+            str(row["completion_tokens"]),
+        )
     return table
 
 

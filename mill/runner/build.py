@@ -14,10 +14,15 @@ from mill.task.base import Task, TaskGroup
 
 def build_tasks(node: DictConfig, allow: list[str]) -> tuple[list[Task], TaskGroup | None]:
     """Instantiate ``task``: a single task, or a group whose members are evaluated together."""
+    from mill.experiment.folder import check_name
+
     built = instantiate(node, allow, _convert_="all")
     if isinstance(built, TaskGroup):
+        for i, task in enumerate(built.tasks):  # each member names its samples file
+            check_name(task.name, f"task.tasks[{i}].name")
         return built.tasks, built
     if isinstance(built, Task):
+        check_name(built.name, "task.name")
         return [built], None
     raise ConfigError(f"task config builds a {type(built).__name__}, not a mill Task")
 
@@ -51,3 +56,20 @@ def build_source(node: DictConfig) -> DataSource:
     return DataSource(
         source=str(node.get("source", "hub")), dir=node.get("dir"), skip_bad_rows=skip
     )
+
+
+def build_run(
+    cfg: DictConfig, allow: list[str]
+) -> tuple[DataSource, list[Task], TaskGroup | None, dict[str, list[Metric]]]:
+    """Everything but the model: data source, tasks (and their group), metrics per task,
+    checked against each other, then every task's rows checked and docs built."""
+    from mill.evaluator import check_metrics
+
+    source = build_source(cfg.data)
+    tasks, group = build_tasks(cfg.task, allow)
+    metrics = build_metrics(cfg.get("metrics"), tasks, allow)
+    for task in tasks:
+        check_metrics(task, metrics[task.name])
+    for task in tasks:  # every row checked (and docs built) before the model loads
+        task.prepare(source)
+    return source, tasks, group, metrics

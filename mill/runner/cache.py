@@ -18,21 +18,22 @@ on a shared filesystem never has two hosts writing one SQLite file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import socket
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from mill.errors import ConfigError
+from mill.errors import ConfigError, StorageError
 from mill.model.base import LanguageModel, _ignore
-from mill.types import OnResponse, Request, Response
+from mill.types import OnResponse, OutputType, Request, Response
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS models (
@@ -95,12 +96,22 @@ class ResponseStore:
             ) from err
         self.key = model_key(identity)
         self.path = self.folder / f"responses-{socket.gethostname()}.sqlite"
-        self._conn = _connect(self.path)
-        with self._conn:
-            self._conn.execute(
-                "INSERT OR IGNORE INTO models VALUES (?, ?)",
-                (self.key, json.dumps(identity, sort_keys=True, default=str)),
-            )
+        try:
+            self._conn = _connect(self.path)
+            with self._conn:
+                self._conn.execute(
+                    "INSERT OR IGNORE INTO models VALUES (?, ?)",
+                    (self.key, json.dumps(identity, sort_keys=True, default=str)),
+                )
+        except sqlite3.OperationalError as err:
+            raise self._storage(err, "open") from err
+
+    def _storage(self, err: sqlite3.Error, doing: str) -> StorageError:
+        """A cache file that cannot take a write (full disk, read-only folder, locked)."""
+        return StorageError(
+            f"cannot {doing} the response cache {self.path}: {err}; free disk space or make "
+            "its folder writable, set runner.cache to another folder, or runner.cache=false"
+        )
 
     def files(self) -> list[Path]:
         return sorted(self.folder.glob("responses-*.sqlite"))
@@ -110,8 +121,7 @@ class ResponseStore:
         wanted = list(dict.fromkeys(hashes))
         found: dict[str, dict[str, Any]] = {}
         for path in self.files():
-            conn = self._conn if path == self.path else _connect(path, readonly=True)
-            try:
+            with self._reading(path) as conn:
                 for start in range(0, len(wanted), 500):
                     chunk = [h for h in wanted[start : start + 500] if h not in found]
                     if not chunk:
@@ -124,10 +134,30 @@ class ResponseStore:
                     )
                     for request, blob in rows:
                         found[request] = json.loads(zlib.decompress(blob))
-            finally:
-                if conn is not self._conn:
-                    conn.close()
         return found
+
+    @contextlib.contextmanager
+    def _reading(self, path: Path) -> Iterator[sqlite3.Connection]:
+        """A connection to one file of the folder (this host's, or another read-only); a
+        file that is not a database (or cannot be read) is one line naming it."""
+        conn: sqlite3.Connection | None = self._conn if path == self.path else None
+        try:
+            if conn is None:
+                conn = _connect(path, readonly=True)
+            yield conn
+        except sqlite3.OperationalError as err:
+            raise StorageError(
+                f"cannot read the response cache {path}: {err}; make it readable, set "
+                "runner.cache to another folder, or runner.cache=false"
+            ) from err
+        except sqlite3.DatabaseError as err:
+            raise ConfigError(
+                f"the response cache {path} is corrupt ({err}); delete the file (it only "
+                "holds cached responses) or run with runner.cache=false"
+            ) from err
+        finally:
+            if conn is not None and conn is not self._conn:
+                conn.close()
 
     def put(self, content_hash: str, response: Response) -> None:
         """Commit one finished response (its own transaction: durable when this returns)."""
@@ -145,22 +175,21 @@ class ResponseStore:
             )
             for digest, response in items
         ]
-        with self._conn:
-            self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
+        try:
+            with self._conn:
+                self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
+        except sqlite3.OperationalError as err:
+            raise self._storage(err, "write to") from err
 
     def count(self) -> int:
         """Entries of this model across the folder's files."""
         total = 0
         for path in self.files():
-            conn = self._conn if path == self.path else _connect(path, readonly=True)
-            try:
+            with self._reading(path) as conn:
                 (n,) = conn.execute(
                     "SELECT COUNT(*) FROM responses WHERE model = ?", (self.key,)
                 ).fetchone()
                 total += int(n)
-            finally:
-                if conn is not self._conn:
-                    conn.close()
         return total
 
     def close(self) -> None:
@@ -193,6 +222,12 @@ class CachedModel(LanguageModel):
 
     def chat_template(self) -> Any:
         return self.inner.chat_template()
+
+    def takes_messages(self) -> bool:
+        return self.inner.takes_messages()
+
+    def refusal(self, output_type: OutputType) -> str | None:
+        return self.inner.refusal(output_type)
 
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()

@@ -8,6 +8,7 @@ finished responses to the response cache.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
@@ -16,14 +17,18 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from mill.errors import ConfigError
+from mill.errors import ConfigError, storage_error
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import device_info, record_failure
+from mill.model.base import LanguageModel
 from mill.progress import NullProgress
 from mill.record import SampleRecord
+from mill.results import Results
 from mill.runner.dist import Dist, agree
 from mill.runner.faults import fault
+from mill.runner.phases import PhaseClock
 from mill.runner.settings import RunnerSettings, refuse_device_map
+from mill.sinks import RunRecord, Sink
 
 log = logging.getLogger("mill")
 
@@ -115,26 +120,59 @@ def truncation_warning(truncation: dict[str, Any], total: int, max_length: Any) 
     )
 
 
+def _sweep_dir() -> str | None:
+    """The sweep folder when this process runs a job of a Hydra multirun, else None."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    hydra_cfg = HydraConfig.get()
+    if str(hydra_cfg.mode) != "RunMode.MULTIRUN":
+        return None
+    return str(Path(str(hydra_cfg.sweep.dir)).resolve())
+
+
+def sink_record(folder: Path | None, results: Results, resolved: dict[str, Any]) -> RunRecord:
+    """What the sinks log about a run: its name, results, settings, folder and tags."""
+    settings = {k: v for k, v in resolved.items() if k != "hydra"}
+    task = (resolved.get("task") or {}).get("name") or "+".join(results.tasks)
+    model = (resolved.get("model") or {}).get("name") or "?"
+    tags = {"mill.task": str(task), "mill.model": str(model)}
+    tags["mill.data"] = results.data_source.source
+    if folder is not None:
+        tags["mill.folder"] = str(folder)
+    sweep = _sweep_dir()
+    if sweep is not None:  # a job of `mill -m`: its runs share the sweep folder's tag
+        tags["mill.sweep"] = sweep
+    name = folder.name if folder is not None else f"{task}_{model}"
+    return RunRecord(name, results, settings, folder, tags)
+
+
 def execute(
     resolved: dict[str, Any],
     folder_path: Path,
     dist: Dist,
-) -> dict[str, Any] | None:
+    model: LanguageModel | None = None,
+) -> Results | None:
     """Run the experiment described by ``resolved`` on this rank.
 
+    ``model``: an already-built model (``mill.evaluate(model=...)``) instead of
+    ``resolved["model"]``; its identity must say ``in_memory`` when it has no files, and
+    the response cache is then off (no identity to key scores by).
     Rank 0 returns the results (also written to ``results.json``); other ranks return None.
     Raises MillError on bad input (the same error on every rank), after rank 0 marked the
     manifest failed.
     """
-    from mill.evaluator import aggregate_group, check_metrics, evaluate
+    from mill.evaluator import evaluate, to_results
     from mill.instantiate import instantiate
     from mill.report.console import interactive, make_console
     from mill.report.progress import PhaseProgress
     from mill.report.rebuild import report_after_run
-    from mill.report.table import results_table
-    from mill.runner.build import build_metrics, build_source, build_tasks
+    from mill.report.table import results_table, usage_table
+    from mill.runner.build import build_run
     from mill.runner.cache import CachedModel
     from mill.runner.shard import ShardedDispatch
+    from mill.sinks import build_sinks, send
 
     cfg = OmegaConf.create(resolved)
     settings = RunnerSettings.parse(resolved.get("runner"))
@@ -151,24 +189,21 @@ def execute(
     allow = [str(a) for a in cfg.get("allow_targets", [])]
     seed, iters = settings.seed, settings.bootstrap_iters
     start = time.monotonic()
+    clock = PhaseClock()
     success = False
     status = "failed"
     store = None
     cache_dir: Path | None = None
+    sinks: list[Sink] = []
+    results: Results | None = None
     try:
         _seed_everything(seed)
 
-        def build() -> Any:
-            source = build_source(cfg.data)
-            tasks, group = build_tasks(cfg.task, allow)
-            metrics = build_metrics(cfg.get("metrics"), tasks, allow)
-            for task in tasks:
-                check_metrics(task, metrics[task.name])
-            for task in tasks:  # every row checked (and docs built) before the model loads
-                task.prepare(source)
-            return source, tasks, group, metrics
-
-        source, tasks, group, metrics = agree(dist, build)
+        source, tasks, group, metrics = agree(dist, lambda: build_run(cfg, allow))
+        # every rank checks the sink settings (a bad one stops all); rank 0 logs
+        sinks = agree(dist, lambda: build_sinks(cfg.get("sink"), allow))
+        sinks = sinks if main else []
+        clock.mark("data")
         log.info(
             "tasks: %s; data: %s",
             ", ".join(f"{t.name} ({t.describe()['num_fewshot']}-shot)" for t in tasks),
@@ -177,11 +212,12 @@ def execute(
         if main:
             err_console.print(f"[mill] loading model {cfg.model.get('name', '')}")
         log.info("loading model %s", cfg.model.get("name", ""))
-        model = agree(dist, lambda: instantiate(_model_node(cfg, dist), allow))
+        if model is None:
+            model = agree(dist, lambda: instantiate(_model_node(cfg, dist), allow))
         fault("model_loaded")
         identity = model.identity()
         log.info("model loaded: %s", identity.get("class") or type(model).__name__)
-        cache_dir = settings.cache_dir(folder.path)
+        cache_dir = None if identity.get("in_memory") else settings.cache_dir(folder.path)
         if cache_dir is not None:
             for turn in (True, False):  # rank 0 creates the database, then the others
                 opened = agree(
@@ -197,15 +233,18 @@ def execute(
                 manifest["cache"] = {"dir": str(cache_dir), "entries_before": store.count()}
             folder.write_manifest(manifest)
         dispatcher = ShardedDispatch(dist)
+        clock.mark("model")
 
         def dispatch(model: Any, requests: Any, on_response: Any) -> None:
             log.info("%d requests built; scoring this rank's share", len(requests))
+            clock.mark("requests")
 
             def delivered(request: Any, response: Any) -> None:
                 on_response(request, response)
                 fault("response")
 
             dispatcher(model, requests, delivered)
+            clock.mark("scoring")
 
         per_task = evaluate(
             tasks,
@@ -235,50 +274,24 @@ def execute(
         skipped = {t.name: t.skipped for t in tasks if t.skipped}
         if skipped:
             log.warning(skipped_warning(skipped))
-        results: dict[str, Any] = {
-            "tasks": {
-                t.name: {
-                    "metrics": per_task[t.name].metrics,
-                    **(
-                        {"subjects": {s: r.metrics for s, r in per_task[t.name].subjects.items()}}
-                        if per_task[t.name].subjects
-                        else {}
-                    ),
-                    "settings": t.describe(),
-                    "data": t.origins,
-                    **(
-                        {"skipped_rows": {"count": len(t.skipped), "rows": t.skipped}}
-                        if source.skip_bad_rows
-                        else {}
-                    ),
-                }
-                for t in tasks
-            },
-            "groups": {},
-            "model": identity,
-            "data_source": {
-                "source": source.source,
-                "dir": str(source.root) if source.root else None,
-            },
-            "truncation": truncation,
-            "seconds": round(time.monotonic() - start, 3),
-        }
-        for t in tasks:  # subject groups of multi-subject tasks (MMLU categories, overall)
-            results["groups"].update(per_task[t.name].groups)
-        if group is not None and hasattr(group, "aggregate_results"):  # lm-eval groups
-            results["groups"].update(group.aggregate_results(per_task, iters, seed))
-        elif group is not None:
-            shared = [
-                m
-                for m in metrics[tasks[0].name]
-                if all(m.name in [x.name for x in metrics[t.name]] for t in tasks)
-            ]
-            results["groups"][group.name] = {
-                "tasks": [t.name for t in tasks],
-                "metrics": aggregate_group([per_task[t.name] for t in tasks], shared, iters, seed),
-            }
+        results = to_results(
+            tasks,
+            per_task,
+            metrics,
+            group,
+            model=identity,
+            source=source,
+            truncation=truncation,
+            seconds=time.monotonic() - start,
+            bootstrap_iters=iters,
+            seed=seed,
+        )
+        usage = getattr(model, "usage_summary", None)  # API backends: what the server did
+        if callable(usage):
+            results.usage = usage()
         folder.close_samples(success=True)
         fault("samples_closed")
+        clock.mark("metrics")
         manifest["datasets"] = {t.name: t.origins for t in tasks}
         manifest["tasks"] = {t.name: t.describe() for t in tasks}
         manifest["truncation"] = truncation
@@ -299,6 +312,8 @@ def execute(
         title = f"{cfg.task.get('name', '')} | {cfg.model.get('name', '')} | data={source.source}"
         out_console = make_console(stderr=False, mode=mode, record=True)
         out_console.print(results_table(results, title))
+        if results.usage:
+            out_console.print(usage_table(results.usage))
         if skipped:
             out_console.print(skipped_warning(skipped), markup=False, highlight=False)
         folder.write_text("report.txt", out_console.export_text())
@@ -308,21 +323,31 @@ def execute(
         log.info("wrote %s", folder.results_path)
         success = True
         return results
-    except BaseException as err:
-        corrupt = _corrupt_cache(err, cache_dir)
+    except BaseException as caught:
+        # a corrupt cache file, a full disk or a read-only folder: one line
+        err = _corrupt_cache(caught, cache_dir) or storage_error(caught, folder.path) or caught
         if main:
-            record_failure(manifest, corrupt or err)
+            record_failure(manifest, err)
             status = manifest["status"]
-        if corrupt is not None:
-            raise corrupt from err
-        raise
+        if err is caught:
+            raise
+        raise err from caught
     finally:
         if store is not None:
             store.close()
         if main:
             if not success:
-                folder.close_samples(success=False)
+                with contextlib.suppress(OSError):  # a full disk fails the close's flush too
+                    folder.close_samples(success=False)
             manifest["status"] = "succeeded" if success else status
             manifest["seconds"] = round(time.monotonic() - start, 3)
-            folder.write_manifest(manifest)
+            try:
+                folder.write_manifest(manifest)
+            except OSError:
+                if success:  # else the error being raised says more than this one
+                    raise
+            clock.mark("report" if success else "until failure")
+            log.info(clock.line())
             log.info("run %s (%.1f s)", manifest["status"], manifest["seconds"])
+            if success and sinks and results is not None:  # the folder is complete
+                send(sinks, sink_record(folder.path, results, resolved))

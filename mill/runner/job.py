@@ -27,6 +27,8 @@ from omegaconf.errors import OmegaConfBaseException
 from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import base_manifest, mark_failed
+from mill.model.base import LanguageModel
+from mill.results import Results
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
 from mill.runner.faults import fault
 from mill.runner.logs import to_file
@@ -71,12 +73,12 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """Keys whose values differ between two resolved configs, except RESUME_MAY_CHANGE
-    and the report settings."""
+    """Keys whose values differ between two resolved configs, except RESUME_MAY_CHANGE,
+    the report settings and the result sinks."""
     a, b = _flatten(old), _flatten(new)
     changed = []
     for key in sorted(set(a) | set(b)):
-        if key.startswith("report.") or any(
+        if key.startswith(("report.", "sink.")) or any(
             key == k or key.startswith(k + ".") for k in RESUME_MAY_CHANGE
         ):
             continue
@@ -169,13 +171,17 @@ def resume_command(argv: list[str], folder: Path) -> str:
 
 
 def run_job(
-    cfg: DictConfig, output_dir: Path, hydra_cfg: DictConfig | None = None
-) -> dict[str, Any] | None:
+    cfg: DictConfig,
+    output_dir: Path,
+    hydra_cfg: DictConfig | None = None,
+    model: LanguageModel | None = None,
+) -> Results | None:
     """Evaluate the configured task(s) on the configured model into ``output_dir``.
 
     Returns the results (also in ``results.json``); None on ranks other than 0 under a
     user's launcher. Raises MillError on bad input, after marking the manifest failed and
-    leaving no ``results.json``.
+    leaving no ``results.json``. ``model``: an already-built model to evaluate in this
+    process instead of ``cfg.model`` (:func:`mill.evaluate`).
     """
     from mill.runner.execute import execute
     from mill.runner.launch import launch_workers
@@ -188,6 +194,11 @@ def run_job(
             raise ConfigError(
                 f"mill was started by a launcher with {launched_world_size()} processes and "
                 f"runner.num_processes={settings.num_processes}; use one or the other"
+            )
+        if model is not None:
+            raise ConfigError(
+                "an in-memory model is evaluated in the process that holds it; call "
+                "mill.evaluate outside a multi-process launcher"
             )
         dist = init_dist(settings.use_cpu(), settings.timeout_s)
     folder = ExperimentFolder(output_dir)
@@ -209,9 +220,9 @@ def run_job(
                 results = execute(resolved, path, dist)
                 dist.close()
                 return results
-            n = settings.processes()
+            n = 1 if model is not None else settings.processes()
             if n == 1:
-                return execute(resolved, path, dist)
+                return execute(resolved, path, dist, model)
             refuse_device_map(resolved.get("model"), n)
             return launch_workers(path, n, settings)
     except KeyboardInterrupt as err:

@@ -16,10 +16,10 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from mill.errors import ConfigError
 from mill.files import read_json
+from mill.results import Results
 from mill.runner.dist import _decode
 from mill.runner.settings import RunnerSettings
 
@@ -87,7 +87,7 @@ def _die_with_parent() -> None:
         return
 
 
-def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> dict[str, Any]:
+def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> Results:
     """Run ``n`` workers over ``folder``; return the results rank 0 wrote."""
     cpu = settings.use_cpu()
     cmd = worker_command(folder, n, settings.launcher, cpu)
@@ -111,7 +111,7 @@ def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> dict[str, 
         raise
     manifest = read_json(folder / "manifest.json")
     if manifest.get("status") == "succeeded" and (folder / "results.json").is_file():
-        return read_json(folder / "results.json")
+        return Results.read(folder / "results.json")
     error = manifest.get("error")
     if proc.returncode == 0 and error and not manifest.get("traceback"):
         name, _, message = str(error).partition(": ")

@@ -9,7 +9,7 @@ Written as ``summary.json`` and ``summary.md`` in the sweep folder and printed t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
@@ -17,16 +17,24 @@ from omegaconf import DictConfig, OmegaConf
 from mill.errors import MillError
 from mill.files import job_order, read_json
 from mill.report.numbers import value_pm_stderr
+from mill.results import Manifest, MetricValue, Results
+
+T = TypeVar("T")
 
 LAST: dict[str, Any] | None = None
 """The summary of the last sweep of this process (read by ``mill``'s exit code)."""
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def _read(path: Path, kind: type[T]) -> T | None:
+    """A typed ``manifest.json`` or ``results.json``; None when missing or unreadable."""
     try:
-        return read_json(path)
-    except (OSError, MillError):
+        return kind.from_dict(read_json(path))  # type: ignore[attr-defined]
+    except (OSError, ValueError, TypeError, MillError):
         return None
+
+
+def _cell(row: MetricValue) -> dict[str, Any]:
+    return {"value": row.value, "stderr": row.stderr, "n": row.n}
 
 
 def _job_config(job_dir: Path) -> dict[str, Any]:
@@ -65,30 +73,22 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
         (p for p in Path(sweep_dir).iterdir() if p.is_dir() and not p.name.startswith(".")),
         key=job_order,
     ):
-        manifest = _read_json(job_dir / "manifest.json")
-        results = _read_json(job_dir / "results.json")
+        manifest = _read(job_dir / "manifest.json", Manifest)
+        results = _read(job_dir / "results.json", Results)
         config = _job_config(job_dir)
         if manifest is None and results is None and not config:
             continue
-        status = (manifest or {}).get("status", "unknown")
+        status = manifest.status if manifest is not None else "failed"
         if results is None and status == "succeeded":
-            status = "failed"
-        if manifest is None:
             status = "failed"
         metrics: dict[str, dict[str, Any]] = {}
         if results is not None and status == "succeeded":
-            for task, block in results.get("tasks", {}).items():
-                metrics[task] = {
-                    name: {k: row.get(k) for k in ("value", "stderr", "n")}
-                    for name, row in block.get("metrics", {}).items()
-                }
-            for group, block in results.get("groups", {}).items():
-                for name, row in block.get("metrics", {}).items():
-                    for kind in ("micro", "macro"):
-                        part = row.get(kind, {})
-                        metrics.setdefault(f"{group} ({kind})", {})[name] = {
-                            k: part.get(k) for k in ("value", "stderr", "n")
-                        }
+            for task, block in results.tasks.items():
+                metrics[task] = {name: _cell(row) for name, row in block.metrics.items()}
+            for group, body in results.groups.items():
+                for name, both in body.metrics.items():
+                    for kind, part in both.kinds():
+                        metrics.setdefault(f"{group} ({kind})", {})[name] = _cell(part)
         jobs.append(
             {
                 "job": job_dir.name,
@@ -96,7 +96,7 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
                 "model": _name(config, "model"),
                 "overrides": _overrides(job_dir),
                 "status": status,
-                "error": (manifest or {}).get("error")
+                "error": (manifest.error if manifest is not None else None)
                 or (None if manifest else "the job left no manifest.json"),
                 "metrics": metrics,
             }

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from mill.data.load import DatasetSpec, DataSource, load_rows
 from mill.errors import TaskError
-from mill.task.chat import Message, join_delimited, render_chat, render_text
+from mill.task.chat import Message, join_delimited, render_chat, render_text, single_turn
 from mill.task.fewshot import choose_shots
 from mill.task.rows import Unusable, explain, strict
 from mill.types import ChatTemplate, Doc, GenerationArgs, OutputType, Request
@@ -140,6 +140,7 @@ class Task:
             )
         self.origins: dict[str, Any] = {}
         self._chat: ChatTemplate | None = None
+        self._hand_messages = False
         self.skipped: list[dict[str, Any]] = []
         """Bad rows skipped by the last build of the docs (``data.skip_bad_rows=true``)."""
         self._prepared: tuple[DataSource, list[Doc]] | None = None
@@ -421,12 +422,22 @@ class Task:
                     context=context, choices=tuple(choices), gold=gold, idk_index=idk, **common
                 )
             if self.OUTPUT_TYPE is OutputType.GENERATIVE:
-                context = self._render(
-                    self._messages(item, shot_items, self._get_instruction_text(item))
-                )
+                prompt = self._messages(item, shot_items, self._get_instruction_text(item))
                 truth = self._get_ground_truth(item)
                 gold = tuple(truth) if isinstance(truth, list) else truth
-                return Doc(context=context, gold=gold, **common)
+                if self._hand_messages:  # the server applies its own chat template
+                    turns = (
+                        [m.to_dict() for m in prompt]
+                        if self.fewshot_as_multiturn
+                        else single_turn(prompt)
+                    )
+                    return Doc(
+                        context=render_text(prompt),
+                        gold=gold,
+                        messages=tuple((t["role"], t["content"]) for t in turns),
+                        **common,
+                    )
+                return Doc(context=self._render(prompt), gold=gold, **common)
             text = self._get_perplexity_text(item)
             counted = self._get_ground_truth(item)
             return Doc(context="", continuation=text, gold=str(counted or text), **common)
@@ -482,21 +493,33 @@ class Task:
             self.chat_template = chat_template
         self._prepared = (source, built) if not chat_template else None
 
-    def docs(self, source: DataSource, chat: ChatTemplate | None = None) -> Iterator[Doc]:
+    def docs(
+        self, source: DataSource, chat: ChatTemplate | None = None, messages: bool = False
+    ) -> Iterator[Doc]:
         """Load the data and yield every evaluated doc with its few-shot context.
 
         ``chat`` is the model's chat template, used when ``chat_template`` is set.
+        ``messages``: GENERATIVE docs carry their prompt as chat turns (:attr:`Doc.messages`)
+        for a server that applies its own template; ``context`` is their plain text.
         """
         prepared = self._prepared
-        if prepared is not None and prepared[0] == source and not self.chat_template:
+        if (
+            prepared is not None
+            and prepared[0] == source
+            and not self.chat_template
+            and not messages
+        ):
             yield from prepared[1]
             return
-        yield from self._build_docs(source, chat)
+        yield from self._build_docs(source, chat, messages)
 
-    def _build_docs(self, source: DataSource, chat: ChatTemplate | None) -> Iterator[Doc]:
+    def _build_docs(
+        self, source: DataSource, chat: ChatTemplate | None, messages: bool = False
+    ) -> Iterator[Doc]:
         self._chat = chat
+        self._hand_messages = messages
         self.skipped = []
-        if self.chat_template and chat is None:
+        if self.chat_template and chat is None and not messages:
             self._render([])  # raises the explanatory error
         for subject in self.subjects:
             rows = self._load_split(self.sample_split, source, subject)
@@ -587,6 +610,7 @@ class Task:
                     index=i,
                     context=doc.context,
                     generation=self.generation,
+                    messages=doc.messages,
                     **base,
                 )
                 for i in range(self.repeats)

@@ -30,6 +30,7 @@ def _requests() -> list[Request]:
     ]
 
 
+@pytest.mark.slow  # real model, seconds of compute
 @pytest.mark.parametrize("device_map", ["auto", "split"])
 def test_dispatched_model_scores_like_the_plain_one(device_map: str, tmp_path: Path) -> None:
     plain = random_gpt2()
@@ -63,6 +64,7 @@ def test_placement_options_need_device_map() -> None:
         random_gpt2(max_memory={"cpu": "1GB"})
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_device_map_from_the_config(compose, tmp_path: Path) -> None:
     from mill.runner.job import run_job
 

@@ -41,6 +41,7 @@ def _reference(model: HFCausalLM, prompt: str, max_new: int, stop: str) -> tuple
     return _REFERENCES[key]
 
 
+@pytest.mark.slow  # real model, seconds of compute
 @pytest.mark.parametrize(
     ("token_budget", "cache_budget"),
     [(16384, 65536), (24, 65536), (24, 40)],
@@ -64,6 +65,7 @@ def test_batched_generation_equals_one_at_a_time(
         assert out.output_tokens == tokens[: len(out.output_tokens)], prompt
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_rows_retire_at_their_own_stop(llama: HFCausalLM) -> None:
     args = GenerationArgs(until=(".",), max_gen_toks=60)
     reqs = [

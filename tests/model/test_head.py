@@ -35,6 +35,7 @@ def _reference(weight, bias, hidden, rows, targets):
     return lsm[rows, targets], lsm.argmax(-1)[rows] == targets
 
 
+@pytest.mark.slow  # real model, seconds of compute
 @pytest.mark.parametrize("tile", [None, 1, 7, 64, 1000, 5000])
 def test_tiles_equal_a_full_log_softmax(tile: int | None) -> None:
     gen = torch.Generator().manual_seed(0)
@@ -67,6 +68,7 @@ def test_ties_keep_the_first_index_and_unscored_rows_cost_nothing() -> None:
     assert none is None
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_real_model_head_on_cpu_tiles_the_vocabulary() -> None:
     from mill.model.random import random_gpt2
 

@@ -14,6 +14,7 @@ from tests.helpers import choice_requests, full_forward_oracle
 CHOICES = ["water", "a big rock made of ice and snow", "steam", "sand", "Lily"]
 
 
+@pytest.mark.slow  # real model, seconds of compute
 @pytest.mark.parametrize("which", ["gpt2", "llama"])
 def test_shared_prefix_matches_full_forward(which: str, request: pytest.FixtureRequest) -> None:
     model = request.getfixturevalue(which)
@@ -70,6 +71,7 @@ def test_rolling_windows_score_every_token_once() -> None:
     assert len(last_ctx) + len(last_cont) - 1 == 5  # the partial last window has full context
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_loglikelihood_rolling_equals_sum_over_windows(llama: HFCausalLM) -> None:
     text = "Once upon a time there was a cat. " * 70
     (res,) = llama.loglikelihood_rolling([Request(OutputType.PERPLEXITY, "t", 0, 0, "", text)])
@@ -84,6 +86,7 @@ def test_loglikelihood_rolling_equals_sum_over_windows(llama: HFCausalLM) -> Non
     assert res.logprob == pytest.approx(total, abs=1e-3)
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_generation_matches_hf_generate_and_stops_per_row(llama: HFCausalLM) -> None:
     prompts = ["Once upon a time", "The little dog", "Lily and Tom went to the park. They"]
     args = GenerationArgs(until=(".",), max_gen_toks=40)

@@ -108,6 +108,7 @@ def _requests() -> list[Request]:
     ]
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_checkpoint_overwritten_in_place_is_another_model(memo: Path, tmp_path: Path) -> None:
     folder = _copy_model(0, tmp_path / "ckpt")
     cache = tmp_path / "cache"
@@ -133,6 +134,7 @@ def test_checkpoint_overwritten_in_place_is_another_model(memo: Path, tmp_path: 
     assert [r.logprob for r in after] == pytest.approx([r.logprob for r in reference], abs=1e-5)
 
 
+@pytest.mark.slow  # real model, seconds of compute
 @pytest.mark.parametrize(
     ("name", "edit"),
     [
@@ -195,3 +197,18 @@ def test_hub_snapshot_identity_is_commit_plus_file_hashes(tmp_path: Path) -> Non
         local = identity.weights_identity(str(random_gpt2_dir(seed=seed)), None, None)
         assert got["weights_fingerprint"] == local["weights_fingerprint"]
     assert seen[0]["weights_fingerprint"] != seen[1]["weights_fingerprint"]
+
+
+def test_a_second_model_load_takes_digests_from_the_memo(memo: Path, tmp_path: Path) -> None:
+    folder = _copy_model(0, tmp_path / "m")
+    first = HFCausalLM(str(folder)).identity()
+    rows = _rows(memo)
+    files = identity.model_files(folder)
+    assert sorted(r[0] for r in rows) == sorted(os.path.realpath(p) for p in files)
+    with sqlite3.connect(memo) as conn:  # doctor the memo: a second load must show it
+        conn.execute(f"UPDATE {identity._TABLE} SET sha256 = 'f' || substr(sha256, 2)")
+    second = HFCausalLM(str(folder)).identity()
+    assert second["weights_fingerprint"] != first["weights_fingerprint"]
+    assert {k: v for k, v in second.items() if k != "weights_fingerprint"} == {
+        k: v for k, v in first.items() if k != "weights_fingerprint"
+    }

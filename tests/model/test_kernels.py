@@ -10,6 +10,7 @@ from mill.model.random import random_gpt2
 from tests.helpers import choice_requests, full_forward_oracle
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_fused_gelu_replaces_every_python_gelu_and_scores_stay_equal() -> None:
     fused = random_gpt2(n_layer=3, n_embd=64, seed=1)
     plain = random_gpt2(n_layer=3, n_embd=64, seed=1, fused_gelu=False)

@@ -41,6 +41,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
     return calls
 
 
+@pytest.mark.slow  # real model, seconds of compute
 @pytest.mark.parametrize("which", ["gpt2", "llama"])
 @pytest.mark.parametrize("tree", [True, False], ids=["4d-mask", "expanded-cache"])
 def test_every_path_matches_a_full_forward_per_request(
@@ -61,6 +62,7 @@ def test_every_path_matches_a_full_forward_per_request(
     assert bool(spies["_packed_pass"]) == tree
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_shared_prefix_runs_once_and_work_stays_small(
     gpt2: HFCausalLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:

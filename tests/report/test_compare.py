@@ -66,6 +66,7 @@ def _write_run(path: Path, run: str, doc_ids: list[int], settings: dict) -> Path
         "data_source": {"source": "local"},
     }
     (path / "results.json").write_text(json.dumps(results))
+    (path / "manifest.json").write_text(json.dumps({"status": "succeeded"}))
     return path
 
 

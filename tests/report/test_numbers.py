@@ -23,7 +23,10 @@ def test_console_table_and_sweep_cell_agree() -> None:
     from rich.console import Console
 
     console = Console(record=True, width=200)
-    console.print(results_table({"tasks": {"arc": {"metrics": {"acc": row}}}}, "t"))
+    from mill.results import Results
+
+    typed = Results.from_dict({"tasks": {"arc": {"metrics": {"acc": row}}}})
+    console.print(results_table(typed, "t"))
     text = console.export_text()
     assert "0.6123" in text and "0.0123" in text and " 100 " in text
     assert cell(row) == "0.6123 ± 0.0123"

@@ -58,6 +58,7 @@ def test_entries_are_committed_in_wal_mode(gpt2: HFCausalLM, tmp_path: Path) -> 
     store.close()
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_a_different_model_never_reads_another_models_entries(
     gpt2: HFCausalLM, tmp_path: Path
 ) -> None:
@@ -86,6 +87,7 @@ def test_model_key_covers_score_changing_options(gpt2: HFCausalLM) -> None:
     assert model_key(shorter.identity()) != model_key(base)
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_generation_and_rolling_requests_are_cached(gpt2: HFCausalLM, tmp_path: Path) -> None:
     gen = [
         Request(

@@ -106,6 +106,7 @@ def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path) -> None:
     assert (folder / "results.json").read_bytes() == before
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_shared_cache_folder_serves_any_run_of_the_same_model(compose, tmp_path: Path) -> None:
     from mill.runner.job import run_job
 

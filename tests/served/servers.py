@@ -42,6 +42,16 @@ READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
 
 
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the test process dies, so a killed
+    pytest leaves no server behind."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 class ServerUnavailable(RuntimeError):
     """No interpreter with llama-cpp-python's server is installed (tests skip)."""
 
@@ -164,6 +174,7 @@ class ServerProcess:
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **(self.env or {})},
                 start_new_session=True,  # its own process group, ended as a whole
+                preexec_fn=_die_with_parent,
             )
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
@@ -230,12 +241,13 @@ def llama_server(
     *,
     port: int | None = None,
     n_ctx: int = 512,
+    threads: int = 1,
     extra_args: Sequence[str] = (),
 ) -> ServerProcess:
     """A (not yet started) llama-cpp-python server for ``gguf_path`` named ``SERVED_NAME``.
 
-    F32 KV cache (``--type_k 0 --type_v 0``), flash attention off, one thread (the CI machine
-    has 2 cores and the model is tiny).
+    F32 KV cache (``--type_k 0 --type_v 0``), flash attention off, ``threads`` threads (one
+    by default: the CI machine has 2 cores and the model is tiny).
     """
     port = port or free_port()
     argv = [
@@ -259,9 +271,9 @@ def llama_server(
         "--flash_attn",
         "false",
         "--n_threads",
-        "1",
+        str(threads),
         "--n_threads_batch",
-        "1",
+        str(threads),
         *extra_args,
     ]
     return ServerProcess(argv, port=port, log=log, ready_path="/v1/models")

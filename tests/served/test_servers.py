@@ -27,6 +27,7 @@ def test_an_explicit_interpreter_that_is_missing_is_an_error(
         servers.llama_python()
 
 
+@pytest.mark.slow  # runs an interpreter
 def test_an_explicit_interpreter_without_llama_cpp_is_an_error(
     fresh_lookup: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

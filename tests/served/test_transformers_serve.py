@@ -9,7 +9,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from tests.served.servers import ServerProcess, http_json
+from tests.helpers import run_mill
+from tests.served.servers import STORIES, ServerProcess, http_json
 
 pytestmark = pytest.mark.slow
 
@@ -81,3 +82,27 @@ def test_completions_endpoint_does_not_echo_logprobs(
     assert choice.get("logprobs") is None
     assert not choice["text"].startswith("Once upon a time")  # the prompt is not echoed
     assert body["usage"]["completion_tokens"] == 1
+
+
+def test_logprobs_task_on_a_server_without_prompt_logprobs_stops_with_one_line(
+    transformers_chat_server: ServerProcess, chat_model_dir: Path, tmp_path: Path
+) -> None:
+    """docs/served.md: a /v1/completions server that does not echo prompt log-probs cannot
+    score a LOGPROBS task; the run stops at the first request, naming it, with exit 2."""
+    proc = run_mill(
+        "task=arc_easy",
+        "++task.limit=1",
+        "model=openai_completions",
+        f"model.base_url={transformers_chat_server.base_url}",
+        f"model.model={chat_model_dir}",
+        f"model.tokenizer={STORIES}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        env={"MILL_CACHE": str(tmp_path / "cache")},
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("mill: error")]
+    assert len(errors) == 1, proc.stderr[-2000:]
+    assert "request arc_easy/0/choice/" in errors[0]
+    assert "does not echo prompt log-probs" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "run" / "results.json").exists()

@@ -18,7 +18,7 @@ BUNDLED = DataSource("bundled")
 TASKS = sorted(
     p.name.removesuffix(".yaml")
     for p in resources.files("mill.conf").joinpath("task").iterdir()
-    if p.name.endswith(".yaml")
+    if p.name.endswith(".yaml") and p.name != "lm_eval.yaml"  # lm-eval's own renderer
 )
 
 

@@ -24,6 +24,7 @@ def _samples(folder: Path, task: str) -> list[dict]:
         return list(reader)
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_unconditioned_requests_only_for_pmi(compose, tmp_path: Path) -> None:
     base = ("task=arc_easy", "task.limit=3", "report.progress=never")
     run_job(compose(*base, "+metrics=[acc]"), tmp_path / "acc")
@@ -49,12 +50,13 @@ def test_unconditioned_requests_only_for_pmi(compose, tmp_path: Path) -> None:
         assert sample["metrics"]["acc_mutual_info"] == float(
             max(range(len(pmi)), key=pmi.__getitem__) == gold
         )
-    row = results["tasks"]["arc_easy"]["metrics"]["acc_mutual_info"]
-    assert row["n"] == 3 and row["value"] == pytest.approx(
+    row = results.metric("arc_easy", "acc_mutual_info")
+    assert row.n == 3 and row.value == pytest.approx(
         sum(s["metrics"]["acc_mutual_info"] for s in samples) / 3
     )
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_abstention_metrics_need_an_idk_task(compose, tmp_path: Path) -> None:
     cfg = compose("task=arc_easy", "task.limit=2", "+metrics=[ternary]", "report.progress=never")
     with pytest.raises(ConfigError, match="I don't know"):
@@ -63,34 +65,35 @@ def test_abstention_metrics_need_an_idk_task(compose, tmp_path: Path) -> None:
     results = run_job(
         compose("task=arc_easy_idk", "task.limit=4", "report.progress=never"), tmp_path / "idk"
     )
-    metrics = results["tasks"]["arc_easy_idk"]["metrics"]
+    metrics = results.tasks["arc_easy_idk"].metrics
     assert set(metrics) == {"acc", "acc_norm", "confidence_weighted_acc", "ternary", "dcs"}
     samples = _samples(tmp_path / "idk", "arc_easy_idk")
     assert all(s["choices"][-1] == "I don't know." for s in samples)
     assert all(-1.0 <= s["metrics"]["dcs"] <= 1.0 for s in samples)
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_mmlu_subject_category_and_overall_aggregates(compose, tmp_path: Path) -> None:
     cfg = compose(
         "task=mmlu", "task.subjects=[anatomy,astronomy,virology]", "report.progress=never"
     )
     results = run_job(cfg, tmp_path)
-    subjects = results["tasks"]["mmlu"]["subjects"]
+    subjects = results.tasks["mmlu"].subjects
     assert list(subjects) == ["anatomy", "astronomy", "virology"]
-    groups = results["groups"]
-    assert groups["mmlu_stem"]["subjects"] == ["anatomy", "astronomy"]
-    assert groups["mmlu_other"]["subjects"] == ["virology"]
-    overall = groups["mmlu"]["metrics"]["acc"]
+    groups = results.groups
+    assert groups["mmlu_stem"].subjects == ["anatomy", "astronomy"]
+    assert groups["mmlu_other"].subjects == ["virology"]
+    overall = groups["mmlu"].metrics["acc"]
     samples = _samples(tmp_path, "mmlu")
     assert len(samples) == 9 and [s["fewshot_ids"] for s in samples] == [[0, 1, 2, 3, 4]] * 9
-    assert overall["micro"]["value"] == pytest.approx(sum(s["metrics"]["acc"] for s in samples) / 9)
-    assert overall["micro"]["value"] == results["tasks"]["mmlu"]["metrics"]["acc"]["value"]
-    values = [subjects[s]["acc"]["value"] for s in subjects]
-    ses = [subjects[s]["acc"]["stderr"] for s in subjects]
-    assert overall["macro"]["value"] == pytest.approx(sum(values) / 3)
-    assert overall["macro"]["stderr"] == pytest.approx(math.sqrt(sum(s * s for s in ses)) / 3)
+    assert overall.micro.value == pytest.approx(sum(s["metrics"]["acc"] for s in samples) / 9)
+    assert overall.micro.value == results.metric("mmlu", "acc").value
+    values = [subjects[s]["acc"].value for s in subjects]
+    ses = [subjects[s]["acc"].stderr for s in subjects]
+    assert overall.macro.value == pytest.approx(sum(values) / 3)
+    assert overall.macro.stderr == pytest.approx(math.sqrt(sum(s * s for s in ses)) / 3)
     # equal sizes: micro stderr sqrt(sum (1/3)^2 se_i^2) equals the macro one
-    assert overall["micro"]["stderr"] == pytest.approx(overall["macro"]["stderr"])
+    assert overall.micro.stderr == pytest.approx(overall.macro.stderr)
 
 
 def test_chat_template_end_to_end(compose, tmp_path: Path) -> None:
@@ -105,7 +108,7 @@ def test_chat_template_end_to_end(compose, tmp_path: Path) -> None:
         "report.progress=never",
     )  # fmt: skip
     results = run_job(cfg, tmp_path / "run")
-    assert results["tasks"]["arc_easy"]["settings"]["chat_template"] is True
+    assert results.tasks["arc_easy"].settings["chat_template"] is True
     sample = _samples(tmp_path / "run", "arc_easy")[0]
     assert sample["response"]["input"].startswith("<s><|system|>\nAnswer.<|end|>\n<|user|>\n")
     # the BOS in the rendered text is not doubled by the tokenizer

@@ -131,6 +131,7 @@ def test_unpermute_inverts_the_hf_permutation() -> None:
         np.testing.assert_array_equal(unpermute_rotary(_permute_rotary(w, n_heads), n_heads), w)
 
 
+@pytest.mark.slow
 def test_cli_writes_the_file(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "m.gguf"
     proc = subprocess.run(
@@ -143,6 +144,7 @@ def test_cli_writes_the_file(tmp_path: Path) -> None:
     assert gguf.GGUFReader(out).fields["general.architecture"].contents() == "llama"
 
 
+@pytest.mark.slow
 def test_cli_rejects_a_non_llama_folder(tmp_path: Path) -> None:
     src = tmp_path / "src"
     shutil.copytree(STORIES, src)

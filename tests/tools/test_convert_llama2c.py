@@ -196,6 +196,7 @@ def test_tokenizer_batch_matches_single(tokenizer) -> None:
 # --- (c) the converted model reproduces the documented greedy output ---
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_greedy_40_tokens(model, tokenizer) -> None:
     with torch.no_grad():
         out = model.generate(torch.tensor([[1]]), do_sample=False, max_new_tokens=40)
@@ -211,6 +212,7 @@ def test_greedy_40_tokens(model, tokenizer) -> None:
     assert DOCUMENTED.startswith(text)
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_greedy_full_documented_output(model, tokenizer) -> None:
     with torch.no_grad():
         out = model.generate(torch.tensor([[1]]), do_sample=False, max_new_tokens=256)

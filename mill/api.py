@@ -1,0 +1,238 @@
+"""Mill from Python: :func:`evaluate` and :func:`compose`.
+
+The same settings as the ``mill`` command line (Hydra overrides, or a composed config)
+and the same code path: the config is composed as the CLI composes it, built by the
+same builders and evaluated by :func:`mill.evaluator.evaluate`; with ``output_dir`` the
+run goes through the CLI's own job (experiment folder, manifest, samples, report,
+response cache), without one nothing is written anywhere.
+
+A model may be given as an object instead of a config: any
+:class:`~mill.model.base.LanguageModel`, or a ``transformers`` causal LM with its
+tokenizer (wrapped by :meth:`mill.model.hf.HFCausalLM.from_transformers`). Such a model
+has no files to fingerprint: its identity says ``in_memory`` and the response cache is
+off for it. A torch module's train/eval mode is restored afterwards, so ``evaluate`` can
+run inside a training loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from mill.errors import ConfigError
+from mill.record import SampleRecord
+from mill.results import Results
+
+
+def _register_resolvers() -> None:
+    import mill.cli  # noqa: F401  (registers the mill_resource resolver)
+
+
+def compose(overrides: Sequence[str] = ()) -> DictConfig:
+    """Mill's config composed with Hydra ``overrides``, exactly as ``mill OVERRIDES...``
+    composes it (``["task=arc", "model=llama3", "+metrics=[acc,acc_norm]"]``)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+
+    _register_resolvers()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module("mill.conf", version_base="1.3"):
+            return hydra_compose("mill", overrides=list(overrides))
+    except HydraException as err:
+        from mill.runner.config_errors import describe
+
+        raise ConfigError(describe(err, list(overrides))) from None
+    finally:
+        GlobalHydra.instance().clear()
+
+
+class InMemoryModel:
+    """A model object handed to :func:`evaluate`, seen through an identity that says
+    ``in_memory``: its weights may have changed since it was loaded (a checkpoint in a
+    training loop), so no response cache ever serves or stores its scores. Everything else
+    is the wrapped model's."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def identity(self) -> dict[str, Any]:
+        return {**self.inner.identity(), "in_memory": True}
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (copy, pickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def _wrap(model: Any, tokenizer: Any) -> Any:
+    """The model to evaluate: a LanguageModel as it is, or a transformers model wrapped
+    with its tokenizer; either way marked in memory."""
+    from mill.model.base import LanguageModel
+
+    if isinstance(model, LanguageModel):
+        if tokenizer is not None:
+            raise ConfigError("tokenizer= is for a transformers model; a LanguageModel has its own")
+        return InMemoryModel(model)
+    if tokenizer is None:
+        raise ConfigError(
+            f"model is a {type(model).__name__}: pass its tokenizer too "
+            "(mill.evaluate(model=model, tokenizer=tokenizer, ...)), or a mill LanguageModel"
+        )
+    from mill.model.hf import HFCausalLM
+
+    return InMemoryModel(HFCausalLM.from_transformers(model, tokenizer))
+
+
+def evaluate(
+    task: str | None = None,
+    model: str | Any | None = None,
+    *,
+    tokenizer: Any = None,
+    overrides: Sequence[str] = (),
+    config: DictConfig | None = None,
+    metrics: Sequence[str] | None = None,
+    limit: int | None = None,
+    output_dir: str | Path | None = None,
+    on_sample: Callable[[SampleRecord], None] | None = None,
+    progress: bool = False,
+) -> Results:
+    """Evaluate a model on a task; returns the typed :class:`~mill.results.Results`.
+
+    Args:
+        task: a task config name (``arc_easy``, ``arc``, ``mmlu``, ...): ``task=<name>``.
+        model: a model config name (``llama3``, ``stories260k``): ``model=<name>``; or a
+            :class:`~mill.model.base.LanguageModel`; or a ``transformers`` causal LM (then
+            ``tokenizer`` too), evaluated in memory in this process.
+        tokenizer: the tokenizer of a ``transformers`` model.
+        overrides: more Hydra overrides, as on the command line (``task.limit=10``,
+            ``model.batch_size=8``, ``+sink=mlflow``).
+        config: an already composed config (:func:`compose`) instead of overrides.
+        metrics: metric names: ``+metrics=[...]``.
+        limit: docs per task: ``task.limit=<n>``.
+        output_dir: write an experiment folder there, as ``mill`` does (read it back with
+            :func:`mill.load`); None writes nothing.
+        on_sample: called with each doc's :class:`~mill.record.SampleRecord` (no folder).
+        progress: show progress on stderr.
+    """
+    named = [] if model is None or not isinstance(model, str) else [f"model={model}"]
+    extra = [
+        *([f"task={task}"] if task else []),
+        *named,
+        *([f"+metrics=[{','.join(metrics)}]"] if metrics else []),
+        *([f"task.limit={int(limit)}"] if limit is not None else []),
+    ]
+    if config is not None:
+        if extra or overrides:
+            raise ConfigError(
+                "give either config= or task/model names, metrics, limit and overrides; "
+                "compose them all with mill.compose([...]) instead"
+            )
+        cfg = config.copy()
+    else:
+        cfg = compose([*extra, *overrides])
+    if not progress:
+        cfg.report.progress = "never"
+    module = _torch_module(model)
+    training = getattr(module, "training", None)
+    try:
+        lm = None if model is None or isinstance(model, str) else _wrap(model, tokenizer)
+        if lm is not None:
+            OmegaConf.set_struct(cfg, False)
+            name = getattr(lm.inner, "name", None) or type(lm.inner).__name__
+            cfg.model = {"name": str(name), "in_memory": True}
+        if output_dir is not None:
+            if on_sample is not None:
+                raise ConfigError("on_sample is for runs without output_dir; read the folder")
+            from mill.runner.job import run_job
+
+            results = run_job(cfg, Path(output_dir), None, model=lm)
+            assert results is not None
+            return results
+        return _evaluate_in_memory(cfg, lm, on_sample, progress)
+    finally:
+        if training is not None:  # the caller's train/eval mode (wrapping sets eval)
+            module.train(training)
+
+
+def _torch_module(model: Any) -> Any:
+    """The torch module behind ``model`` (a transformers model, or a LanguageModel's
+    ``.model``), or None."""
+    from mill.model.base import LanguageModel
+
+    if model is None or isinstance(model, str):
+        return None
+    module = getattr(model, "model", None) if isinstance(model, LanguageModel) else model
+    return module if callable(getattr(module, "train", None)) else None
+
+
+def _evaluate_in_memory(
+    cfg: DictConfig,
+    lm: Any,
+    on_sample: Callable[[SampleRecord], None] | None,
+    show_progress: bool,
+) -> Results:
+    """The evaluation without an experiment folder: nothing written, no response cache."""
+    from mill.evaluator import evaluate as run_evaluation
+    from mill.evaluator import to_results
+    from mill.instantiate import instantiate
+    from mill.progress import NullProgress
+    from mill.runner.build import build_run
+    from mill.runner.dist import Dist
+    from mill.runner.execute import _seed_everything, sink_record
+    from mill.runner.job import _resolve
+    from mill.runner.settings import RunnerSettings
+    from mill.runner.shard import ShardedDispatch
+    from mill.sinks import build_sinks, send
+
+    resolved = _resolve(cfg)
+    settings = RunnerSettings.parse(resolved.get("runner"))
+    allow = [str(a) for a in cfg.get("allow_targets", [])]
+    _seed_everything(settings.seed)
+    start = time.monotonic()
+    source, tasks, group, metrics = build_run(cfg, allow)
+    sinks = build_sinks(cfg.get("sink"), allow)
+    if lm is None:
+        lm = instantiate(cfg.model, allow)
+    progress: Any = NullProgress()
+    if show_progress:
+        from mill.report.console import interactive, make_console
+        from mill.report.progress import PhaseProgress
+
+        mode = str(cfg.report.progress)
+        progress = PhaseProgress(
+            make_console(stderr=True, mode=mode), interactive(mode), float(cfg.report.every_s)
+        )
+    dispatcher = ShardedDispatch(Dist())  # one process: counts truncated contexts
+    per_task = run_evaluation(
+        tasks,
+        metrics,
+        lm,
+        source,
+        on_sample or (lambda record: None),
+        progress,
+        bootstrap_iters=settings.bootstrap_iters,
+        seed=settings.seed,
+        dispatch_fn=dispatcher,
+    )
+    results = to_results(
+        tasks,
+        per_task,
+        metrics,
+        group,
+        model=lm.identity(),
+        source=source,
+        truncation=dispatcher.truncation.summary(),
+        seconds=time.monotonic() - start,
+        bootstrap_iters=settings.bootstrap_iters,
+        seed=settings.seed,
+    )
+    if sinks:  # no folder: settings and metrics, no artifacts
+        send(sinks, sink_record(None, results, resolved))
+    return results

@@ -1,0 +1,269 @@
+"""HTTP for API backends: JSON requests with bounded concurrency, retries and backoff.
+
+Standard library only (``http.client``): each worker thread keeps one keep-alive
+connection; asyncio bounds how many requests are in flight and sleeps between retries.
+Connection errors, timeouts, HTTP 429 (``Retry-After`` honoured) and 5xx are retried with
+exponential backoff, up to ``max_retries`` times; any other 4xx fails at once. The API key
+travels only in the ``Authorization`` header: it is never part of an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import http.client
+import json
+import threading
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from mill.errors import ModelError
+
+T = TypeVar("T")
+
+MAX_BACKOFF_S = 60.0
+"""Longest wait between two attempts (also caps a server's Retry-After)."""
+
+
+class APIError(ModelError):
+    """A request failed for good (after retries, or with a status that is not retried)."""
+
+
+@dataclass
+class _Failure:
+    """One failed attempt: whether it may be retried, and after how long at least."""
+
+    message: str
+    retry: bool
+    retry_after: float | None = None
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _excerpt(body: bytes, limit: int = 200) -> str:
+    text = body.decode("utf-8", "replace").strip().replace("\n", " ")
+    try:  # OpenAI-style {"error": {"message": ...}} or {"detail": ...}
+        data = json.loads(text)
+        if isinstance(data, dict):
+            err = data.get("error", data.get("detail", data))
+            if isinstance(err, dict) and "message" in err:
+                err = err["message"]
+            text = json.dumps(err) if not isinstance(err, str) else err
+    except ValueError:
+        pass
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class JSONClient:
+    """POST/GET JSON to one server (``base_url`` + path), from worker threads.
+
+    ``setting`` names the config key of the URL in error messages (``model.base_url``).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        timeout_s: float = 300.0,
+        max_retries: int = 5,
+        backoff_s: float = 1.0,
+        num_concurrent: int = 1,
+        setting: str = "model.base_url",
+    ) -> None:
+        parsed = urllib.parse.urlsplit(base_url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ModelError(
+                f"{setting}={base_url!r} is not an http(s) URL; set it to the server's API "
+                "root, e.g. http://127.0.0.1:8080/v1"
+            )
+        self.base_url = base_url.rstrip("/")
+        self.setting = setting
+        self._scheme = parsed.scheme
+        self._host = parsed.hostname
+        self._port = parsed.port
+        self._prefix = parsed.path.rstrip("/")
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._secret = api_key
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self.backoff_s = float(backoff_s)
+        self.num_concurrent = max(1, int(num_concurrent))
+        self._local = threading.local()
+        self.attempts = 0
+        """HTTP attempts made (retries included)."""
+        self.retries = 0
+
+    # ----- one attempt (worker thread) ----------------------------------------------------
+    def _connection(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = (
+                http.client.HTTPSConnection
+                if self._scheme == "https"
+                else http.client.HTTPConnection
+            )
+            conn = cls(self._host, self._port, timeout=self.timeout_s)
+            self._local.conn = conn
+        return conn
+
+    def _drop_connection(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _clean(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def attempt(
+        self, method: str, path: str, payload: Any = None, at_root: bool = False
+    ) -> Any | _Failure:
+        """One HTTP exchange: the decoded JSON body, or a :class:`_Failure`. ``path`` is
+        under ``base_url``, or under the server's root with ``at_root``."""
+        body = None if payload is None else json.dumps(payload).encode()
+        self.attempts += 1
+        conn = self._connection()
+        try:
+            url = path if at_root else self._prefix + path
+            conn.request(method, url, body=body, headers=self._headers)
+            resp = conn.getresponse()
+            data = resp.read()
+        except TimeoutError as err:
+            self._drop_connection()
+            return _Failure(f"no answer within model.timeout_s={self.timeout_s:g} ({err})", True)
+        except (OSError, http.client.HTTPException) as err:
+            self._drop_connection()
+            reason = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+            return _Failure(f"cannot reach the server ({self._clean(reason)})", True)
+        if resp.getheader("Connection", "").lower() == "close":
+            self._drop_connection()
+        status = resp.status
+        if 200 <= status < 300:
+            try:
+                return json.loads(data)
+            except ValueError:
+                return _Failure(f"HTTP {status} with a body that is not JSON", True)
+        message = self._clean(f"HTTP {status}: {_excerpt(data)}")
+        if status == 429:
+            return _Failure(message, True, _retry_after(resp.getheader("Retry-After")))
+        return _Failure(message, status >= 500)
+
+    def delay(self, attempt: int, failure: _Failure) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based)."""
+        wait = self.backoff_s * 2 ** (attempt - 1)
+        if failure.retry_after is not None:
+            wait = max(wait, failure.retry_after)
+        return min(wait, MAX_BACKOFF_S)
+
+    def request_sync(
+        self, method: str, path: str, payload: Any = None, what: str = "", at_root: bool = False
+    ) -> Any:
+        """A request with retries, from the calling thread (start-up queries)."""
+        attempt = 0
+        while True:
+            result = self.attempt(method, path, payload, at_root)
+            if not isinstance(result, _Failure):
+                return result
+            attempt += 1
+            if not result.retry or attempt > self.max_retries:
+                raise self.error(result, what or f"{method} {path}", attempt)
+            self.retries += 1
+            time.sleep(self.delay(attempt, result))
+
+    def error(self, failure: _Failure, what: str, attempts: int) -> APIError:
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        hint = (
+            f"; is the server up at {self.setting}={self.base_url}?"
+            if "cannot reach" in failure.message or "no answer" in failure.message
+            else f" (server {self.setting}={self.base_url})"
+        )
+        return APIError(f"{what}: {failure.message}{tries}{hint}")
+
+    # ----- many requests (asyncio) ----------------------------------------------------------
+    def run_all(
+        self,
+        jobs: Iterable[T],
+        send: Callable[[T], tuple[str, str, Any, str]],
+        done: Callable[[T, Any], None],
+    ) -> None:
+        """Send every job (``send(job)`` -> method, path, payload, label) with at most
+        ``num_concurrent`` in flight; ``done(job, body)`` runs in the calling thread as each
+        finishes. The first request that fails for good stops new requests from starting;
+        those in flight finish (and are handed to ``done``), then its error is raised."""
+        asyncio.run(self._run_all(list(jobs), send, done))
+
+    async def _run_all(
+        self,
+        jobs: list[T],
+        send: Callable[[T], tuple[str, str, Any, str]],
+        done: Callable[[T, Any], None],
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[T] = asyncio.Queue()
+        for job in jobs:
+            queue.put_nowait(job)
+        errors: list[BaseException] = []
+        with ThreadPoolExecutor(self.num_concurrent, thread_name_prefix="mill-api") as pool:
+
+            async def call(method: str, path: str, payload: Any) -> Any | _Failure:
+                return await loop.run_in_executor(pool, self.attempt, method, path, payload)
+
+            async def worker() -> None:
+                while not errors:
+                    try:
+                        job = queue.get_nowait()
+                    except asyncio.QueueEmpty:
+                        return
+                    method, path, payload, label = send(job)
+                    try:
+                        body = await self._with_retries(call, method, path, payload, label)
+                        done(job, body)
+                    except Exception as err:  # noqa: BLE001 - re-raised below
+                        errors.append(err)
+                        return
+
+            workers = [asyncio.ensure_future(worker()) for _ in range(self.num_concurrent)]
+            await asyncio.gather(*workers)
+            # drop this loop's connections with the threads that own them
+            for _ in range(self.num_concurrent):
+                await loop.run_in_executor(pool, self._drop_connection)
+        if errors:
+            raise errors[0]
+
+    async def _with_retries(
+        self,
+        call: Callable[[str, str, Any], Awaitable[Any | _Failure]],
+        method: str,
+        path: str,
+        payload: Any,
+        label: str,
+    ) -> Any:
+        attempt = 0
+        while True:
+            result = await call(method, path, payload)
+            if not isinstance(result, _Failure):
+                return result
+            attempt += 1
+            if not result.retry or attempt > self.max_retries:
+                raise self.error(result, label, attempt)
+            self.retries += 1
+            await asyncio.sleep(self.delay(attempt, result))

@@ -1,0 +1,776 @@
+"""Models behind an OpenAI-compatible server: ``/v1/completions`` and ``/v1/chat/completions``.
+
+Request semantics are the HF backend's (:mod:`mill.model.tokenizing`), computed from a
+local tokenizer: the same (context, continuation) split, truncation and rolling windows.
+
+* LOGPROBS: one completion per distinct prompt with ``echo=true, logprobs=1,
+  max_tokens=1``; the continuation's log-likelihood is the sum of the echoed prompt
+  log-probabilities of its tokens, ``is_greedy`` whether each is the top log-prob at its
+  position. The echoed token count is checked against the local tokenizer's: a
+  tokenization mismatch is an error naming the request, never a shifted score.
+* PERPLEXITY: the HF backend's rolling windows, each scored as above (needs token-id
+  prompts: a server that adds BOS to a text prompt cannot score a window without it).
+* GENERATIVE: ``stop``, ``max_tokens``, ``temperature``, ``seed`` and neutral sampling
+  settings (``model.sampling``: servers differ in defaults, llama.cpp's repeat penalty is
+  1.1); the text is cut at the stop strings again locally.
+
+Prompts go as token ids where the server takes them (vLLM, SGLang) and as text where it
+does not (llama-cpp-python: ``model.prompt_ids=auto`` finds out with one small request).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mill.errors import ConfigError, ModelError
+from mill.model.api_client import JSONClient, _Failure
+from mill.model.base import OnResponse, _ignore
+from mill.model.tokenizing import GenerationJob, TokenizingLM, cut_at_stop
+from mill.types import OutputType, Request, Response
+
+log = logging.getLogger(__name__)
+
+NEUTRAL_SAMPLING: dict[str, Any] = {
+    "top_p": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "repeat_penalty": 1.0,  # llama.cpp (default 1.1)
+    "repetition_penalty": 1.0,  # vLLM, SGLang, TGI
+    "min_p": 0.0,  # llama.cpp (default 0.05), vLLM
+    "top_k": 0,  # llama.cpp (default 40; 0 disables), vLLM (0 disables)
+}
+"""Sampling settings sent with every generation: no penalty, no truncation of the
+distribution, whatever the server's defaults. Greedy decoding then equals argmax."""
+
+_VOLATILE = ("created", "status")
+"""Fields of a ``/v1/models`` entry that change with the server's state (not identity)."""
+
+_TOKENIZER_SUFFIXES = {".json", ".model", ".txt", ".tiktoken", ".jinja"}
+
+
+@dataclass
+class Usage:
+    """What one task cost on the server."""
+
+    requests: int = 0
+    """HTTP requests that succeeded (retries not counted)."""
+    prompts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, body: dict[str, Any], prompts: int) -> None:
+        usage = body.get("usage") or {}
+        self.requests += 1
+        self.prompts += prompts
+        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.completion_tokens += int(usage.get("completion_tokens") or 0)
+
+
+@dataclass
+class _Call:
+    """One HTTP request: several prompts (``batch_prompts``) of one task."""
+
+    task: str
+    prompts: list[Any]
+    payload: dict[str, Any]
+    label: str
+    items: list[Any] = field(default_factory=list)
+
+
+def _strip_reasoning(text: str, tag: str) -> str:
+    """Text without ``<tag>...</tag>`` blocks (an unclosed block runs to the end)."""
+    t = re.escape(tag)
+    text = re.sub(rf"<{t}>.*?</{t}>", "", text, flags=re.DOTALL)
+    text = re.sub(rf"<{t}>.*\Z", "", text, flags=re.DOTALL)
+    return text.lstrip() if text != "" else text
+
+
+def _tokenizer_digest(tokenizer: str, revision: str | None) -> str:
+    """SHA-256 over the tokenizer's files (a local folder, or the hub cache's snapshot)."""
+    from mill.model.identity import folder_digest
+
+    local = Path(os.path.expanduser(tokenizer))
+    if local.is_dir():
+        return folder_digest(local, _TOKENIZER_SUFFIXES)
+    try:
+        from huggingface_hub import snapshot_download
+
+        folder = snapshot_download(tokenizer, revision=revision, local_files_only=True)
+        return folder_digest(Path(folder), _TOKENIZER_SUFFIXES)
+    except Exception as err:  # noqa: BLE001 - the tokenizer loaded, so this is only identity
+        raise ModelError(
+            f"model.tokenizer={tokenizer!r}: cannot find its files to fingerprint "
+            f"({type(err).__name__}); point model.tokenizer at a local folder"
+        ) from err
+
+
+class RemoteTokenizer:
+    """The served model's own tokenizer, over HTTP (``model.tokenizer=remote``): vLLM's and
+    SGLang's ``/tokenize`` + ``/detokenize``, or llama-cpp-python's ``/extras/tokenize`` +
+    ``/extras/detokenize`` (both at the server's root). Just what :class:`TokenizingLM`
+    calls; one request per distinct text, so a local tokenizer is much faster."""
+
+    ROUTES = {
+        "vllm": ("/tokenize", "/detokenize"),
+        "llama.cpp": ("/extras/tokenize", "/extras/detokenize"),
+    }
+
+    def __init__(self, client: JSONClient, model: str) -> None:
+        self.client = client
+        self.model = model
+        self.bos_token_id: int | None = None
+        self.eos_token_id: int | None = None
+        self.model_max_length = 0
+        self._cache: dict[tuple[str, bool], list[int]] = {}
+        for flavour in self.ROUTES:
+            self.flavour = flavour
+            body = self._body("", True)
+            probe = client.attempt("POST", self.ROUTES[flavour][0], body, at_root=True)
+            if not isinstance(probe, _Failure) and isinstance(probe, dict) and "tokens" in probe:
+                # the empty text tokenizes to the BOS token alone, where the model has one
+                self.bos_token_id = int(probe["tokens"][0]) if probe["tokens"] else None
+                return
+        raise ModelError(
+            f"model.tokenizer=remote: the server at model.base_url={client.base_url} has no "
+            "/tokenize (vLLM, SGLang) or /extras/tokenize (llama-cpp-python) route; set "
+            "model.tokenizer to the served model's Hugging Face tokenizer"
+        )
+
+    def _body(self, text: str, special: bool) -> dict[str, Any]:
+        if self.flavour == "vllm":
+            return {"model": self.model, "prompt": text, "add_special_tokens": special}
+        return {"model": self.model, "input": text}  # llama.cpp always adds its BOS
+
+    def _tokenize(self, text: str, special: bool) -> list[int]:
+        path = self.ROUTES[self.flavour][0]
+        result = self.client.request_sync(
+            "POST", path, self._body(text, special), "tokenizing (model.tokenizer=remote)", True
+        )
+        tokens = [int(t) for t in result["tokens"]]
+        if self.flavour != "vllm" and not special and tokens[:1] == [self.bos_token_id]:
+            tokens = tokens[1:]
+        return tokens
+
+    def __call__(
+        self, texts: list[str], add_special_tokens: bool = True
+    ) -> dict[str, list[list[int]]]:
+        out = []
+        for text in texts:
+            key = (text, bool(add_special_tokens))
+            if key not in self._cache:
+                self._cache[key] = self._tokenize(text, bool(add_special_tokens))
+            out.append(list(self._cache[key]))
+        return {"input_ids": out}
+
+    def decode(self, tokens: list[int], skip_special_tokens: bool = False) -> str:
+        if skip_special_tokens:
+            tokens = [t for t in tokens if t not in (self.bos_token_id, self.eos_token_id)]
+        if not tokens:
+            return ""
+        body: dict[str, Any] = {"model": self.model, "tokens": [int(t) for t in tokens]}
+        result = self.client.request_sync(
+            "POST",
+            self.ROUTES[self.flavour][1],
+            body,
+            "detokenizing (model.tokenizer=remote)",
+            True,
+        )
+        return str(result.get("prompt", result.get("text", "")))
+
+
+class OpenAICompletions(TokenizingLM):
+    """A model served behind an OpenAI-compatible ``/v1/completions`` endpoint.
+
+    Args:
+        base_url: the API root, e.g. ``http://127.0.0.1:8080/v1``.
+        model: the served model name (``model`` field of each request); default: the
+            server's only model.
+        tokenizer: a Hugging Face tokenizer id or folder matching the served model.
+        num_concurrent: requests in flight at once.
+        max_retries: retries of a request after a connection error, timeout, 429 or 5xx.
+        timeout_s: seconds to wait for one answer.
+        api_key_env: name of the environment variable holding the API key (the key itself
+            is never part of the config).
+        max_length: context window in tokens (default: the server's ``max_model_len``
+            where it reports one, else 2048, as lm-eval).
+        batch_prompts: prompts per completions request, for servers that take a list.
+        max_gen_toks: default generation length when a request does not set one.
+        prompt_ids: send token ids (true), text (false), or find out (auto).
+        sampling: extra fields of every generation request (neutral by default).
+        strip_reasoning: remove a ``<think>...</think>`` block from generations before
+            metrics (samples keep the raw text).
+        reasoning_tag: the tag ``strip_reasoning`` removes.
+        revision: a label pinning what the server serves (servers can swap weights
+            behind one name); part of the cache identity.
+        backoff_s: first retry delay; it doubles per retry (a 429's Retry-After wins).
+        name: short name for experiment folders and reports.
+    """
+
+    endpoint = "/completions"
+    backend = "openai_completions"
+    needs_tokenizer = True
+    default_sampling = NEUTRAL_SAMPLING
+
+    def __init__(
+        self,
+        base_url: str,
+        tokenizer: str | None = None,
+        model: str | None = None,
+        num_concurrent: int = 1,
+        max_retries: int = 5,
+        timeout_s: float = 300.0,
+        api_key_env: str = "OPENAI_API_KEY",
+        max_length: int | None = None,
+        batch_prompts: int = 1,
+        max_gen_toks: int = 256,
+        prompt_ids: bool | str = "auto",
+        sampling: dict[str, Any] | None = None,
+        strip_reasoning: bool = False,
+        reasoning_tag: str = "think",
+        revision: str | None = None,
+        backoff_s: float = 1.0,
+        name: str | None = None,
+    ) -> None:
+        if not base_url:
+            raise ConfigError(
+                "model.base_url is not set; give the server's API root, e.g. "
+                "model.base_url=http://127.0.0.1:8080/v1"
+            )
+        if str(prompt_ids) not in ("auto", "True", "False", "true", "false"):
+            raise ConfigError(f"model.prompt_ids={prompt_ids!r}: choose auto, true or false")
+        self.batch_prompts = int(batch_prompts)
+        if self.batch_prompts < 1 or int(num_concurrent) < 1:
+            raise ConfigError("model.batch_prompts and model.num_concurrent must be >= 1")
+        api_key = os.environ.get(api_key_env) if api_key_env else None
+        self.client = JSONClient(
+            base_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            backoff_s=backoff_s,
+            num_concurrent=num_concurrent,
+        )
+        self.base_url = self.client.base_url
+        self.max_gen_toks = int(max_gen_toks)
+        self.sampling = dict(self.default_sampling if sampling is None else sampling)
+        self.strip_reasoning = bool(strip_reasoning)
+        self.reasoning_tag = str(reasoning_tag)
+        self._prompt_ids: bool | None = (
+            None if str(prompt_ids) == "auto" else str(prompt_ids).lower() == "true"
+        )
+        self.usage: dict[str, Usage] = {}
+
+        entry = self._model_entry(model)
+        self.model = str(entry["id"])
+        self.name = name or self.model
+        reported = entry.get("max_model_len")
+        self.max_length = int(max_length or reported or 2048)
+        if str(tokenizer) == "remote":
+            self.tokenizer = RemoteTokenizer(self.client, self.model)
+            self._init_tokenizer()
+        elif tokenizer:
+            self._load_tokenizer(str(tokenizer), revision)
+        elif self.needs_tokenizer:
+            raise ConfigError(
+                "model.tokenizer is not set; give the served model's Hugging Face tokenizer "
+                "id or folder: Mill computes every request's tokens with it"
+            )
+        else:
+            self.tokenizer = None
+        self._identity = {
+            "backend": self.backend,
+            "base_url": self.base_url,
+            "model": self.model,
+            "server_model": {k: v for k, v in entry.items() if k not in _VOLATILE},
+            "tokenizer": str(tokenizer),
+            "tokenizer_sha256": (
+                _tokenizer_digest(str(tokenizer), revision)
+                if tokenizer and str(tokenizer) != "remote"
+                else None
+            ),
+            "revision": revision,
+            "max_length": self.max_length,
+            "max_gen_toks": self.max_gen_toks,
+            "sampling": self.sampling,
+            "strip_reasoning": self.reasoning_tag if self.strip_reasoning else None,
+        }
+
+    # ----- start-up ---------------------------------------------------------------------
+    def _model_entry(self, model: str | None) -> dict[str, Any]:
+        """The server's ``/v1/models`` entry of the served model; fails fast on a dead or
+        wrong URL."""
+        result = self.client.attempt("GET", "/models")
+        if isinstance(result, _Failure):
+            raise self.client.error(result, "listing the served models (GET /models)", 1)
+        entries = result.get("data") if isinstance(result, dict) else None
+        if not isinstance(entries, list):
+            raise ModelError(
+                f"model.base_url={self.base_url}: GET /models did not return an OpenAI model "
+                "list; is this the API root (usually ending in /v1)?"
+            )
+        ids = [str(e.get("id")) for e in entries if isinstance(e, dict)]
+        if model is None:
+            if len(ids) != 1:
+                raise ConfigError(
+                    f"model.model is not set and the server serves {len(ids)} models "
+                    f"({', '.join(ids[:5])}); set model.model to one of them"
+                )
+            return dict(entries[0])
+        for e in entries:
+            if isinstance(e, dict) and str(e.get("id")) == str(model):
+                return dict(e)
+        if len(ids) == 1 and not entries[0].get("max_model_len"):
+            # llama-cpp-python answers to any name; its list holds the file it serves
+            return {**entries[0], "id": str(model), "listed_as": ids[0]}
+        raise ConfigError(
+            f"model.model={model!r} is not served at model.base_url={self.base_url} "
+            f"(it serves: {', '.join(ids[:5])})"
+        )
+
+    def _load_tokenizer(self, tokenizer: str, revision: str | None) -> None:
+        import transformers
+
+        transformers.utils.logging.disable_progress_bar()
+        local = Path(os.path.expanduser(str(tokenizer)))
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+                str(local) if local.is_dir() else str(tokenizer), revision=revision
+            )
+        except (OSError, ValueError) as err:
+            raise ModelError(
+                f"cannot load model.tokenizer={tokenizer!r} ({type(err).__name__}); give the "
+                "served model's Hugging Face tokenizer id or a local folder"
+            ) from err
+        self._init_tokenizer()
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def usage_summary(self) -> dict[str, dict[str, int]]:
+        """Per task: HTTP requests, prompts, prompt and completion tokens (this process)."""
+        return {task: dict(vars(u)) for task, u in sorted(self.usage.items())}
+
+    # ----- prompts ----------------------------------------------------------------------
+    def _ids_accepted(self) -> bool:
+        """Whether the server takes token-id prompts (asked once, with a tiny request)."""
+        if self._prompt_ids is None:
+            probe = {
+                "model": self.model,
+                "prompt": [int(self.prefix_token_id)],
+                "max_tokens": 1,
+                "temperature": 0.0,
+            }
+            result = self.client.attempt("POST", self.endpoint, probe)
+            self._prompt_ids = not isinstance(result, _Failure)
+            log.info(
+                "%s takes %s prompts", self.base_url, "token-id" if self._prompt_ids else "text"
+            )
+        return self._prompt_ids
+
+    def _body(self, call: _Call) -> dict[str, Any]:
+        prompt = call.prompts[0] if len(call.prompts) == 1 else call.prompts
+        return {"model": self.model, "prompt": prompt, **call.payload}
+
+    def _send(self, calls: list[_Call], finish: Any) -> None:
+        def send(call: _Call) -> tuple[str, str, Any, str]:
+            return "POST", self.endpoint, self._body(call), call.label
+
+        def done(call: _Call, body: Any) -> None:
+            choices = body.get("choices") if isinstance(body, dict) else None
+            if not isinstance(choices, list) or len(choices) != len(call.prompts):
+                raise ModelError(
+                    f"{call.label}: the server answered {len(choices or [])} choices for "
+                    f"{len(call.prompts)} prompts (server model.base_url={self.base_url})"
+                )
+            ordered = sorted(choices, key=lambda c: int(c.get("index", 0)))
+            self.usage.setdefault(call.task, Usage()).add(body, len(call.prompts))
+            finish(call, ordered)
+
+        self.client.run_all(calls, send, done)
+
+    def _calls(self, items: list[tuple[str, Any, Any]], payload: dict[str, Any]) -> list[_Call]:
+        """Group (task, prompt, item) into requests of up to ``batch_prompts`` prompts of one
+        task, in the given order."""
+        calls: list[_Call] = []
+        open_calls: dict[str, _Call] = {}
+        for task, prompt, item in items:
+            call = open_calls.get(task)
+            if call is None or len(call.prompts) >= self.batch_prompts:
+                call = _Call(task, [], payload, "")
+                open_calls[task] = call
+                calls.append(call)
+            call.prompts.append(prompt)
+            call.items.append(item)
+        return calls
+
+    # ----- LOGPROBS / PERPLEXITY ----------------------------------------------------------
+    def _score(
+        self,
+        pairs: list[tuple[list[int], list[int]]],
+        owners: list[Request],
+        texts: list[str] | None,
+        on_done: Any,
+        greedy: bool = True,
+    ) -> None:
+        """Score (context, continuation) token pairs from echoed prompt log-probs.
+
+        ``texts[i]`` is the text whose tokenization is ``context + continuation`` (None:
+        token-id prompts are required). ``on_done(i, logprob, is_greedy, input_tokens,
+        truncated)`` runs as each finishes."""
+        use_ids = texts is None or self._ids_accepted()
+        prompts: dict[Any, list[int]] = {}
+        windows: list[tuple[list[int], int]] = []
+        for i, (ctx, cont) in enumerate(pairs):
+            inp, truncated = _echo_window(ctx, cont, self.max_length)
+            windows.append((inp, truncated))
+            if use_ids:
+                key: Any = tuple(inp)
+            else:
+                if truncated:
+                    raise ModelError(
+                        f"request {owners[i].id}: {len(ctx) + len(cont)} tokens exceed "
+                        f"model.max_length={self.max_length}, and the server at "
+                        f"model.base_url={self.base_url} takes text prompts, which cannot be "
+                        "cut exactly at a token; raise model.max_length (the server's context "
+                        "allowing) or serve the model where token-id prompts are accepted"
+                    )
+                if len(ctx) == 1 and ctx[0] == self.prefix_token_id:
+                    raise ModelError(
+                        f"request {owners[i].id}: its context is empty, and the server at "
+                        f"model.base_url={self.base_url} takes text prompts and reports no "
+                        "log-probability for the first token after its BOS; score it where "
+                        "token-id prompts are accepted (vLLM, SGLang) or with model=hf"
+                    )
+                key = texts[i]  # type: ignore[index]
+            prompts.setdefault(key, []).append(i)
+        items = [
+            (owners[idx[0]].task, list(key) if use_ids else key, idx)
+            for key, idx in prompts.items()
+        ]
+        payload = {"max_tokens": 1, "echo": True, "logprobs": 1, "temperature": 0.0}
+        calls = self._calls(items, payload)
+        for call in calls:
+            call.label = f"request {owners[call.items[0][0]].id}" + (
+                f" (+{sum(len(x) for x in call.items) - 1} more)"
+                if sum(len(x) for x in call.items) > 1
+                else ""
+            )
+
+        def finish(call: _Call, choices: list[dict[str, Any]]) -> None:
+            for idx, choice in zip(call.items, choices, strict=True):
+                inp, truncated = windows[idx[0]]
+                lps, tops = _echoed(choice, len(inp), owners[idx[0]], self.base_url)
+                for i in idx:
+                    n = len(pairs[i][1])
+                    scored = lps[-n:]
+                    if any(v is None for v in scored):
+                        raise ModelError(
+                            f"request {owners[i].id}: the server returned no log-probability "
+                            f"for a scored token (server model.base_url={self.base_url})"
+                        )
+                    total = sum(float(v) for v in scored)
+                    flag = greedy and all(
+                        top is not None and float(v) >= max(float(x) for x in top.values())
+                        for v, top in zip(scored, tops[-n:], strict=True)
+                    )
+                    on_done(i, total, flag, windows[i][0][: len(windows[i][0]) - n], truncated)
+
+        self._send(calls, finish)
+
+    def loglikelihood(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        pairs = self.encode_requests(requests)
+        # the text the server tokenizes: context + continuation as the task wrote them
+        texts = [r.context + r.continuation for r in requests]
+        responses: list[Response | None] = [None] * len(requests)
+
+        def done(i: int, logprob: float, flag: bool, inp: list[int], truncated: int) -> None:
+            responses[i] = self._check(
+                requests[i],
+                Response(
+                    request_id=requests[i].id,
+                    input_tokens=inp,
+                    output_tokens=pairs[i][1],
+                    logprob=logprob,
+                    is_greedy=flag,
+                    truncated_tokens_count=truncated,
+                ),
+            )
+            on_response(requests[i], responses[i])
+
+        self._score(pairs, list(requests), texts, done)
+        return [r for r in responses if r is not None]
+
+    def loglikelihood_rolling(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        plan = self.rolling_plan(requests)
+        if plan.pairs and not self._ids_accepted():
+            first = requests[plan.owner[0]]
+            raise ModelError(
+                f"request {first.id}: PERPLEXITY scores rolling windows of token ids, and the "
+                f"server at model.base_url={self.base_url} takes text prompts only (it adds "
+                "BOS to every prompt and reports no log-probability for the token after it); "
+                "serve the model where token-id prompts are accepted (vLLM, SGLang) or use "
+                "model=hf"
+            )
+        responses: list[Response | None] = [None] * len(requests)
+
+        def done(w: int, logprob: float, flag: bool, inp: list[int], truncated: int) -> None:
+            i = plan.add(w, logprob)
+            if i is not None:
+                responses[i] = self._check(
+                    requests[i],
+                    Response(
+                        request_id=requests[i].id,
+                        output_tokens=plan.texts[i],
+                        logprob=plan.total(i),
+                    ),
+                )
+                on_response(requests[i], responses[i])
+
+        owners = [requests[i] for i in plan.owner]
+        self._score(plan.pairs, owners, None, done, greedy=False)
+        for i in plan.empty():
+            responses[i] = Response(request_id=requests[i].id, logprob=0.0)
+            on_response(requests[i], responses[i])
+        return [r for r in responses if r is not None]
+
+    # ----- GENERATIVE -----------------------------------------------------------------------
+    def _seed(self, request: Request, seed: int) -> int:
+        """Per-request sampling seed from the generation seed and the request id (repeats
+        differ, reruns repeat), as the HF backend derives it."""
+        digest = hashlib.sha256(f"{seed}\x00{request.id}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") >> 1
+
+    def _generation_payload(self, job: GenerationJob, request: Request) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            **self.sampling,
+            "max_tokens": job.max_gen_toks,
+            "stop": [s for s in job.until if s],
+            "temperature": 0.0,
+        }
+        if job.sampling is not None:
+            temperature, seed = job.sampling
+            payload["temperature"] = float(temperature)
+            payload["seed"] = self._seed(request, seed)
+        else:
+            payload["seed"] = 0
+        if not payload["stop"]:
+            del payload["stop"]
+        return payload
+
+    def _finish_text(self, raw: str, until: Sequence[str]) -> tuple[str, str | None]:
+        """(text for metrics, raw text when it differs) of one generation."""
+        text = cut_at_stop(raw, until)
+        if self.strip_reasoning:
+            stripped = _strip_reasoning(raw, self.reasoning_tag)
+            return cut_at_stop(stripped, until), raw
+        return text, None
+
+    def _generated_tokens(
+        self, request: Request, job: GenerationJob, choice: dict[str, Any]
+    ) -> list[int]:
+        """The generated tokens, recovered by tokenizing context + generated text (the
+        server's text keeps the leading space a SentencePiece decode of the new tokens
+        alone drops: decoding these tokens gives the HF backend's text)."""
+        raw = str(choice.get("text") or "")
+        if not raw:
+            return []
+        n_ctx = len(job.tokens) + job.truncated
+        whole = self._encode(request.context + raw)
+        if len(whole) > n_ctx and whole[:n_ctx][-len(job.tokens) :] == job.tokens:
+            return whole[n_ctx:]
+        return self._encode(raw, add_special_tokens=False)  # a token spans the boundary
+
+    def generate_until(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        jobs = self.plan_generation(requests)
+        use_ids = bool(jobs) and self._ids_accepted()
+        responses: list[Response | None] = [None] * len(requests)
+        # one request per job: stops, lengths and seeds differ between jobs
+        calls: list[_Call] = []
+        for job in jobs:
+            request = requests[job.index]
+            if job.truncated and not use_ids:
+                raise ModelError(
+                    f"request {request.id}: its context exceeds model.max_length="
+                    f"{self.max_length} - max_gen_toks={job.max_gen_toks} tokens, and the "
+                    f"server at model.base_url={self.base_url} takes text prompts, which "
+                    "cannot be cut exactly at a token; raise model.max_length or lower "
+                    "task.generation.max_gen_toks"
+                )
+            prompt: Any = job.tokens if use_ids else request.context
+            calls.append(
+                _Call(
+                    request.task,
+                    [prompt],
+                    self._generation_payload(job, request),
+                    f"request {request.id}",
+                    [job],
+                )
+            )
+
+        def finish(call: _Call, choices: list[dict[str, Any]]) -> None:
+            job: GenerationJob = call.items[0]
+            tokens = self._generated_tokens(requests[job.index], job, choices[0])
+            text, raw_kept = self._finish_text(self._decode(tokens), job.until)
+            for i in job.copies:
+                responses[i] = Response(
+                    request_id=requests[i].id,
+                    input_tokens=job.tokens,
+                    output_tokens=tokens,
+                    text=text,
+                    raw_text=raw_kept,
+                    truncated_tokens_count=job.truncated,
+                )
+                on_response(requests[i], responses[i])
+
+        self._send(calls, finish)
+        return [r for r in responses if r is not None]
+
+
+def _echo_window(ctx: list[int], cont: list[int], max_length: int) -> tuple[list[int], int]:
+    """The prompt that scores ``cont`` after ``ctx`` from echoed log-probs: the HF
+    backend's input (:func:`mill.model.tokenizing.scoring_window`) plus the last
+    continuation token, so that every scored token is conditioned on what it is in the
+    HF backend."""
+    from mill.model.tokenizing import scoring_window
+
+    inp, truncated = scoring_window(ctx, cont, max_length)
+    return inp + [cont[-1]], truncated
+
+
+def _echoed(
+    choice: dict[str, Any], n_prompt: int, request: Request, base_url: str
+) -> tuple[list[Any], list[Any]]:
+    """Echoed prompt log-probs and top log-probs of one choice, aligned to end with the
+    prompt's last token; the count must match the local tokenization."""
+    logprobs = choice.get("logprobs") or {}
+    lps = list(logprobs.get("token_logprobs") or [])
+    tops = list(logprobs.get("top_logprobs") or [None] * len(lps))
+    # the generated token follows the echoed prompt
+    n_echo = len(lps) - 1
+    # a server that adds BOS to a text prompt does not list it: one token fewer
+    if n_echo not in (n_prompt, n_prompt - 1):
+        raise ModelError(
+            f"request {request.id}: the server echoed {n_echo} prompt tokens where the local "
+            f"tokenizer has {n_prompt}: model.tokenizer does not match the model served at "
+            f"model.base_url={base_url} (or the server does not echo prompt log-probs)"
+        )
+    return lps[:n_echo], tops[:n_echo]
+
+
+CHAT_SAMPLING: dict[str, Any] = {"top_p": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
+"""Neutral sampling fields of the OpenAI chat schema (servers that validate requests, such
+as ``transformers serve``, refuse fields outside it)."""
+
+
+class OpenAIChat(OpenAICompletions):
+    """A model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint: GENERATIVE
+    only. Tasks hand it their messages (system, few-shot turns, question) and the server
+    applies its own chat template. ``tokenizer`` is optional: with one, the EOS text joins
+    the stop strings and generated tokens are recorded."""
+
+    endpoint = "/chat/completions"
+    backend = "openai_chat"
+    needs_tokenizer = False
+    default_sampling = CHAT_SAMPLING
+    MAX_STOPS = 4
+    """Stop strings sent (the OpenAI API's limit); all of them cut the text locally."""
+
+    def takes_messages(self) -> bool:
+        return True
+
+    def refusal(self, output_type: OutputType) -> str | None:
+        if output_type is OutputType.GENERATIVE:
+            return None
+        return (
+            f"model=openai_chat answers generative tasks only: a chat endpoint returns no "
+            f"log-probabilities of a given text, which {output_type.value} tasks score; use "
+            "model=openai_completions (the /v1/completions endpoint) or model=hf"
+        )
+
+    def loglikelihood(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        raise ModelError(str(self.refusal(OutputType.LOGPROBS)))
+
+    def loglikelihood_rolling(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        raise ModelError(str(self.refusal(OutputType.PERPLEXITY)))
+
+    def _body(self, call: _Call) -> dict[str, Any]:
+        return {"model": self.model, "messages": call.prompts[0], **call.payload}
+
+    def generate_until(
+        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+    ) -> list[Response]:
+        eos = self.eos_text() if self.tokenizer is not None else None
+        unique: dict[str, _Call] = {}
+        for i, request in enumerate(requests):
+            args = request.generation
+            if args is None:
+                raise ModelError(f"request {request.id}: no generation arguments")
+            if args.do_sample and args.temperature <= 0:
+                raise ModelError(
+                    f"request {request.id}: do_sample needs temperature > 0; set "
+                    "task.generation.temperature"
+                )
+            turns = request.messages or (("user", request.context),)
+            messages = [{"role": role, "content": content} for role, content in turns]
+            until = list(args.until)
+            if eos and eos not in until:
+                until.append(eos)
+            payload: dict[str, Any] = {
+                **self.sampling,
+                "max_tokens": args.max_gen_toks or self.max_gen_toks,
+                "temperature": float(args.temperature) if args.do_sample else 0.0,
+                "seed": self._seed(request, args.seed) if args.do_sample else 0,
+            }
+            stops = [s for s in until if s][: self.MAX_STOPS]
+            if stops:
+                payload["stop"] = stops
+            key = json.dumps(
+                [messages, payload, request.id if args.do_sample else None], sort_keys=True
+            )
+            call = unique.get(key)
+            if call is None:
+                call = unique[key] = _Call(
+                    request.task, [messages], payload, f"request {request.id}", [until]
+                )
+            call.items.append(i)
+        responses: list[Response | None] = [None] * len(requests)
+
+        def finish(call: _Call, choices: list[dict[str, Any]]) -> None:
+            message = choices[0].get("message") or {}
+            raw = str(message.get("content") or "")
+            until = call.items[0]
+            text, raw_kept = self._finish_text(raw, until)
+            tokens = (
+                self._encode(raw, add_special_tokens=False)
+                if self.tokenizer is not None and raw
+                else []
+            )
+            for i in call.items[1:]:
+                responses[i] = Response(
+                    request_id=requests[i].id,
+                    output_tokens=tokens,
+                    text=text,
+                    raw_text=raw_kept,
+                )
+                on_response(requests[i], responses[i])
+
+        self._send(list(unique.values()), finish)
+        return [r for r in responses if r is not None]

@@ -1,0 +1,525 @@
+"""The typed results schema: ``results.json``, ``manifest.json`` and ``samples/<task>.jsonl``.
+
+One definition shared by the writer (the experiment folder, :mod:`mill.runner.execute`) and
+every reader (reports, the sweep summary, ``compare``, the sinks and user scripts through
+:func:`mill.load`). Every class has ``from_dict`` (reading what ``to_dict`` wrote, and
+results written before ``schema_version`` existed) and ``to_dict`` (the JSON written).
+
+``python -m mill.results`` prints the Markdown of docs/results-schema.md, generated from
+these classes (a test checks the file is up to date).
+
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from mill import files
+from mill.errors import MillError
+from mill.record import SampleRecord
+from mill.types import DocOutput
+
+SCHEMA_VERSION = 1
+"""Version of ``results.json``. Files without ``schema_version`` predate it and read as 1."""
+
+
+class ResultsError(MillError):
+    """A results folder or file that does not follow the schema."""
+
+
+def _doc(text: str, default: Any = MISSING, factory: Any = MISSING) -> Any:
+    """A dataclass field with a one-line description (rendered in docs/results-schema.md)."""
+    if factory is not MISSING:
+        return field(default_factory=factory, metadata={"doc": text})
+    if default is not MISSING:
+        return field(default=default, metadata={"doc": text})
+    return field(metadata={"doc": text})
+
+
+def _need(data: Any, where: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ResultsError(f"{where} must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+# --- results.json -----------------------------------------------------------------------
+
+
+@dataclass
+class MetricValue:
+    """One aggregated metric: the corpus value, its standard error and the sample count."""
+
+    value: float | None = _doc("corpus-level value; null when no sample was scored")
+    stderr: float | None = _doc("standard error of `value` (closed form or seeded bootstrap)")
+    n: int = _doc("number of samples (docs) behind `value`; members for a macro aggregate")
+    higher_is_better: bool | None = _doc(
+        "direction of the metric; absent inside group micro/macro rows", None
+    )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MetricValue:
+        data = _need(data, "a metric row")
+        return cls(
+            value=data.get("value"),
+            stderr=data.get("stderr"),
+            n=int(data.get("n", 0)),
+            higher_is_better=data.get("higher_is_better"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "stderr": self.stderr, "n": self.n}
+        if self.higher_is_better is not None:
+            out["higher_is_better"] = self.higher_is_better
+        return out
+
+    @property
+    def better_is_higher(self) -> bool:
+        """:attr:`higher_is_better`, True when not stated."""
+        return True if self.higher_is_better is None else bool(self.higher_is_better)
+
+
+@dataclass
+class GroupMetric:
+    """A metric aggregated over a group's members. Mill's groups have both aggregates;
+    lm-eval groups (``task=lm_eval``) have the one their config asks for."""
+
+    micro: MetricValue | None = _doc("pooled over all samples of all members (n: samples)", None)
+    macro: MetricValue | None = _doc("unweighted mean of the member values (n: members)", None)
+    higher_is_better: bool = _doc("direction of the metric", True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GroupMetric:
+        data = _need(data, "a group metric")
+        micro, macro = data.get("micro"), data.get("macro")
+        return cls(
+            None if micro is None else MetricValue.from_dict(micro),
+            None if macro is None else MetricValue.from_dict(macro),
+            bool(data.get("higher_is_better", True)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.micro is not None:
+            out["micro"] = self.micro.to_dict()
+        if self.macro is not None:
+            out["macro"] = self.macro.to_dict()
+        out["higher_is_better"] = self.higher_is_better
+        return out
+
+    def kinds(self) -> list[tuple[str, MetricValue]]:
+        """``("micro", row)`` and ``("macro", row)``, for the aggregates present."""
+        both = (("micro", self.micro), ("macro", self.macro))
+        return [(kind, row) for kind, row in both if row is not None]
+
+
+def _metrics(data: Any) -> dict[str, MetricValue]:
+    return {k: MetricValue.from_dict(v) for k, v in _need(data or {}, "metrics").items()}
+
+
+@dataclass
+class TaskResults:
+    """The results of one task."""
+
+    metrics: dict[str, MetricValue] = _doc("metric name -> aggregate", factory=dict)
+    subjects: dict[str, dict[str, MetricValue]] = _doc(
+        "subject -> metric name -> aggregate, for tasks with several subjects (MMLU); "
+        "absent otherwise",
+        factory=dict,
+    )
+    settings: dict[str, Any] = _doc(
+        "the task's settings as run (output type, prompt, few-shot, split, limit, ...)",
+        factory=dict,
+    )
+    data: dict[str, Any] = _doc(
+        "where each split came from (source, path or hub id, revision, fingerprint)",
+        factory=dict,
+    )
+    skipped_rows: dict[str, Any] | None = _doc(
+        "with data.skip_bad_rows=true: count and rows (split, index, why) left out", None
+    )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TaskResults:
+        data = _need(data, "a task's results")
+        skipped = data.get("skipped_rows")
+        return cls(
+            metrics=_metrics(data.get("metrics")),
+            subjects={s: _metrics(m) for s, m in (data.get("subjects") or {}).items()},
+            settings=dict(data.get("settings") or {}),
+            data=dict(data.get("data") or {}),
+            skipped_rows=None if skipped is None else dict(skipped),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"metrics": {k: v.to_dict() for k, v in self.metrics.items()}}
+        if self.subjects:
+            out["subjects"] = {
+                s: {k: v.to_dict() for k, v in m.items()} for s, m in self.subjects.items()
+            }
+        out["settings"] = self.settings
+        out["data"] = self.data
+        if self.skipped_rows is not None:
+            out["skipped_rows"] = self.skipped_rows
+        return out
+
+    @property
+    def output_type(self) -> str:
+        return str(self.settings.get("output_type", ""))
+
+
+@dataclass
+class GroupResults:
+    """Aggregates over a group: the tasks of a task group (``task=arc``) or the subjects
+    of one task (MMLU's categories and overall)."""
+
+    metrics: dict[str, GroupMetric] = _doc("metric name -> micro and macro", factory=dict)
+    tasks: list[str] | None = _doc("member tasks, for a task group", None)
+    subjects: list[str] | None = _doc("member subjects, for a subject group", None)
+    source: str | None = _doc("where a derived group's definition comes from (a URL)", None)
+    details: dict[str, Any] | None = _doc(
+        "per-member parts of a derived group (leaderboard: raw, baseline, score)", None
+    )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GroupResults:
+        data = _need(data, "a group's results")
+        tasks, subjects = data.get("tasks"), data.get("subjects")
+        return cls(
+            metrics={k: GroupMetric.from_dict(v) for k, v in (data.get("metrics") or {}).items()},
+            tasks=None if tasks is None else [str(t) for t in tasks],
+            subjects=None if subjects is None else [str(s) for s in subjects],
+            source=data.get("source"),
+            details=data.get("details"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.tasks is not None:
+            out["tasks"] = self.tasks
+        if self.subjects is not None:
+            out["subjects"] = self.subjects
+        out["metrics"] = {k: v.to_dict() for k, v in self.metrics.items()}
+        if self.source is not None:
+            out["source"] = self.source
+        if self.details is not None:
+            out["details"] = self.details
+        return out
+
+    @property
+    def members(self) -> list[str]:
+        return list(self.tasks or self.subjects or [])
+
+
+@dataclass
+class DataSource:
+    """Where the datasets were read from."""
+
+    source: str = _doc("bundled, local or hub")
+    dir: str | None = _doc("the local data folder, for source=local", None)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DataSource:
+        data = _need(data or {}, "data_source")
+        return cls(str(data.get("source", "?")), data.get("dir"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "dir": self.dir}
+
+
+@dataclass
+class Truncation:
+    """Requests whose context was cut to the model's context window."""
+
+    requests: int = _doc("number of truncated requests", 0)
+    tokens: int = _doc("tokens cut from the left, summed", 0)
+    by_task: dict[str, int] = _doc("task -> truncated requests", factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Truncation:
+        data = _need(data or {}, "truncation")
+        return cls(
+            int(data.get("requests", 0)),
+            int(data.get("tokens", 0)),
+            {str(k): int(v) for k, v in (data.get("by_task") or {}).items()},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"requests": self.requests, "tokens": self.tokens, "by_task": self.by_task}
+
+
+@dataclass
+class Results:
+    """``results.json``: written once, atomically, when a run succeeds."""
+
+    tasks: dict[str, TaskResults] = _doc("task name -> its results", factory=dict)
+    groups: dict[str, GroupResults] = _doc(
+        "group name -> aggregates (task groups and subject groups)", factory=dict
+    )
+    model: dict[str, Any] = _doc(
+        "the model's identity (backend, path, file digests, dtype, max_length, ...; "
+        "`in_memory: true` for a model passed to `mill.evaluate`)",
+        factory=dict,
+    )
+    data_source: DataSource = _doc(
+        "where the datasets were read from", factory=lambda: DataSource("?")
+    )
+    truncation: Truncation = _doc("contexts cut to the context window", factory=Truncation)
+    seconds: float = _doc("wall-clock seconds of the evaluation", 0.0)
+    usage: dict[str, Any] | None = _doc(
+        "served models only: per task, requests sent and prompt/completion token totals as "
+        "the server reported them; absent for in-process backends",
+        None,
+    )
+    schema_version: int = _doc("version of this schema", SCHEMA_VERSION)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Results:
+        data = _need(data, "results")
+        version = int(data.get("schema_version", 1))
+        if version > SCHEMA_VERSION:
+            raise ResultsError(
+                f"results schema_version {version} is newer than this Mill reads "
+                f"({SCHEMA_VERSION}); upgrade mill-eval to read it"
+            )
+        return cls(
+            tasks={k: TaskResults.from_dict(v) for k, v in (data.get("tasks") or {}).items()},
+            groups={k: GroupResults.from_dict(v) for k, v in (data.get("groups") or {}).items()},
+            model=dict(data.get("model") or {}),
+            data_source=DataSource.from_dict(data.get("data_source") or {}),
+            truncation=Truncation.from_dict(data.get("truncation") or {}),
+            seconds=float(data.get("seconds", 0.0)),
+            usage=None if data.get("usage") is None else dict(data["usage"]),
+            schema_version=version,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "schema_version": self.schema_version,
+            "tasks": {k: v.to_dict() for k, v in self.tasks.items()},
+            "groups": {k: v.to_dict() for k, v in self.groups.items()},
+            "model": self.model,
+            "data_source": self.data_source.to_dict(),
+            "truncation": self.truncation.to_dict(),
+            "seconds": self.seconds,
+        }
+        if self.usage is not None:
+            out["usage"] = self.usage
+        return out
+
+    @classmethod
+    def read(cls, path: str | Path) -> Results:
+        """Read a ``results.json`` file (ResultsError when it is not one)."""
+        return cls.from_dict(read_json(Path(path)))
+
+    def metric(self, task: str, metric: str) -> MetricValue:
+        """The aggregate of ``metric`` on ``task`` (KeyError naming what exists)."""
+        if task not in self.tasks:
+            raise KeyError(f"no task {task!r}; tasks: {', '.join(self.tasks)}")
+        rows = self.tasks[task].metrics
+        if metric not in rows:
+            raise KeyError(f"task {task!r} has no metric {metric!r}; metrics: {', '.join(rows)}")
+        return rows[metric]
+
+    def flat(self) -> dict[str, float]:
+        """Every number as ``<task>/<metric>`` and ``<task>/<metric>_stderr`` (subjects as
+        ``<task>/<subject>/<metric>``, groups as ``<group>/<metric>_micro|_macro``): the
+        form trackers log."""
+        out: dict[str, float] = {}
+
+        def put(prefix: str, row: MetricValue) -> None:
+            if isinstance(row.value, (int, float)):
+                out[prefix] = float(row.value)
+            if isinstance(row.stderr, (int, float)):
+                out[f"{prefix}_stderr"] = float(row.stderr)
+
+        for name, task in self.tasks.items():
+            for metric, row in task.metrics.items():
+                put(f"{name}/{metric}", row)
+            for subject, rows in task.subjects.items():
+                for metric, row in rows.items():
+                    put(f"{name}/{subject}/{metric}", row)
+        for name, group in self.groups.items():
+            for metric, both in group.metrics.items():
+                for kind, row in both.kinds():
+                    put(f"{name}/{metric}_{kind}", row)
+        return out
+
+
+# --- manifest.json ----------------------------------------------------------------------
+
+
+@dataclass
+class Manifest:
+    """``manifest.json``: what reproduces a run and how it went; written when the run
+    starts and rewritten as it goes (``status``: running, succeeded or failed). Fields
+    not known yet (or not applicable) are absent from the file."""
+
+    status: str = _doc("running, succeeded or failed", "running")
+    started: str | None = _doc("UTC start time (ISO 8601)", None)
+    argv: list[str] | None = _doc("the command line", None)
+    git_sha: str | None = _doc("commit of the Mill checkout, when installed from git", None)
+    versions: dict[str, str | None] | None = _doc("versions of Mill and its libraries", None)
+    seeds: dict[str, int] | None = _doc("seeds (evaluation and bootstrap)", None)
+    attempts: int | None = _doc("how many times the run was started (resumed runs)", None)
+    first_started: str | None = _doc("start time of the first attempt (resumed runs)", None)
+    model: dict[str, Any] | None = _doc("the model's identity, once loaded", None)
+    device: dict[str, Any] | None = _doc("platform, python, torch threads, GPUs", None)
+    world_size: int | None = _doc("number of data-parallel processes", None)
+    cache: dict[str, Any] | None = _doc("response cache: dir, entries, hits, computed", None)
+    datasets: dict[str, Any] | None = _doc("task -> data origins", None)
+    tasks: dict[str, Any] | None = _doc("task -> settings", None)
+    truncation: dict[str, Any] | None = _doc("as in results.json", None)
+    ranks: list[dict[str, Any]] | None = _doc("per-process request and cache counts", None)
+    error: str | None = _doc("first line of the error, for a failed run", None)
+    traceback: str | None = _doc("traceback of a failure that is Mill's own bug", None)
+    seconds: float | None = _doc("wall-clock seconds, once finished", None)
+    extra: dict[str, Any] = _doc("keys this version of the schema does not name", factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        data = dict(_need(data, "manifest"))
+        names = {f.name for f in fields(cls)} - {"extra"}
+        known = {k: data.pop(k) for k in list(data) if k in names}
+        return cls(**known, extra=data)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = value
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def read(cls, path: str | Path) -> Manifest:
+        return cls.from_dict(read_json(Path(path)))
+
+
+# --- samples/<task>.jsonl ---------------------------------------------------------------
+
+
+def sample_from_dict(data: dict[str, Any]) -> SampleRecord:
+    """One line of ``samples/<task>.jsonl`` back as a :class:`~mill.record.SampleRecord`."""
+    data = dict(_need(data, "a sample line"))
+    response = dict(_need(data.pop("response", {}), "a sample's response"))
+    names = {f.name for f in fields(DocOutput)}
+    model_response = DocOutput(**{k: v for k, v in response.items() if k in names})
+    names = {f.name for f in fields(SampleRecord)}
+    return SampleRecord(**{k: v for k, v in data.items() if k in names}, response=model_response)
+
+
+def read_samples(path: str | Path) -> list[SampleRecord]:
+    """Every line of a ``samples/<task>.jsonl`` file."""
+    path = Path(path)
+    records = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(sample_from_dict(json.loads(line)))
+            except (ValueError, TypeError) as err:
+                raise ResultsError(f"{path}:{number} is not a sample record ({err})") from err
+    return records
+
+
+# --- a whole folder ---------------------------------------------------------------------
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path`` (ResultsError naming the file when it is not one)."""
+    data = files.read_json(path, ResultsError)
+    if not isinstance(data, dict):
+        raise ResultsError(f"{path} must hold a JSON object")
+    return data
+
+
+@dataclass
+class Run:
+    """A finished experiment folder, typed: what :func:`load` returns."""
+
+    path: Path
+    results: Results
+    manifest: Manifest
+
+    def samples(self, task: str) -> list[SampleRecord]:
+        """The per-doc records of ``task``, sorted by (subject, doc id)."""
+        path = self.path / "samples" / f"{task}.jsonl"
+        if not path.is_file():
+            raise ResultsError(f"{path} is missing; the run folder is incomplete")
+        return read_samples(path)
+
+
+def load(folder: str | Path) -> Run:
+    """Read a finished run's folder: ``results.json``, ``manifest.json`` and its samples."""
+    path = Path(folder)
+    results_path = path / "results.json"
+    if not results_path.is_file():
+        raise ResultsError(f"{path} has no results.json; give the folder of a run that succeeded")
+    manifest_path = path / "manifest.json"
+    manifest = Manifest.read(manifest_path) if manifest_path.is_file() else Manifest()
+    return Run(path, Results.read(results_path), manifest)
+
+
+# --- docs/results-schema.md -------------------------------------------------------------
+
+SCHEMA_CLASSES = (
+    Results,
+    TaskResults,
+    MetricValue,
+    GroupResults,
+    GroupMetric,
+    DataSource,
+    Truncation,
+    Manifest,
+)
+
+
+def _table(cls: type) -> list[str]:
+    lines = [f"### `{cls.__name__}`", "", " ".join((cls.__doc__ or "").split()), ""]
+    lines += ["| field | type | meaning |", "| --- | --- | --- |"]
+    for f in fields(cls):
+        kind = str(f.type).replace("|", "or")
+        lines.append(f"| `{f.name}` | `{kind}` | {f.metadata.get('doc', '')} |")
+    return lines + [""]
+
+
+def _sample_table() -> list[str]:
+    lines = ["### `SampleRecord` (one line of `samples/<task>.jsonl`)", ""]
+    for cls in (SampleRecord, DocOutput):
+        lines += [f"`{cls.__name__}`: " + " ".join((cls.__doc__ or "").split()), ""]
+        lines += ["| field | type |", "| --- | --- |"]
+        for f in fields(cls):
+            lines.append(f"| `{f.name}` | `{str(f.type).replace('|', 'or')}` |")
+        lines.append("")
+    return lines
+
+
+def schema_markdown() -> str:
+    """The text of docs/results-schema.md."""
+    lines = [
+        "# Results schema",
+        "",
+        "<!-- generated by `python -m mill.results > docs/results-schema.md`; do not edit -->",
+        "",
+        f"Schema version: {SCHEMA_VERSION}. Read a run with `mill.load(folder)` (returns",
+        "`mill.results.Run`: `.results`, `.manifest`, `.samples(task)`); `mill.evaluate`",
+        "returns the same `Results`. Every class has `from_dict` and `to_dict`; `to_dict` is",
+        "exactly the JSON in the file.",
+        "",
+    ]
+    for cls in SCHEMA_CLASSES:
+        lines += _table(cls)
+    lines += _sample_table()
+    return "\n".join(lines).rstrip() + "\n"
+
+
+if __name__ == "__main__":
+    print(schema_markdown(), end="")

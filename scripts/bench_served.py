@@ -1,0 +1,327 @@
+"""Mill's API backend vs lm-evaluation-harness 0.4.13's ``local-completions``, side by side,
+on the same llama.cpp server: identical scores, whole-process time.
+
+One llama-cpp-python server (stories260k converted to GGUF, F32 KV cache, started here on
+127.0.0.1) serves both harnesses in turn. Each harness runs as its own command-line process,
+exactly as a user runs it, on the same local ARC-Easy data, the same docs and the same
+number of requests in flight:
+
+* Mill: ``mill task=arc_easy model=openai_completions model.base_url=... data=local ...``
+  with a fresh response cache (nothing is reused between runs);
+* lm-eval: ``lm_eval --model local-completions --model_args ...,tokenized_requests=False``
+  in its own virtualenv (it needs ``tenacity``), on lm-eval's own ``arc_easy`` task YAML
+  with only the data source switched to the same local files (see ``workloads.py``).
+
+The time of each side is the wall time of its whole process (imports, task building, all
+requests, metrics and output files). Scores are compared per request (log-likelihood within
+1e-4, is_greedy), per doc (acc, acc_norm) and in aggregate, with ``side_by_side.compare``.
+
+    python scripts/bench_served.py                      # 300 docs, 1 request in flight
+    python scripts/bench_served.py --limit 50 --concurrency 4 --keep /tmp/bench-served
+
+The lm-eval interpreter is ``$MILL_LMEVAL_PYTHON``, else ``<repo>/.venv-lmeval/bin/python``;
+the server's is found as in ``tests/served/servers.py`` (``$MILL_LLAMA_PYTHON``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from side_by_side import compare, lmeval_python, new_workdir  # noqa: E402
+from workloads import REPO, SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
+
+from tests.served.servers import (  # noqa: E402
+    SERVED_NAME,
+    STORIES,
+    convert_stories_gguf,
+    http_json,
+    llama_server,
+)
+
+
+@dataclass
+class Timed:
+    wall_s: float
+    peak_rss_kib: int
+
+
+def run_timed(argv: list[str], log: Path, env: dict[str, str], cwd: Path) -> Timed:
+    """Run a command to completion; its wall time and its own peak RSS.
+
+    Raises:
+        RuntimeError: The command failed (log tail included).
+    """
+    start = time.perf_counter()
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError(f"{argv[0]} ... failed (exit {code}); {log}:\n{log.read_text()[-3000:]}")
+    return Timed(wall, int(usage.ru_maxrss))
+
+
+def child_env(threads: int, cache: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS=str(threads),
+        MKL_NUM_THREADS=str(threads),
+        TQDM_DISABLE="1",
+        CI="1",
+    )
+    if cache is not None:
+        env["MILL_CACHE"] = str(cache)
+    return env
+
+
+def run_mill(
+    workload: Any,
+    base_url: str,
+    concurrency: int,
+    data_dir: Path,
+    workdir: Path,
+    threads: int,
+    max_length: int,
+) -> tuple[Timed, dict[str, Any]]:
+    """Mill's CLI against the server; (timing, output in ``side_by_side.compare``'s shape)."""
+    run_dir = workdir / "mill-run"
+    exe = Path(sys.executable).with_name("mill")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
+    argv = [
+        *cmd,
+        *workload.mill_overrides(data_dir),
+        "model=openai_completions",
+        f"model.base_url={base_url}",
+        f"model.model={SERVED_NAME}",
+        f"model.tokenizer={STORIES}",
+        f"model.num_concurrent={concurrency}",
+        f"model.max_length={max_length}",
+        f"hydra.run.dir={run_dir}",
+    ]
+    timed = run_timed(argv, workdir / "mill.log", child_env(threads, workdir / "mill-cache"), REPO)
+    results = json.loads((run_dir / "results.json").read_text())
+    (task,) = results["tasks"]
+    samples = []
+    for line in (run_dir / "samples" / f"{task}.jsonl").read_text().splitlines():
+        s = json.loads(line)
+        r = s["response"]
+        samples.append(
+            {
+                "subject": s["subject"],
+                "doc_id": s["doc_id"],
+                "logprobs": r["logprobs"],
+                "is_greedy": r["argmax_logits_eq_gold"],
+                "text": r["text"],
+                "metrics": s["metrics"],
+            }
+        )
+    metrics = {k: v["value"] for k, v in results["tasks"][task]["metrics"].items()}
+    return timed, {"tasks": {task: {"metrics": metrics}}, "samples": samples}
+
+
+def _lmeval_tasks_root(python: Path) -> Path:
+    out = subprocess.run(
+        [str(python), "-c", "import lm_eval, os; print(os.path.dirname(lm_eval.__file__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return Path(out.stdout.strip()) / "tasks"
+
+
+def run_lmeval(
+    workload: Any,
+    port: int,
+    concurrency: int,
+    data_dir: Path,
+    workdir: Path,
+    threads: int,
+    max_length: int,
+) -> tuple[Timed, dict[str, Any]]:
+    """lm-eval's CLI with ``local-completions``; (timing, output in compare()'s shape)."""
+    import yaml
+
+    python = lmeval_python()
+    include = workdir / "lmeval-tasks"
+    include.mkdir(exist_ok=True)
+    root = _lmeval_tasks_root(python)
+    files = derive_data(workload, data_dir, workdir)
+    specs = workload.lmeval_tasks(files)
+    for spec in specs:
+        body = {"include": str(root / spec["include"]), "task": spec["name"], "tag": []}
+        body.update(spec["overrides"])
+        (include / f"{spec['name']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+    model_args = ",".join(
+        [
+            f"model={SERVED_NAME}",
+            f"base_url=http://127.0.0.1:{port}/v1/completions",
+            f"tokenizer={STORIES}",
+            "tokenizer_backend=huggingface",
+            "tokenized_requests=False",
+            f"num_concurrent={concurrency}",
+            f"max_length={max_length}",
+        ]
+    )
+    out_dir = workdir / "lmeval-out"
+    argv = [
+        str(python),
+        "-m",
+        "lm_eval",
+        "--model",
+        "local-completions",
+        "--model_args",
+        model_args,
+        "--tasks",
+        ",".join(s["name"] for s in specs),
+        "--include_path",
+        str(include),
+        "--log_samples",
+        "--output_path",
+        str(out_dir),
+    ]
+    if workload.limit is not None:
+        argv += ["--limit", str(workload.limit)]
+    timed = run_timed(argv, workdir / "lmeval.log", child_env(threads), REPO)
+    (results_path,) = glob.glob(str(out_dir / "**" / "results_*.json"), recursive=True)
+    results = json.loads(Path(results_path).read_text())
+    tasks: dict[str, Any] = {}
+    for spec in specs:
+        name = spec["name"]
+        (samples_path,) = glob.glob(str(out_dir / "**" / f"samples_{name}_*.jsonl"), recursive=True)
+        samples = []
+        for line in Path(samples_path).read_text().splitlines():
+            s = json.loads(line)
+            samples.append(
+                {
+                    "doc_id": s["doc_id"],
+                    "filter": s["filter"],
+                    "resps": [[_loglikelihood(r) for r in req] for req in s["resps"]],
+                    "metrics": {m: s[m] for m in s["metrics"]},
+                }
+            )
+        tasks[name] = {"samples": samples, "metrics": results["results"][name]}
+    return timed, {"tasks": tasks}
+
+
+def _loglikelihood(resp: Any) -> Any:
+    """lm-eval's samples file writes (loglikelihood, is_greedy) as strings; back to values."""
+    if isinstance(resp, list) and len(resp) == 2 and isinstance(resp[0], str):
+        return [float(resp[0]), resp[1] == "True"]
+    return resp
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workload", default="arc_easy_0shot", choices=["arc_easy_0shot"])
+    parser.add_argument("--limit", type=int, default=300, help="docs")
+    parser.add_argument("--concurrency", type=int, default=1, help="requests in flight, both")
+    parser.add_argument("--threads", type=int, default=1, help="server and client threads")
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--order", choices=["mill-first", "lmeval-first"], default="mill-first")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the work folder here")
+    parser.add_argument("--json", type=Path, default=None, help="write the row as JSON")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not lmeval_python().exists():
+        print(f"bench_served: no lm-eval interpreter at {lmeval_python()}", file=sys.stderr)
+        return 2
+    workload = WORKLOADS[args.workload].with_limit(args.limit)
+    workdir = new_workdir(args.keep)
+    gguf_path = convert_stories_gguf(workdir / "stories260k.gguf")
+    server = llama_server(
+        gguf_path,
+        workdir / "llama-server.log",
+        threads=args.threads,
+    )
+    # The server holds 512 tokens: a scored prompt plus the generated token must fit, and
+    # Mill's scored prompt is the HF input plus the last continuation token (docs/served.md).
+    max_length = 510
+    with server:
+        # One request before either side, so neither pays for a cold server.
+        http_json(
+            server.base_url + "/completions",
+            {"model": SERVED_NAME, "prompt": "Once upon", "max_tokens": 1, "temperature": 0.0},
+        )
+        order = ["mill", "lmeval"] if args.order == "mill-first" else ["lmeval", "mill"]
+        runs: dict[str, tuple[Timed, dict[str, Any]]] = {}
+        for side in order:
+            if side == "mill":
+                runs[side] = run_mill(
+                    workload,
+                    server.base_url,
+                    args.concurrency,
+                    args.data_dir,
+                    workdir,
+                    args.threads,
+                    max_length,
+                )
+            else:
+                runs[side] = run_lmeval(
+                    workload,
+                    server.port,
+                    args.concurrency,
+                    args.data_dir,
+                    workdir,
+                    args.threads,
+                    max_length,
+                )
+    cmp = compare(workload, runs["mill"][1], runs["lmeval"][1])
+    mill_t, lm_t = runs["mill"][0], runs["lmeval"][0]
+    row = {
+        "workload": workload.name,
+        "docs": cmp.docs,
+        "requests": cmp.requests,
+        "concurrency": args.concurrency,
+        "mill_s": round(mill_t.wall_s, 2),
+        "lmeval_s": round(lm_t.wall_s, 2),
+        "lmeval_over_mill": round(lm_t.wall_s / mill_t.wall_s, 2),
+        "mill_peak_rss_gib": round(mill_t.peak_rss_kib / 2**20, 2),
+        "lmeval_peak_rss_gib": round(lm_t.peak_rss_kib / 2**20, 2),
+        "max_abs_delta_logp": cmp.max_abs_delta,
+        "greedy_mismatches": cmp.greedy_mismatches,
+        "metrics": cmp.metric_rows,
+        "identical": cmp.ok,
+        "problems": cmp.problems[:10],
+        "workdir": str(workdir),
+    }
+    print(
+        "| workload | docs | requests | in flight | Mill s | lm-eval s | lm-eval / Mill | "
+        "max abs d logp | metrics equal |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    metrics = ", ".join(f"{m['metric']} {m['mill']:.4f}/{m['lmeval']:.4f}" for m in cmp.metric_rows)
+    print(
+        f"| {row['workload']} | {row['docs']} | {row['requests']} | {args.concurrency} | "
+        f"{row['mill_s']:.1f} | {row['lmeval_s']:.1f} | {row['lmeval_over_mill']:.2f}x | "
+        f"{cmp.max_abs_delta:.2g} | {'yes' if cmp.ok else 'NO'} ({metrics}) |"
+    )
+    for problem in cmp.problems[:10]:
+        print("  problem:", problem)
+    if args.json is not None:
+        args.json.write_text(json.dumps(row, indent=2))
+    return 0 if cmp.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""The lm-eval task bridge in-process, offline: requests built by lm-eval's own code, the
+mapping to Mill requests, scoring through lm-eval's filters and process_results, errors."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mill.data.load import DataSource
+from mill.errors import ConfigError, DatasetUnavailable
+from mill.types import OutputType, Response
+from tests.lmeval.conftest import needs_lm_eval, needs_shared
+
+pytestmark = [needs_lm_eval]
+
+
+def _suite(local_tasks: Path, tasks: list[str], **kwargs):
+    from mill.lm_eval.bridge import LMEvalSuite
+
+    return LMEvalSuite(tasks=tasks, include_path=str(local_tasks), include_defaults=False, **kwargs)
+
+
+def _lm_eval_instances(local_tasks: Path, name: str, limit: int, num_fewshot: int):
+    """lm-eval's own requests for a task, built as simple_evaluate builds them."""
+    from lm_eval.tasks import TaskManager
+
+    random.seed(0)
+    manager = TaskManager(include_path=str(local_tasks), include_defaults=False)
+    task = manager.load([name])["tasks"][name]
+    task.set_config(key="num_fewshot", value=num_fewshot)
+    task.set_fewshot_seed(seed=1234)
+    task.build_all_requests(limit=limit)
+    return sorted(task.instances, key=lambda i: (i.doc_id, i.idx))
+
+
+@needs_shared
+def test_multiple_choice_requests_are_lm_evals_own(local_tasks: Path) -> None:
+    suite = _suite(local_tasks, ["mill_arc_easy"], limit=4, num_fewshot=2)
+    (task,) = suite.tasks
+    docs = list(task.docs(DataSource("bundled")))
+    requests = [r for doc in docs for r in task.requests(doc)]
+    expected = _lm_eval_instances(local_tasks, "mill_arc_easy", limit=4, num_fewshot=2)
+    assert [(r.doc_id, r.index, r.context, r.continuation) for r in requests] == [
+        (i.doc_id, i.idx, i.args[0], i.args[1]) for i in expected
+    ]
+    assert {r.output_type for r in requests} == {OutputType.LOGPROBS}
+    # the !function process_docs ran: AI2 rows became the Hub schema, 2 shots + the query
+    assert docs[0].item["choices"]["label"][:2] == ["A", "B"]
+    assert requests[0].context.count("Answer:") == 3
+    assert task.chance == pytest.approx(sum(1 / len(d.choices) for d in docs) / len(docs))
+
+
+@needs_shared
+def test_rolling_requests_are_perplexity(local_tasks: Path) -> None:
+    suite = _suite(local_tasks, ["mill_wikitext"], limit=2)
+    (task,) = suite.tasks
+    assert task.OUTPUT_TYPE is OutputType.PERPLEXITY
+    docs = list(task.docs(DataSource("bundled")))
+    requests = [r for doc in docs for r in task.requests(doc)]
+    expected = _lm_eval_instances(local_tasks, "mill_wikitext", limit=2, num_fewshot=0)
+    assert [(r.context, r.continuation) for r in requests] == [("", i.args[0]) for i in expected]
+    assert {r.output_type for r in requests} == {OutputType.PERPLEXITY}
+
+
+@needs_shared
+def test_scores_come_from_lm_evals_process_results(local_tasks: Path) -> None:
+    suite = _suite(local_tasks, ["mill_arc_easy"], limit=2)
+    (task,) = suite.tasks
+    doc = next(iter(task.docs(DataSource("bundled"))))
+    requests = task.requests(doc)
+    gold = int(doc.gold)
+    # the gold choice is most likely per token, another one in total: acc 0, acc_norm 1
+    lengths = [len(c) for c in doc.choices]
+    logprobs = [-1.0 * n for n in lengths]
+    logprobs[gold] = -0.5 * lengths[gold]
+    worst = max(range(len(lengths)), key=lambda i: -lengths[i] if i != gold else -1e9)
+    logprobs[worst] = -0.4 * lengths[gold]  # higher total, lower per-character
+    responses = [
+        Response(r.id, logprob=lp, is_greedy=False)
+        for r, lp in zip(requests, logprobs, strict=True)
+    ]
+    metrics = {m.name: m for m in task.lm_eval_metrics()}
+    assert set(metrics) == {"acc,none", "acc_norm,none"}
+    scores = {name: m.score(doc, responses) for name, m in metrics.items()}
+    expected = task.lm_task.process_results(doc.item, [(lp, False) for lp in logprobs])
+    assert scores == {f"{k},none": v for k, v in expected.items()}
+    extra = task.sample_extra(doc)["lm_eval"]
+    assert extra["doc"]["question"] == doc.item["question"]
+    assert extra["filtered_resps"]["none"] == [(lp, False) for lp in logprobs]
+    assert metrics["acc,none"].is_mean
+
+
+@needs_shared
+def test_unknown_task_suggests_close_names(local_tasks: Path) -> None:
+    with pytest.raises(ConfigError, match="did you mean mill_arc_easy"):
+        _suite(local_tasks, ["mill_arc_esy"])
+
+
+def test_unreachable_dataset_names_it(tmp_path: Path) -> None:
+    (tmp_path / "gated.yaml").write_text(
+        "task: mill_gated\ndataset_path: mill-test-org/not-on-this-machine\n"
+        "output_type: loglikelihood\ntest_split: test\ndoc_to_text: '{{q}}'\n"
+        "doc_to_target: '{{a}}'\n"
+    )
+    with pytest.raises(DatasetUnavailable) as err:
+        _suite(tmp_path, ["mill_gated"])
+    message = str(err.value)
+    assert "mill-test-org/not-on-this-machine" in message
+    assert "task.dataset_overrides" in message and "\n" not in message
+
+
+def test_dataset_overrides_validate(tmp_path: Path) -> None:
+    from mill.lm_eval.bridge import read_overrides
+
+    file = tmp_path / "o.yaml"
+    file.write_text("gsm8k: {dataset_path: json}\n")
+    assert read_overrides(str(file)) == {"gsm8k": {"dataset_path": "json"}}
+    with pytest.raises(ConfigError, match="not a file"):
+        read_overrides(str(tmp_path / "missing.yaml"))
+    with pytest.raises(ConfigError, match="must map"):
+        read_overrides({"gsm8k": "json"})
+
+
+def test_missing_lm_eval_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mill.lm_eval import require_lm_eval
+
+    monkeypatch.setitem(sys.modules, "lm_eval", None)  # import lm_eval -> ImportError
+    with pytest.raises(ConfigError, match=r'pip install "mill-eval\[lm-eval\]"'):
+        require_lm_eval()
+
+
+@pytest.mark.slow
+def test_import_mill_does_not_import_lm_eval() -> None:
+    code = (
+        "import sys, mill, mill.lm_eval, mill.lm_eval.leaderboard, mill.cli; "
+        "print('lm_eval' in sys.modules, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -1,0 +1,55 @@
+"""The bridge and Mill's engine against lm-evaluation-harness 0.4.13 itself (dev only:
+``pytest -m parity tests/lmeval``). Both sides run here: lm-eval's ``simple_evaluate`` with
+its ``hf`` model, and ``mill task=lm_eval`` (or lm-eval with ``MillLM``), on the same model
+and local files. Per request |delta log-likelihood| <= 1e-4 (relative for whole-document
+rolling sums), identical is_greedy, generations, filtered answers and per-doc metrics;
+task and group values equal (within 1e-4 relative where a per-doc value is continuous).
+See scripts/lmeval_bridge_parity.py and docs/lm-eval.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.lmeval.conftest import needs_lm_eval, needs_shared, parity_script
+
+pytestmark = [pytest.mark.parity, needs_lm_eval, needs_shared]
+
+BRIDGE = {
+    "arc_easy_mc": 8,  # multiple choice + !function process_docs
+    "arc_group": 4,  # group with aggregate_metric_list (micro acc, macro acc_norm)
+    "gsm8k": 3,  # generate_until with strict-match and flexible-extract filters
+    "wikitext_rolling": 3,  # loglikelihood_rolling
+    "leaderboard_bbh": 2,  # BBH from the original BIG-Bench-Hard files
+}
+
+
+def _check(report: dict) -> None:
+    problems = [f"{r['task']}: {p}" for r in report["tasks"] for p in r["problems"]]
+    assert not problems, problems[:10]
+    assert report["ok"]
+    for row in report["tasks"]:
+        assert row["docs"] > 0 and row["requests"] > 0
+        if not row["task"].startswith("mill_wikitext"):  # rolling sums: relative, checked above
+            assert row["max_abs_dll"] <= 1e-4, row
+        for key, m in row["metrics"].items():
+            assert m["lm_eval"] is not None, key
+
+
+@pytest.mark.parametrize("workload", sorted(BRIDGE))
+def test_bridge_equals_lm_eval(workload: str, tmp_path: Path) -> None:
+    script = parity_script()
+    report = script.run([workload], "stories260k", BRIDGE[workload], None, 8, tmp_path)
+    _check(report)
+    if workload == "gsm8k":
+        assert sum(r["generations"] for r in report["tasks"]) == BRIDGE[workload]
+    if workload == "arc_group":
+        assert {g["kind"] for g in report["groups"]} == {"micro", "macro"}
+
+
+@pytest.mark.parametrize("workload", ["arc_easy_mc", "gsm8k"])
+def test_mill_engine_in_lm_eval_equals_hf(workload: str, tmp_path: Path) -> None:
+    script = parity_script()
+    report = script.run_engine([workload], "stories260k", 4, None, 8, tmp_path)
+    _check(report)

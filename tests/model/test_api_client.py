@@ -1,0 +1,190 @@
+"""The API backends' HTTP client against a real local HTTP server (stdlib, in a thread):
+retries on 429 (Retry-After honoured), 5xx, dropped connections and timeouts; none on other
+4xx; bounded concurrency; the API key never in an error message."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from mill.model.api_client import APIError, JSONClient
+from tests.served.servers import free_port
+
+KEY = "sk-test-0123456789abcdef"
+
+
+class Script:
+    """What the server answers, request by request: a list of (status, headers, body) or
+    ``"drop"`` / ``("sleep", s)``; after the list, 200 with the request echoed."""
+
+    def __init__(self) -> None:
+        self.plan: list[object] = []
+        self.seen: list[tuple[float, str, dict[str, object]]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        self.delay_s = 0.0
+
+
+@pytest.fixture()
+def server() -> Iterator[tuple[str, Script]]:
+    script = Script()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            payload = json.loads(self.rfile.read(length)) if length else {}
+            with script.lock:
+                script.seen.append((time.monotonic(), self.path, payload))
+                step = script.plan.pop(0) if script.plan else None
+                script.in_flight += 1
+                script.max_in_flight = max(script.max_in_flight, script.in_flight)
+            try:
+                if step == "drop":
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if isinstance(step, tuple) and step[0] == "sleep":
+                    time.sleep(step[1])
+                    step = None
+                time.sleep(script.delay_s)
+                status, headers, body = (
+                    step
+                    if isinstance(step, tuple)
+                    else (200, {}, {"path": self.path, "payload": payload})
+                )
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            finally:
+                with script.lock:
+                    script.in_flight -= 1
+
+        do_GET = _answer
+        do_POST = _answer
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", script
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _client(url: str, **kw: object) -> JSONClient:
+    defaults: dict[str, object] = {"backoff_s": 0.05, "max_retries": 3, "timeout_s": 5.0}
+    return JSONClient(url, api_key=KEY, **{**defaults, **kw})  # type: ignore[arg-type]
+
+
+def test_429_is_retried_after_retry_after(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.plan = [(429, {"Retry-After": "1"}, {"error": {"message": "slow down"}})]
+    client = _client(url)
+    body = client.request_sync("POST", "/completions", {"x": 1})
+    assert body["payload"] == {"x": 1} and body["path"] == "/v1/completions"
+    (t0, _, _), (t1, _, _) = script.seen
+    assert t1 - t0 >= 0.95  # Retry-After (1 s) wins over the 0.05 s backoff
+    assert client.retries == 1
+
+
+def test_5xx_and_dropped_connections_are_retried_with_backoff(
+    server: tuple[str, Script],
+) -> None:
+    url, script = server
+    script.plan = [(500, {}, {"detail": "boom"}), "drop", (503, {}, {})]
+    client = _client(url, backoff_s=0.1)
+    assert client.request_sync("GET", "/models")["path"] == "/v1/models"
+    times = [t for t, _, _ in script.seen]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert len(times) == 4
+    # exponential: 0.1, 0.2, 0.4 s
+    assert gaps[0] >= 0.09 and gaps[1] >= 0.19 and gaps[2] >= 0.39
+
+
+def test_other_4xx_fails_at_once_without_the_key(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.plan = [(400, {}, {"error": {"message": f"bad request, header Bearer {KEY}"}})]
+    with pytest.raises(APIError) as err:
+        _client(url).request_sync("POST", "/completions", {}, what="request t/0/choice/0")
+    assert len(script.seen) == 1
+    message = str(err.value)
+    assert message.startswith("request t/0/choice/0: HTTP 400")
+    assert KEY not in message and "***" in message
+    assert "\n" not in message
+
+
+def test_retries_run_out_with_one_line_naming_base_url(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.plan = [(500, {}, {})] * 10
+    with pytest.raises(APIError) as err:
+        _client(url, max_retries=2).request_sync("POST", "/completions", {}, what="request r")
+    assert len(script.seen) == 3
+    assert "after 3 attempts" in str(err.value) and "model.base_url" in str(err.value)
+
+
+def test_dead_server_names_base_url() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(APIError) as err:
+        _client(url, max_retries=1).request_sync("GET", "/models", what="listing models")
+    message = str(err.value)
+    assert "cannot reach the server" in message
+    assert f"model.base_url={url}" in message
+
+
+def test_timeouts_are_retried(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.plan = [("sleep", 1.5)]
+    client = _client(url, timeout_s=0.5)
+    assert client.request_sync("POST", "/completions", {"n": 2})["payload"] == {"n": 2}
+    assert client.retries == 1
+
+
+def test_run_all_bounds_requests_in_flight_and_finishes_each_in_order_of_completion(
+    server: tuple[str, Script],
+) -> None:
+    url, script = server
+    script.delay_s = 0.05
+    script.plan = [(500, {}, {})]  # one retried request among them
+    client = _client(url, num_concurrent=3)
+    thread = threading.get_ident()
+    done: dict[int, object] = {}
+
+    def finish(job: int, body: object) -> None:
+        assert threading.get_ident() == thread  # the calling thread commits responses
+        done[job] = body
+
+    client.run_all(range(12), lambda j: ("POST", "/completions", {"job": j}, f"job {j}"), finish)
+    assert sorted(done) == list(range(12))
+    assert all(done[j]["payload"] == {"job": j} for j in done)  # type: ignore[index]
+    assert 1 < script.max_in_flight <= 3
+
+
+def test_run_all_stops_starting_requests_after_a_failure(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.plan = [(404, {}, {"error": "no such model"})]
+    client = _client(url, num_concurrent=1)
+    done: list[int] = []
+    with pytest.raises(APIError, match="job 0: HTTP 404"):
+        client.run_all(
+            range(5),
+            lambda j: ("POST", "/completions", {}, f"job {j}"),
+            lambda j, b: done.append(j),
+        )
+    assert done == [] and len(script.seen) == 1

@@ -1,0 +1,35 @@
+"""Pieces of the API backends that need no server: reasoning stripping, the echo window."""
+
+from __future__ import annotations
+
+from mill.model.openai_api import OpenAICompletions, _echo_window, _strip_reasoning
+from mill.model.tokenizing import scoring_window
+
+
+def test_strip_reasoning_removes_closed_and_unclosed_blocks() -> None:
+    assert _strip_reasoning("<think>2+2 is 4</think> The answer is 4.", "think") == (
+        "The answer is 4."
+    )
+    assert _strip_reasoning("<r>a</r>x<r>b</r>y", "r") == "xy"
+    assert _strip_reasoning("The answer is 4.<think>but maybe", "think") == "The answer is 4."
+    assert _strip_reasoning("no block here", "think") == "no block here"
+
+
+def test_finish_text_keeps_the_raw_text_only_when_stripping() -> None:
+    model = OpenAICompletions.__new__(OpenAICompletions)
+    model.strip_reasoning, model.reasoning_tag = True, "think"
+    text, raw = model._finish_text("<think>Q: hm</think>42\nQ: next", ["Q:"])
+    assert text == "42\n" and raw == "<think>Q: hm</think>42\nQ: next"
+    model.strip_reasoning = False
+    assert model._finish_text("42\nQ: next", ["Q:"]) == ("42\n", None)
+
+
+def test_echo_window_scores_each_token_on_the_hf_backends_context() -> None:
+    ctx, cont = list(range(10)), [10, 11, 12]
+    for max_length in (20, 12, 8, 5):
+        inp, truncated = scoring_window(ctx, cont, max_length)
+        prompt, cut = _echo_window(ctx, cont, max_length)
+        # the prompt is the HF input plus the last continuation token: echoed log-probs of
+        # the last len(cont) positions are the HF backend's predictions
+        assert prompt == inp + [12] and cut == truncated
+        assert prompt[-len(cont) :] == cont

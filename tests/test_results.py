@@ -1,0 +1,108 @@
+"""The typed results schema: what the writer writes is what every reader reads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mill
+from mill.experiment.folder import write_json
+from mill.report.load import RunFolder
+from mill.results import SCHEMA_VERSION, Manifest, Results, ResultsError, schema_markdown
+from mill.runner.job import run_job
+from mill.runner.sweep import summarize
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def group_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Results]:
+    """task=arc (ARC-Easy + ARC-Challenge, a task group), 2 docs each, in process."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    import mill.cli  # noqa: F401
+
+    GlobalHydra.instance().clear()
+    with initialize_config_module("mill.conf", version_base="1.3"):
+        cfg = compose("mill", overrides=["task=arc", "task.limit=2", "report.progress=never"])
+    GlobalHydra.instance().clear()
+    folder = tmp_path_factory.mktemp("results") / "run"
+    results = run_job(cfg, folder)
+    assert results is not None
+    return folder, results
+
+
+def test_results_json_is_exactly_to_dict(group_run, tmp_path: Path) -> None:
+    folder, results = group_run
+    raw = (folder / "results.json").read_text()
+    data = json.loads(raw)
+    assert next(iter(data)) == "schema_version" and data["schema_version"] == SCHEMA_VERSION
+    assert Results.from_dict(data) == results
+    write_json(tmp_path / "again.json", Results.from_dict(data).to_dict())
+    assert (tmp_path / "again.json").read_text() == raw  # byte for byte
+    group = results.groups["arc"]
+    assert group.tasks == ["arc_easy", "arc_challenge"] and group.metrics["acc"].micro.n == 4
+    assert results.tasks["arc_easy"].metrics["acc"].higher_is_better is True
+    assert group.metrics["acc"].micro.higher_is_better is None  # not in the file's rows
+
+
+def test_every_reader_sees_the_same_numbers(group_run) -> None:
+    folder, results = group_run
+    run = mill.load(folder)
+    assert run.results == results
+    assert run.manifest.status == "succeeded" and run.manifest.world_size == 1
+    samples = run.samples("arc_easy")
+    assert [s.doc_id for s in samples] == [0, 1]
+    assert sum(s.metrics["acc"] for s in samples) / 2 == results.metric("arc_easy", "acc").value
+    report = RunFolder.open(folder)
+    assert report.results == results and report.manifest == run.manifest
+    scores = {(s.row_name, s.metric): s.value for s in report.scores()}
+    assert scores[("arc (micro)", "acc")] == results.groups["arc"].metrics["acc"].micro.value
+    summary = summarize(folder.parent)
+    (job,) = summary["jobs"]
+    assert job["metrics"]["arc_easy"]["acc"]["value"] == results.metric("arc_easy", "acc").value
+
+
+def test_results_before_schema_version_read_as_version_1(group_run) -> None:
+    data = json.loads((group_run[0] / "results.json").read_text())
+    del data["schema_version"]
+    assert Results.from_dict(data).schema_version == 1
+
+
+def test_newer_schema_is_refused_with_one_line() -> None:
+    with pytest.raises(ResultsError, match="schema_version 99 is newer"):
+        Results.from_dict({"schema_version": 99})
+
+
+def test_manifest_keeps_keys_it_does_not_name() -> None:
+    data = {"status": "failed", "error": "boom", "argv": ["mill"], "new": 1}
+    manifest = Manifest.from_dict(data)
+    assert manifest.extra == {"new": 1} and manifest.to_dict() == data
+
+
+@pytest.mark.slow
+def test_schema_doc_is_generated_from_the_types() -> None:
+    doc = (REPO / "docs" / "results-schema.md").read_text()
+    assert doc == schema_markdown(), "regenerate: python -m mill.results > docs/results-schema.md"
+    out = subprocess.run(
+        [sys.executable, "-m", "mill.results"], capture_output=True, text=True, check=True
+    )
+    assert out.stdout == doc
+
+
+def test_a_group_with_one_aggregate_round_trips() -> None:
+    """lm-eval groups (task=lm_eval) report micro or macro, as their config says."""
+    body = {
+        "tasks": ["a", "b"],
+        "metrics": {
+            "acc,none": {"macro": {"value": 0.5, "stderr": 0.1, "n": 2}, "higher_is_better": True}
+        },
+    }
+    results = Results.from_dict({"tasks": {}, "groups": {"g": body}})
+    assert results.to_dict()["groups"]["g"] == body
+    assert results.flat() == {"g/acc,none_macro": 0.5, "g/acc,none_macro_stderr": 0.1}
