@@ -82,8 +82,9 @@ def base_manifest(argv: list[str], seeds: dict[str, int]) -> dict[str, Any]:
 def record_failure(manifest: dict[str, Any], err: BaseException) -> None:
     """The one way a failure enters a manifest: ``status`` failed, the error's first line
     (the first recorded error wins) and, for Mill's own bugs (an ``Exception`` that is not
-    a :class:`~mill.errors.MillError`), the traceback."""
-    manifest["status"] = "failed"
+    a :class:`~mill.errors.MillError`), the traceback. An interruption (SIGINT, SIGTERM:
+    a KeyboardInterrupt) makes the status ``interrupted``."""
+    manifest["status"] = "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
     manifest.setdefault("error", f"{type(err).__name__}: {err}".splitlines()[0])
     if isinstance(err, Exception) and not isinstance(err, MillError):
         trace = traceback.format_exception(type(err), err, err.__traceback__)
@@ -92,7 +93,8 @@ def record_failure(manifest: dict[str, Any], err: BaseException) -> None:
 
 def mark_failed(folder: ExperimentFolder, err: BaseException) -> None:
     """A crash outside the evaluation (bad settings, workers died, Ctrl-C): a manifest still
-    saying ``running`` records ``err`` and becomes failed (or interrupted). A finished or unreadable
+    saying ``running`` records ``err`` and becomes failed (or interrupted). A finished or
+    unreadable
     manifest is left as it is."""
     try:
         manifest = folder.read_manifest()

@@ -63,20 +63,37 @@ def _model_node(cfg: DictConfig, dist: Dist) -> DictConfig:
 
 def _open_store(cache_dir: Path, identity: dict[str, Any]) -> Any:
     """The response cache, or a ConfigError naming a cache file that is not a database."""
-    import sqlite3
-
     from mill.runner.cache import ResponseStore
 
     try:
         return ResponseStore(cache_dir, identity)
-    except sqlite3.DatabaseError as err:
-        if isinstance(err, sqlite3.OperationalError):  # locked, disk I/O: not corruption
+    except Exception as err:
+        corrupt = _corrupt_cache(err, cache_dir)
+        if corrupt is None:
             raise
-        files = " or ".join(str(f) for f in sorted(cache_dir.glob("responses-*.sqlite")))
-        raise ConfigError(
-            f"the response cache {files or cache_dir} is corrupt ({err}); delete the file "
-            "(it only holds cached responses) or run with runner.cache=false"
-        ) from err
+        raise corrupt from err
+
+
+def _corrupt_cache(err: BaseException, cache_dir: Path | None) -> ConfigError | None:
+    """A one-line error naming the cache files SQLite cannot read, if ``err`` is SQLite's
+    "not a database"/"malformed" (not "locked" or an I/O error)."""
+    import sqlite3
+
+    if cache_dir is None or not isinstance(err, sqlite3.DatabaseError):
+        return None
+    if isinstance(err, sqlite3.OperationalError):
+        return None
+    bad = []
+    for path in sorted(cache_dir.glob("responses-*.sqlite")):
+        try:
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError:
+            bad.append(str(path))
+    return ConfigError(
+        f"the response cache {' and '.join(bad) or cache_dir} is corrupt ({err}); delete "
+        "the file (it only holds cached responses) or run with runner.cache=false"
+    )
 
 
 def skipped_warning(skipped: dict[str, list[dict[str, Any]]]) -> str:
@@ -176,6 +193,7 @@ def execute(
     success = False
     status = "failed"
     store = None
+    cache_dir: Path | None = None
     sinks: list[Sink] = []
     results: Results | None = None
     # rank 0 draws the plots in a child that imports matplotlib while the model loads
@@ -309,9 +327,8 @@ def execute(
         success = True
         return results
     except BaseException as caught:
-        err = (
-            storage_error(caught, folder.path) or caught
-        )  # a full disk or read-only folder: one line
+        # a corrupt cache file, a full disk or a read-only folder: one line
+        err = _corrupt_cache(caught, cache_dir) or storage_error(caught, folder.path) or caught
         if main:
             record_failure(manifest, err)
             status = manifest["status"]

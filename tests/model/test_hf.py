@@ -29,6 +29,7 @@ def test_shared_prefix_matches_full_forward(which: str, request: pytest.FixtureR
         assert res.is_greedy == greedy
 
 
+@pytest.mark.slow  # real model, seconds of compute
 def test_scores_do_not_depend_on_batching(llama: HFCausalLM) -> None:
     reqs = [
         r for d in range(6) for r in choice_requests(f"Story {d}: the cat sat on the", CHOICES, d)

@@ -258,7 +258,7 @@ def test_bad_rows_are_skipped_and_counted_when_asked(tmp_path: Path) -> None:
         f"+task.dataset.data_files.test={data}", "data.skip_bad_rows=true", f"hydra.run.dir={out}"
     )
     assert proc.returncode == 0, proc.stderr
-    warnings = [line for line in proc.stderr.splitlines() if "WARNING" in line]
+    warnings = [line for line in proc.stderr.splitlines() if "[mill][WARNING]" in line]
     assert len(warnings) == 1 and "skipped 1 bad row(s) (arc_easy: 1" in warnings[0]
     task = json.loads((out / "results.json").read_text())["tasks"]["arc_easy"]
     assert task["skipped_rows"]["count"] == 1
@@ -282,7 +282,7 @@ def test_long_contexts_are_truncated_counted_and_warned_once(tmp_path: Path) -> 
         f"hydra.run.dir={out}",
     )
     assert proc.returncode == 0, proc.stderr
-    warnings = [line for line in proc.stderr.splitlines() if "WARNING" in line]
+    warnings = [line for line in proc.stderr.splitlines() if "[mill][WARNING]" in line]
     assert len(warnings) == 1, proc.stderr
     results = json.loads((out / "results.json").read_text())
     truncation = results["truncation"]

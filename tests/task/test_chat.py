@@ -31,7 +31,10 @@ def chat(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.mark.parametrize("multiturn", [True, False])
-@pytest.mark.parametrize("name", TASKS)
+@pytest.mark.parametrize(
+    "name",  # MMLU renders 57 subjects: seconds of compute, slow tier
+    [pytest.param(t, marks=pytest.mark.slow) if t.startswith("mmlu") else t for t in TASKS],
+)
 def test_every_task_renders_plain_and_chat(compose, chat, name: str, multiturn: bool) -> None:
     cfg = compose(f"task={name}", "task.limit=2")
     plain_tasks, _ = build_tasks(cfg.task, [])
