@@ -26,7 +26,7 @@ def test_only_a_running_manifest_is_marked_and_the_first_error_wins(tmp_path: Pa
     folder = ExperimentFolder(tmp_path)
     folder.write_manifest({"status": "running", "error": "ModelError: first"})
     mark_failed(folder, KeyboardInterrupt())
-    assert folder.read_manifest() == {"status": "failed", "error": "ModelError: first"}
+    assert folder.read_manifest() == {"status": "interrupted", "error": "ModelError: first"}
     folder.write_manifest({"status": "succeeded"})
     mark_failed(folder, ConfigError("late"))
     assert folder.read_manifest() == {"status": "succeeded"}
