@@ -103,6 +103,6 @@ def test_logprobs_task_on_a_server_without_prompt_logprobs_stops_with_one_line(
     errors = [line for line in proc.stderr.splitlines() if line.startswith("mill: error")]
     assert len(errors) == 1, proc.stderr[-2000:]
     assert "request arc_easy/0/choice/" in errors[0]
-    assert "does not echo prompt log-probs" in errors[0]
+    assert "returned no prompt log-probabilities" in errors[0] and "model=hf" in errors[0]
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "run" / "results.json").exists()
