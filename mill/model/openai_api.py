@@ -33,7 +33,7 @@ from typing import Any
 from mill.errors import ConfigError, ModelError
 from mill.model.api_client import JSONClient, _Failure
 from mill.model.base import OnResponse, _ignore
-from mill.model.tokenizing import GenerationJob, TokenizingLM, cut_at_stop
+from mill.model.tokenizing import GenerationJob, TokenizingLM, cut_at_stop, generation_args
 from mill.types import OutputType, Request, Response
 
 log = logging.getLogger(__name__)
@@ -726,14 +726,7 @@ class OpenAIChat(OpenAICompletions):
         eos = self.eos_text() if self.tokenizer is not None else None
         unique: dict[str, _Call] = {}
         for i, request in enumerate(requests):
-            args = request.generation
-            if args is None:
-                raise ModelError(f"request {request.id}: no generation arguments")
-            if args.do_sample and args.temperature <= 0:
-                raise ModelError(
-                    f"request {request.id}: do_sample needs temperature > 0; set "
-                    "task.generation.temperature"
-                )
+            args = generation_args(request)
             turns = request.messages or (("user", request.context),)
             messages = [{"role": role, "content": content} for role, content in turns]
             until = list(args.until)

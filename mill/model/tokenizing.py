@@ -28,7 +28,20 @@ from typing import Any
 from mill.errors import ModelError
 from mill.model.base import LanguageModel
 from mill.model.rolling import rolling_windows
-from mill.types import Request, Response
+from mill.types import GenerationArgs, Request, Response
+
+
+def generation_args(request: Request) -> GenerationArgs:
+    """A GENERATIVE request's arguments, checked: every generating backend reads them here."""
+    args = request.generation
+    if args is None:
+        raise ModelError(f"request {request.id}: no generation arguments")
+    if args.do_sample and args.temperature <= 0:
+        raise ModelError(
+            f"request {request.id}: do_sample needs temperature > 0; set "
+            "task.generation.temperature"
+        )
+    return args
 
 
 def cut_at_stop(text: str, until: Sequence[str]) -> str:
@@ -242,14 +255,7 @@ class TokenizingLM(LanguageModel):
         jobs: list[GenerationJob] = []
         contexts = self._encode_many([r.context for r in requests])
         for i, (request, tokens) in enumerate(zip(requests, contexts, strict=True)):
-            args = request.generation
-            if args is None:
-                raise ModelError(f"request {request.id}: no generation arguments")
-            if args.do_sample and args.temperature <= 0:
-                raise ModelError(
-                    f"request {request.id}: do_sample needs temperature > 0; set "
-                    "task.generation.temperature"
-                )
+            args = generation_args(request)
             max_gen = args.max_gen_toks or self.max_gen_toks
             until = list(args.until)
             if eos_text and eos_text not in until:
