@@ -96,6 +96,21 @@ def prepare_tasks(dest: Path, shared: Path) -> Path:
     return dest
 
 
+def select(names: list[str], workdir: Path) -> tuple[list[str], dict[str, dict[str, Any]], Path]:
+    """The union of the named workloads, offline: (lm-eval task names, their dataset
+    overrides, the folder of test-tree task YAMLs pointed at the shared data)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    shared = shared_dir()
+    table = workloads(shared)
+    tasks: list[str] = []
+    overrides: dict[str, dict[str, Any]] = {}
+    for name in names:
+        tasks += table[name]["tasks"]
+        overrides.update(table[name].get("overrides", {}))
+    return tasks, overrides, prepare_tasks(workdir / "tasks", shared)
+
+
 def model_path(name: str) -> Path:
     from side_by_side import model_dir
 
@@ -201,16 +216,7 @@ def run_engine(
     workdir: Path,
 ) -> dict[str, Any]:
     """lm-eval with its ``hf`` model against lm-eval with Mill's engine (``MillLM``)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    shared = shared_dir()
-    table = workloads(shared)
-    tasks: list[str] = []
-    overrides: dict[str, dict[str, Any]] = {}
-    for name in names:
-        tasks += table[name]["tasks"]
-        overrides.update(table[name].get("overrides", {}))
-    include = prepare_tasks(workdir / "tasks", shared)
+    tasks, overrides, include = select(names, workdir)
     manager = lmeval_manager(include, overrides, workdir)
     common = (model, tasks, include, overrides, limit, num_fewshot, batch_size, workdir)
     hf = run_lmeval(*common, engine="hf", manager=manager)
@@ -414,16 +420,7 @@ def run(
     workdir: Path,
 ) -> dict[str, Any]:
     """Both harnesses on the union of the named workloads; the comparison report."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    shared = shared_dir()
-    table = workloads(shared)
-    tasks: list[str] = []
-    overrides: dict[str, dict[str, Any]] = {}
-    for name in names:
-        tasks += table[name]["tasks"]
-        overrides.update(table[name].get("overrides", {}))
-    include = prepare_tasks(workdir / "tasks", shared)
+    tasks, overrides, include = select(names, workdir)
     lm = run_lmeval(model, tasks, include, overrides, limit, num_fewshot, batch_size, workdir)
     mill = run_mill(model, tasks, include, overrides, limit, num_fewshot, workdir / "mill_run")
     return compare(lm, mill)
