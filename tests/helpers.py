@@ -4,6 +4,7 @@
   ``slow`` may call it (the fast tier never starts a process: see tests/conftest.py).
 * :func:`full_forward_oracle` and :func:`choice_requests`: the model tests' oracle.
 * :func:`make_chat_tokenizer`: a small real tokenizer with a chat template.
+* :func:`sample_record`: a hand-made line of ``samples/<task>.jsonl``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mill.types import OutputType, Request
+from mill.record import SampleRecord
+from mill.types import DocOutput, OutputType, Request
 
 if TYPE_CHECKING:
     from mill.model.hf import HFCausalLM
@@ -89,3 +91,29 @@ def make_chat_tokenizer(folder: Path) -> Path:
     config["chat_template"] = CHAT_TEMPLATE
     (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
     return folder
+
+
+def sample_record(
+    doc_id: int = 0,
+    *,
+    gold: Any = 0,
+    logprobs: list[float] | None = None,
+    metrics: dict[str, Any] | None = None,
+    task: str = "t",
+    doc_hash: str = "",
+) -> SampleRecord:
+    """A sample record as the experiment folder writes it, with only what a test sets."""
+    logprobs = list(logprobs or [])
+    return SampleRecord(
+        task=task,
+        subject="default",
+        doc_id=doc_id,
+        fewshot_ids=[],
+        choices=[f"choice {i}" for i in range(len(logprobs))],
+        gold=gold,
+        prediction=0,
+        metrics=dict(metrics or {}),
+        response=DocOutput(input=f"doc {doc_id}", logprobs=logprobs),
+        doc_hash=doc_hash,
+        prompt_hash="",
+    )
