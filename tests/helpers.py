@@ -5,6 +5,8 @@
 * :func:`full_forward_oracle` and :func:`choice_requests`: the model tests' oracle.
 * :func:`make_chat_tokenizer`: a small real tokenizer with a chat template.
 * :func:`sample_record`: a hand-made line of ``samples/<task>.jsonl``.
+* :data:`ARC_ROW` and :func:`write_jsonl`: a data file of ARC rows (or any rows) for
+  bad-input tests.
 """
 
 from __future__ import annotations
@@ -25,6 +27,16 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+
+ARC_ROW: dict[str, Any] = {
+    "id": "x1",
+    "question": {
+        "stem": "Which is a liquid?",
+        "choices": [{"text": t, "label": k} for t, k in (("water", "A"), ("sand", "B"))],
+    },
+    "answerKey": "A",
+}
+"""One ARC row in the file format (``ai2_arc``'s JSONL)."""
 
 SLOW_ALLOWED = {"now": True}
 """Whether the running test may start processes (set per test by tests/conftest.py)."""
@@ -117,3 +129,9 @@ def sample_record(
         doc_hash=doc_hash,
         prompt_hash="",
     )
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """``rows`` as a JSON-lines file at ``path``."""
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path

@@ -3,7 +3,6 @@ the bundled samples and (when present) the full local files."""
 
 from __future__ import annotations
 
-import json
 from importlib import import_module
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from mill.tasks.piqa import PIQA
 
 from mill.data.load import DataSource
 from mill.errors import TaskError
-from tests.helpers import SHARED
+from tests.helpers import SHARED, write_jsonl
 
 BUNDLED = DataSource("bundled")
 # task class, docs in the full local files (../shared/data/SOURCES.md)
@@ -80,7 +79,7 @@ def test_openbookqa_choices_and_lambada_text() -> None:
 
 def test_piqa_side_file_must_be_line_aligned(tmp_path: Path) -> None:
     rows = [{"goal": f"g{i}", "sol1": "a", "sol2": "b"} for i in range(3)]
-    (tmp_path / "valid.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_jsonl(tmp_path / "valid.jsonl", rows)
     (tmp_path / "labels.lst").write_text("0\n1\n")
     files = {"validation": str(tmp_path / "valid.jsonl")}
     with pytest.raises(TaskError, match="give its label file"):
