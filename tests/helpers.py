@@ -1,7 +1,8 @@
 """Helpers shared by the tests (import them from here; fixtures stay in conftest.py files).
 
-* :func:`run_mill` starts the installed ``mill`` in a subprocess; only tests marked
-  ``slow`` may call it (the fast tier never starts a process: see tests/conftest.py).
+* :func:`run_mill` starts the installed ``mill`` in a subprocess, :func:`run_process` any
+  command; only tests marked ``slow`` may call them (the fast tier never starts a process:
+  see tests/conftest.py).
 * :func:`full_forward_oracle` and :func:`choice_requests`: the model tests' oracle.
 * :func:`make_chat_tokenizer`: a small real tokenizer with a chat template.
 * :func:`sample_record`: a hand-made line of ``samples/<task>.jsonl``.
@@ -42,26 +43,36 @@ SLOW_ALLOWED = {"now": True}
 """Whether the running test may start processes (set per test by tests/conftest.py)."""
 
 
-def run_mill(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: int = 300
+def run_process(
+    *cmd: str | Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: int = 300,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the installed ``mill`` console script in a subprocess (offline, CI=1)."""
+    """Run ``cmd`` to the end, its output captured as text, whatever its exit code; the
+    environment is this one's with ``env`` on top. Only tests marked ``slow`` may call it."""
     if not SLOW_ALLOWED["now"]:
         import pytest
 
-        pytest.fail("this test starts mill as a process: mark it @pytest.mark.slow")
-    full_env = {**os.environ, "CI": "1", **(env or {})}
-    exe = Path(sys.executable).with_name("mill")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
+        pytest.fail("this test starts a process: mark it @pytest.mark.slow")
     return subprocess.run(
-        [*cmd, *args],
+        [str(c) for c in cmd],
         cwd=cwd,
-        env=full_env,
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
     )
+
+
+def run_mill(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``mill`` console script in a subprocess (offline, CI=1)."""
+    exe = Path(sys.executable).with_name("mill")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
+    return run_process(*cmd, *args, cwd=cwd, env={"CI": "1", **(env or {})}, timeout=timeout)
 
 
 def full_forward_oracle(model: HFCausalLM, context: str, continuation: str) -> tuple[float, bool]:
