@@ -352,6 +352,7 @@ def execute(
                     raise
             clock.mark("report" if success else "until failure")
             log.info(clock.line())
+            log.info(clock.cpu_line())
             log.info("run %s (%.1f s)", manifest.status, manifest.seconds)
             if success and sinks and results is not None:  # the folder is complete
                 send(sinks, sink_record(folder.path, results, resolved))
