@@ -28,10 +28,8 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+from driver_common import child_env, timed_run  # noqa: E402
 from side_by_side import compare, lmeval_python, new_workdir  # noqa: E402
 from workloads import REPO, SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
 
@@ -64,58 +63,50 @@ def run_timed(argv: list[str], log: Path, env: dict[str, str], cwd: Path) -> Tim
     Raises:
         RuntimeError: The command failed (log tail included).
     """
-    start = time.perf_counter()
-    with log.open("w") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
-        _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
+    wall, code, rss = timed_run(argv, log, env, cwd)
     if code != 0:
         raise RuntimeError(f"{argv[0]} ... failed (exit {code}); {log}:\n{log.read_text()[-3000:]}")
-    return Timed(wall, int(usage.ru_maxrss))
+    return Timed(wall, rss)
 
 
-def child_env(threads: int, cache: Path | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        HF_HUB_OFFLINE="1",
-        HF_DATASETS_OFFLINE="1",
-        TOKENIZERS_PARALLELISM="false",
-        OMP_NUM_THREADS=str(threads),
-        MKL_NUM_THREADS=str(threads),
-        TQDM_DISABLE="1",
-        CI="1",
-    )
-    if cache is not None:
-        env["MILL_CACHE"] = str(cache)
-    return env
+def served_env(threads: int, cache: Path | None = None) -> dict[str, str]:
+    """:func:`driver_common.child_env` with ``CI=1`` (plain console output) and Mill's
+    response cache at ``cache``."""
+    return child_env(threads, CI="1", **({"MILL_CACHE": str(cache)} if cache else {}))
 
 
-def run_mill(
-    workload: Any,
-    base_url: str,
-    concurrency: int,
-    data_dir: Path,
-    workdir: Path,
-    threads: int,
-    max_length: int,
-) -> tuple[Timed, dict[str, Any]]:
+@dataclass
+class Side:
+    """What both harnesses' runs get: the same docs, server, concurrency and context."""
+
+    workload: Any
+    port: int
+    concurrency: int
+    data_dir: Path
+    workdir: Path
+    threads: int
+    max_length: int
+
+
+def run_mill(side: Side) -> tuple[Timed, dict[str, Any]]:
     """Mill's CLI against the server; (timing, output in ``side_by_side.compare``'s shape)."""
-    run_dir = workdir / "mill-run"
+    run_dir = side.workdir / "mill-run"
     exe = Path(sys.executable).with_name("mill")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
     argv = [
         *cmd,
-        *workload.mill_overrides(data_dir),
+        *side.workload.mill_overrides(side.data_dir),
         "model=openai_completions",
-        f"model.base_url={base_url}",
+        f"model.base_url=http://127.0.0.1:{side.port}/v1",
         f"model.model={SERVED_NAME}",
         f"model.tokenizer={STORIES}",
-        f"model.num_concurrent={concurrency}",
-        f"model.max_length={max_length}",
+        f"model.num_concurrent={side.concurrency}",
+        f"model.max_length={side.max_length}",
         f"hydra.run.dir={run_dir}",
     ]
-    timed = run_timed(argv, workdir / "mill.log", child_env(threads, workdir / "mill-cache"), REPO)
+    timed = run_timed(
+        argv, side.workdir / "mill.log", served_env(side.threads, side.workdir / "mill-cache"), REPO
+    )
     results = json.loads((run_dir / "results.json").read_text())
     (task,) = results["tasks"]
     samples = []
@@ -147,24 +138,16 @@ def _lmeval_tasks_root(python: Path) -> Path:
     return Path(out.stdout.strip()) / "tasks"
 
 
-def run_lmeval(
-    workload: Any,
-    port: int,
-    concurrency: int,
-    data_dir: Path,
-    workdir: Path,
-    threads: int,
-    max_length: int,
-) -> tuple[Timed, dict[str, Any]]:
+def run_lmeval(side: Side) -> tuple[Timed, dict[str, Any]]:
     """lm-eval's CLI with ``local-completions``; (timing, output in compare()'s shape)."""
     import yaml
 
     python = lmeval_python()
-    include = workdir / "lmeval-tasks"
+    include = side.workdir / "lmeval-tasks"
     include.mkdir(exist_ok=True)
     root = _lmeval_tasks_root(python)
-    files = derive_data(workload, data_dir, workdir)
-    specs = workload.lmeval_tasks(files)
+    files = derive_data(side.workload, side.data_dir, side.workdir)
+    specs = side.workload.lmeval_tasks(files)
     for spec in specs:
         body = {"include": str(root / spec["include"]), "task": spec["name"], "tag": []}
         body.update(spec["overrides"])
@@ -172,15 +155,15 @@ def run_lmeval(
     model_args = ",".join(
         [
             f"model={SERVED_NAME}",
-            f"base_url=http://127.0.0.1:{port}/v1/completions",
+            f"base_url=http://127.0.0.1:{side.port}/v1/completions",
             f"tokenizer={STORIES}",
             "tokenizer_backend=huggingface",
             "tokenized_requests=False",
-            f"num_concurrent={concurrency}",
-            f"max_length={max_length}",
+            f"num_concurrent={side.concurrency}",
+            f"max_length={side.max_length}",
         ]
     )
-    out_dir = workdir / "lmeval-out"
+    out_dir = side.workdir / "lmeval-out"
     argv = [
         str(python),
         "-m",
@@ -197,9 +180,9 @@ def run_lmeval(
         "--output_path",
         str(out_dir),
     ]
-    if workload.limit is not None:
-        argv += ["--limit", str(workload.limit)]
-    timed = run_timed(argv, workdir / "lmeval.log", child_env(threads), REPO)
+    if side.workload.limit is not None:
+        argv += ["--limit", str(side.workload.limit)]
+    timed = run_timed(argv, side.workdir / "lmeval.log", served_env(side.threads), REPO)
     (results_path,) = glob.glob(str(out_dir / "**" / "results_*.json"), recursive=True)
     results = json.loads(Path(results_path).read_text())
     tasks: dict[str, Any] = {}
@@ -265,27 +248,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         order = ["mill", "lmeval"] if args.order == "mill-first" else ["lmeval", "mill"]
         runs: dict[str, tuple[Timed, dict[str, Any]]] = {}
-        for side in order:
-            if side == "mill":
-                runs[side] = run_mill(
-                    workload,
-                    server.base_url,
-                    args.concurrency,
-                    args.data_dir,
-                    workdir,
-                    args.threads,
-                    max_length,
-                )
-            else:
-                runs[side] = run_lmeval(
-                    workload,
-                    server.port,
-                    args.concurrency,
-                    args.data_dir,
-                    workdir,
-                    args.threads,
-                    max_length,
-                )
+        side = Side(
+            workload,
+            server.port,
+            args.concurrency,
+            args.data_dir,
+            workdir,
+            args.threads,
+            max_length,
+        )
+        for name in order:
+            runs[name] = run_mill(side) if name == "mill" else run_lmeval(side)
     cmp = compare(workload, runs["mill"][1], runs["lmeval"][1])
     mill_t, lm_t = runs["mill"][0], runs["lmeval"][0]
     row = {

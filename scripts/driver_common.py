@@ -1,13 +1,47 @@
-"""What both benchmark drivers share (``mill_driver.py`` and ``lmeval_driver.py``).
+"""What the benchmark scripts share: the two drivers (``mill_driver.py`` and
+``lmeval_driver.py``) and the scripts that time whole processes (``side_by_side.py``,
+``whole_process.py``, ``bench_served.py``).
 
 Imports nothing from Mill and nothing heavy at import time: ``lmeval_driver.py`` runs in
-lm-eval's own interpreter. Each driver finds this module next to itself (``sys.path[0]``).
+lm-eval's own interpreter. Each script finds this module next to itself (``sys.path[0]``).
 """
 
 from __future__ import annotations
 
+import os
 import resource
+import subprocess
+import time
+from pathlib import Path
 from typing import Any
+
+
+def child_env(threads: int, **extra: str) -> dict[str, str]:
+    """The environment of a timed child process: offline, ``threads`` threads, no progress
+    bars, plus ``extra``."""
+    env = dict(os.environ)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS=str(threads),
+        MKL_NUM_THREADS=str(threads),
+        TQDM_DISABLE="1",
+    )
+    env.update(extra)
+    return env
+
+
+def timed_run(
+    argv: list[str], log: Path, env: dict[str, str], cwd: Path | None = None
+) -> tuple[float, int, int]:
+    """Run ``argv`` to completion, its output to ``log``; (wall seconds, exit status, the
+    child's own peak RSS in KiB)."""
+    start = time.perf_counter()
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - start, os.waitstatus_to_exitcode(status), int(usage.ru_maxrss)
 
 
 def import_model_code(model_dir: str) -> None:

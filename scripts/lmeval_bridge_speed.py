@@ -32,14 +32,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from side_by_side import _child_env, hf_model_overrides, lmeval_python, model_dir  # noqa: E402
+from driver_common import child_env, timed_run  # noqa: E402
+from side_by_side import hf_model_overrides, lmeval_python, model_dir  # noqa: E402
 from whole_process import (  # noqa: E402
     LMEVAL_BATCH,
     lm_eval_cli,
     lmeval_task_dir,
     mill_cmd,
     mill_phases,
-    timed,
 )
 from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
 
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data_dir.is_dir():
         print(f"lmeval_bridge_speed: no data at {args.data_dir}; give --data-dir", file=sys.stderr)
         return 2
-    env = _child_env(args.threads)
+    env = child_env(args.threads)
     env.pop("CI", None)
     model = model_dir(args.model)
     work = args.keep or Path(tempfile.mkdtemp(prefix="mill-lmeval-speed-"))
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             for side in rotation(r, list(args.sides)):
                 tag = f"{name}.{side}.{r}"
                 out = work / tag
-                wall, code, rss = timed(commands[side](out), env, work / f"{tag}.log", work)
+                wall, code, rss = timed_run(commands[side](out), work / f"{tag}.log", env, work)
                 if code != 0:
                     tail = (work / f"{tag}.log").read_text()[-3000:]
                     print(f"{tag} failed (exit {code}); log {work / (tag + '.log')}:\n{tail}")

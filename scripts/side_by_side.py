@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from driver_common import child_env, timed_run
 from workloads import REPO, Workload, derive_data
 
 HERE = Path(__file__).resolve().parent
@@ -70,39 +69,20 @@ class SideRun:
     peak_rss_kib: int
 
 
-def _child_env(threads: int) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        HF_HUB_OFFLINE="1",
-        HF_DATASETS_OFFLINE="1",
-        TOKENIZERS_PARALLELISM="false",
-        OMP_NUM_THREADS=str(threads),
-        MKL_NUM_THREADS=str(threads),
-        TQDM_DISABLE="1",
-    )
-    return env
-
-
 def run_side(python: Path, driver: str, spec: dict[str, Any], workdir: Path, tag: str) -> SideRun:
     """Run a driver in its own interpreter; wall time and the child's own peak RSS."""
     spec_path, out_path = workdir / f"{tag}.spec.json", workdir / f"{tag}.out.json"
     log_path = workdir / f"{tag}.log"
     spec_path.write_text(json.dumps(spec))
-    start = time.perf_counter()
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [str(python), str(HERE / driver), str(spec_path), str(out_path)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=_child_env(int(spec.get("threads", 2))),
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
+    wall, code, rss = timed_run(
+        [str(python), str(HERE / driver), str(spec_path), str(out_path)],
+        log_path,
+        child_env(int(spec.get("threads", 2))),
+    )
+    if code != 0:
         tail = log_path.read_text()[-3000:]
-        raise RuntimeError(f"{driver} failed (exit {proc.returncode}); log {log_path}:\n{tail}")
-    return SideRun(json.loads(out_path.read_text()), wall, int(usage.ru_maxrss))
+        raise RuntimeError(f"{driver} failed (exit {code}); log {log_path}:\n{tail}")
+    return SideRun(json.loads(out_path.read_text()), wall, rss)
 
 
 def run_pair(

@@ -15,35 +15,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from side_by_side import _child_env, hf_model_overrides, lmeval_python, model_dir  # noqa: E402
+from driver_common import child_env, timed_run  # noqa: E402
+from side_by_side import hf_model_overrides, lmeval_python, model_dir  # noqa: E402
 from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
 
 PHASES = ("start", "data", "model", "requests", "scoring", "metrics", "report")
 LMEVAL_BATCH = {"arc_easy_0shot": 8, "arc_easy_25shot": 4, "mmlu_5shot": 4, "gsm8k_8shot": 8}
 """As in benchmark.py: the fastest lm-eval batch size of a sweep on this machine."""
-
-
-def timed(cmd: list[str], env: dict[str, str], log: Path, cwd: Path) -> tuple[float, int, int]:
-    """Run ``cmd``; (wall seconds, exit status, the child's peak RSS in KiB)."""
-    start = time.perf_counter()
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - start, proc.returncode, int(usage.ru_maxrss)
 
 
 def mill_phases(run_dir: Path) -> dict[str, float]:
@@ -112,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["mill", "lmeval"], default=None)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    env = _child_env(args.threads)
+    env = child_env(args.threads)
     env.pop("CI", None)
     model = model_dir(args.model)
     work = Path(tempfile.mkdtemp(prefix="mill-whole-"))
@@ -152,12 +141,12 @@ def main(argv: list[str] | None = None) -> int:
                 if side == "mill":
                     run_dir = work / tag
                     cmd = mill_cmd([*overrides, f"hydra.run.dir={run_dir}"])
-                    wall, code, rss = timed(cmd, env, work / f"{tag}.log", work)
+                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, work)
                     phases = mill_phases(run_dir) if code == 0 else {}
                 else:
                     out = work / tag
-                    wall, code, rss = timed(
-                        [*lm_cmd, "--output_path", str(out)], env, work / f"{tag}.log", work
+                    wall, code, rss = timed_run(
+                        [*lm_cmd, "--output_path", str(out)], work / f"{tag}.log", env, work
                     )
                     phases = {}
                 if code != 0:
@@ -189,11 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     demo = []
     for r in range(args.demo):
         run_dir = work / f"demo.{r}"
-        wall, code, rss = timed(
-            mill_cmd([f"hydra.run.dir={run_dir}"]),
-            env,
-            work / f"demo.{r}.log",
-            work,
+        wall, code, rss = timed_run(
+            mill_cmd([f"hydra.run.dir={run_dir}"]), work / f"demo.{r}.log", env, work
         )
         demo.append({"wall_s": wall, "code": code, "phases": mill_phases(run_dir)})
         print(f"  demo {r}: {wall:.1f} s (exit {code})", flush=True)

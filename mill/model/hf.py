@@ -16,7 +16,7 @@ from typing import Any
 from mill.errors import ModelError
 from mill.model.base import _ignore
 from mill.model.identity import weights_identity
-from mill.model.tokenizing import GenerationJob, TokenizingLM
+from mill.model.tokenizing import GenerationJob, RollingPlan, TokenizingLM, WindowDone
 from mill.types import ChatTemplate, OnResponse, Request, Response
 
 log = logging.getLogger(__name__)
@@ -328,38 +328,20 @@ class HFCausalLM(TokenizingLM):
     ) -> list[Response]:
         from mill.model.scoring import score_continuations
 
-        plan = self.rolling_plan(requests)
-        responses: list[Response | None] = [None] * len(requests)
+        def score(plan: RollingPlan, done: WindowDone) -> None:
+            # windows never share contexts: each takes one full pass, all docs batched together
+            score_continuations(
+                self._forward,
+                plan.pairs,
+                self.max_length,
+                self._budget(),
+                self._max_rows(),
+                share_prefix=False,
+                on_done=lambda w, scored: done(w, scored.logprob, scored.padded),
+                greedy=False,
+            )
 
-        def done(w: int, scored: Any) -> None:
-            i = plan.add(w, scored.logprob, scored.padded)
-            if i is not None:
-                responses[i] = self._check(
-                    requests[i],
-                    Response(
-                        request_id=requests[i].id,
-                        output_tokens=plan.texts[i],
-                        logprob=plan.total(i),
-                        padded_tokens_count=plan.padded[i],
-                    ),
-                )
-                on_response(requests[i], responses[i])
-
-        # windows never share contexts, so each takes one full pass, all docs batched together
-        score_continuations(
-            self._forward,
-            plan.pairs,
-            self.max_length,
-            self._budget(),
-            self._max_rows(),
-            share_prefix=False,
-            on_done=done,
-            greedy=False,
-        )
-        for i in plan.empty():  # empty text: nothing to score
-            responses[i] = Response(request_id=requests[i].id, logprob=0.0)
-            on_response(requests[i], responses[i])
-        return [r for r in responses if r is not None]
+        return self.score_rolling(requests, on_response, score)
 
     def generate_until(
         self, requests: Sequence[Request], on_response: OnResponse = _ignore

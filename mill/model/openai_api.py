@@ -33,7 +33,14 @@ from typing import Any
 from mill.errors import ConfigError, ModelError
 from mill.model.api_client import JSONClient, _Failure
 from mill.model.base import OnResponse, _ignore
-from mill.model.tokenizing import GenerationJob, TokenizingLM, cut_at_stop, generation_args
+from mill.model.tokenizing import (
+    GenerationJob,
+    RollingPlan,
+    TokenizingLM,
+    WindowDone,
+    cut_at_stop,
+    generation_args,
+)
 from mill.types import OutputType, Request, Response
 
 log = logging.getLogger(__name__)
@@ -513,37 +520,19 @@ class OpenAICompletions(TokenizingLM):
     def loglikelihood_rolling(
         self, requests: Sequence[Request], on_response: OnResponse = _ignore
     ) -> list[Response]:
-        plan = self.rolling_plan(requests)
-        if plan.pairs and not self._ids_accepted():
-            first = requests[plan.owner[0]]
-            raise ModelError(
-                f"request {first.id}: PERPLEXITY scores rolling windows of token ids, and the "
-                f"server at model.base_url={self.base_url} takes text prompts only (it adds "
-                "BOS to every prompt and reports no log-probability for the token after it); "
-                "serve the model where token-id prompts are accepted (vLLM, SGLang) or use "
-                "model=hf"
-            )
-        responses: list[Response | None] = [None] * len(requests)
-
-        def done(w: int, logprob: float, flag: bool, inp: list[int], truncated: int) -> None:
-            i = plan.add(w, logprob)
-            if i is not None:
-                responses[i] = self._check(
-                    requests[i],
-                    Response(
-                        request_id=requests[i].id,
-                        output_tokens=plan.texts[i],
-                        logprob=plan.total(i),
-                    ),
+        def score(plan: RollingPlan, done: WindowDone) -> None:
+            if not self._ids_accepted():
+                raise ModelError(
+                    f"request {requests[plan.owner[0]].id}: PERPLEXITY scores rolling windows "
+                    f"of token ids, and the server at model.base_url={self.base_url} takes "
+                    "text prompts only (it adds BOS to every prompt and reports no "
+                    "log-probability for the token after it); serve the model where token-id "
+                    "prompts are accepted (vLLM, SGLang) or use model=hf"
                 )
-                on_response(requests[i], responses[i])
+            owners = [requests[i] for i in plan.owner]
+            self._score(plan.pairs, owners, None, lambda w, lp, *_: done(w, lp), greedy=False)
 
-        owners = [requests[i] for i in plan.owner]
-        self._score(plan.pairs, owners, None, done, greedy=False)
-        for i in plan.empty():
-            responses[i] = Response(request_id=requests[i].id, logprob=0.0)
-            on_response(requests[i], responses[i])
-        return [r for r in responses if r is not None]
+        return self.score_rolling(requests, on_response, score)
 
     # ----- GENERATIVE -----------------------------------------------------------------------
     def _seed(self, request: Request, seed: int) -> int:

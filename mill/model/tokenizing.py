@@ -21,12 +21,12 @@ Nothing here imports torch.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mill.errors import ModelError
-from mill.model.base import LanguageModel
+from mill.model.base import LanguageModel, OnResponse
 from mill.model.rolling import rolling_windows
 from mill.types import GenerationArgs, Request, Response
 
@@ -79,6 +79,11 @@ class GenerationJob:
     """(temperature, seed) for sampled generation; None: greedy."""
     copies: tuple[int, ...] = ()
     """Positions of every request this job answers (``index`` included)."""
+
+
+WindowDone = Callable[..., None]
+"""``done(window, logprob, padded=0)``: one rolling window scored (see
+:meth:`TokenizingLM.score_rolling`)."""
 
 
 class RollingPlan:
@@ -239,6 +244,41 @@ class TokenizingLM(LanguageModel):
         """PERPLEXITY requests as rolling windows of ``max_length`` (lm-eval's)."""
         texts = self._encode_many([r.continuation for r in requests])
         return RollingPlan(texts, int(self.prefix_token_id), self.max_length)
+
+    def score_rolling(
+        self,
+        requests: Sequence[Request],
+        on_response: OnResponse,
+        score: Callable[[RollingPlan, WindowDone], None],
+    ) -> list[Response]:
+        """PERPLEXITY requests, whatever computes the windows: ``score(plan, done)`` scores
+        ``plan.pairs`` in any order and calls ``done(window, logprob, padded)`` as each
+        finishes; each text's response goes to ``on_response`` once its windows are in
+        (an empty text scores 0 without a window)."""
+        plan = self.rolling_plan(requests)
+        responses: list[Response | None] = [None] * len(requests)
+
+        def done(window: int, logprob: float, padded: int = 0) -> None:
+            i = plan.add(window, logprob, padded)
+            if i is None:
+                return
+            responses[i] = self._check(
+                requests[i],
+                Response(
+                    request_id=requests[i].id,
+                    output_tokens=plan.texts[i],
+                    logprob=plan.total(i),
+                    padded_tokens_count=plan.padded[i],
+                ),
+            )
+            on_response(requests[i], responses[i])
+
+        if plan.pairs:
+            score(plan, done)
+        for i in plan.empty():  # empty text: nothing to score
+            responses[i] = Response(request_id=requests[i].id, logprob=0.0)
+            on_response(requests[i], responses[i])
+        return [r for r in responses if r is not None]
 
     # ----- generation planning --------------------------------------------------------------
     def eos_text(self) -> str | None:

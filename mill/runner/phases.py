@@ -7,6 +7,11 @@ metrics 0.05 s, report 0.61 s; total 6.36 s (cpu 7.9 s)``
 one) to the evaluation's start: the interpreter, imports, Hydra's composition and the
 experiment folder. Each later phase ends where the next begins, so the phases add up to
 the total.
+
+A second line gives the CPU time of the process (all its threads) in each phase, which
+depends much less than wall time on other jobs sharing the machine:
+
+``cpu by phase: start 1.02 s, data 0.41 s, model 2.20 s, ...; total 7.9 s``
 """
 
 from __future__ import annotations
@@ -35,16 +40,22 @@ class PhaseClock:
         age = process_age_s()
         now = time.monotonic()
         self.phases: list[tuple[str, float]] = []
+        self.cpu: dict[str, float] = {}
         self._origin = now - age if age is not None else now
         self._last = self._origin
+        # process_time counts from the process's start: the start phase's CPU time
+        self._last_cpu = 0.0 if age is not None else time.process_time()
         if age is not None:
             self.mark("start", now)
 
     def mark(self, name: str, now: float | None = None) -> None:
         """End the phase ``name`` now (a repeated name adds to it)."""
         now = time.monotonic() if now is None else now
+        cpu = time.process_time()
         seconds = now - self._last
         self._last = now
+        self.cpu[name] = self.cpu.get(name, 0.0) + cpu - self._last_cpu
+        self._last_cpu = cpu
         for i, (known, before) in enumerate(self.phases):
             if known == name:
                 self.phases[i] = (name, before + seconds)
@@ -56,3 +67,9 @@ class PhaseClock:
         total = self._last - self._origin
         cpu = time.process_time()  # this process's CPU time, all threads, since it started
         return f"phases: {parts}; total {total:.2f} s (cpu {cpu:.1f} s)"
+
+    def cpu_line(self) -> str:
+        """This process's CPU time (all threads) in each phase, in the order of
+        :meth:`line`."""
+        parts = ", ".join(f"{name} {self.cpu[name]:.2f} s" for name, _ in self.phases)
+        return f"cpu by phase: {parts}; total {time.process_time():.1f} s"

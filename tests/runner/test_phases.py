@@ -38,3 +38,22 @@ def test_phases_are_in_order_and_add_up_to_the_total() -> None:
     assert phases["data"] >= 0.02 and phases["model"] >= 0.05
     assert abs(sum(phases.values()) - total) < 0.02  # rounding of each to 0.01 s
     assert phases["start"] >= time.monotonic() - _IMPORTED - total
+
+
+def test_cpu_line_counts_each_phase_cpu_time() -> None:
+    clock = PhaseClock()
+    time.sleep(0.05)  # wall time, almost no CPU
+    clock.mark("data")
+    spent = time.process_time()
+    while time.process_time() - spent < 0.1:  # busy: CPU time
+        pass
+    clock.mark("model")
+    line = clock.cpu_line()
+    assert line.startswith("cpu by phase: start ")
+    cpu, total = _parse(line.removeprefix("cpu by phase: "))
+    assert list(cpu) == ["start", "data", "model"]
+    assert cpu["data"] < 0.04 and cpu["model"] >= 0.1
+    # the start phase counts from the process's start, so the phases add up to its CPU time
+    assert abs(sum(cpu.values()) - total) < 0.1
+    # "phases: " stays the wall-time line's own marker (scripts look it up by it)
+    assert "phases: " not in line

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
+from tests.served.servers import LocalEndpoint
+
 _HOP_BY_HOP = {
     "connection",
     "keep-alive",
@@ -49,7 +51,7 @@ class _Fault:
     paths: tuple[str, ...] = ("/",)
 
 
-class FaultProxy:
+class FaultProxy(LocalEndpoint):
     """Forward HTTP requests to ``upstream`` (``http://127.0.0.1:PORT``), failing some first."""
 
     def __init__(self, upstream: str, *, upstream_timeout_s: float = 120.0) -> None:
@@ -128,15 +130,6 @@ class FaultProxy:
     @property
     def port(self) -> int:
         return int(self._httpd.server_address[1])
-
-    @property
-    def root_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-compatible base URL through the proxy (``model.base_url``)."""
-        return f"{self.root_url}/v1"
 
     def start(self) -> FaultProxy:
         self._thread = threading.Thread(

@@ -115,7 +115,22 @@ def http_json(
         return status, body.decode("utf-8", "replace")
 
 
-class ServerProcess:
+class LocalEndpoint:
+    """The URLs of an HTTP server listening on ``127.0.0.1:port``."""
+
+    port: int
+
+    @property
+    def root_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL (``model.base_url``)."""
+        return f"{self.root_url}/v1"
+
+
+class ServerProcess(LocalEndpoint):
     """A server subprocess on 127.0.0.1 with a bounded readiness wait and reliable teardown.
 
     ``stop()`` and ``kill()`` end it; ``start()`` brings it back on the same port (resume
@@ -139,15 +154,6 @@ class ServerProcess:
         self.env = env
         self.ready_timeout_s = ready_timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def root_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-compatible base URL (``model.base_url``)."""
-        return f"{self.root_url}/v1"
 
     def log_tail(self, n: int = 30) -> str:
         try:

@@ -13,14 +13,14 @@ import pytest
 
 from tests.helpers import run_mill
 from tests.served.proxy import FaultProxy
+from tests.served.runs import error_lines, ok, samples
 from tests.served.servers import ServerProcess
 
 pytestmark = pytest.mark.slow
 
 
-def _samples(run: Path, task: str) -> list[dict[str, Any]]:
-    lines = (run / "samples" / f"{task}.jsonl").read_text().splitlines()
-    return sorted(map(json.loads, lines), key=lambda r: r["doc_id"])
+def _rows(run: Path) -> list[dict[str, Any]]:
+    return [row for _, row in sorted(samples(run, "gsm8k").items())]
 
 
 def _chat(server: ServerProcess, model_dir: Path, base_url: str | None = None) -> list[str]:
@@ -49,7 +49,7 @@ def test_chat_generations_equal_the_hf_backend_with_the_same_template(
             f"hydra.run.dir={tmp_path / 'api'}",
         )
         posts = [p for m, p, _ in proxy.log if m == "POST"]
-    assert api.returncode == 0, api.stderr[-3000:]
+    ok(api)
     assert posts == ["/v1/chat/completions"] * 4
     hf = run_mill(
         *common,
@@ -58,8 +58,8 @@ def test_chat_generations_equal_the_hf_backend_with_the_same_template(
         "task.chat_template=true",
         f"hydra.run.dir={tmp_path / 'hf'}",
     )
-    assert hf.returncode == 0, hf.stderr[-3000:]
-    a, h = _samples(tmp_path / "api", "gsm8k"), _samples(tmp_path / "hf", "gsm8k")
+    ok(hf)
+    a, h = _rows(tmp_path / "api"), _rows(tmp_path / "hf")
     assert [r["doc_id"] for r in a] == [r["doc_id"] for r in h] == [0, 1, 2, 3]
     for x, y in zip(a, h, strict=True):
         assert x["response"]["text"] == y["response"]["text"], x["doc_id"]
@@ -81,27 +81,7 @@ def test_logprobs_task_is_refused_before_any_request(
         )
         posts = [p for m, p, _ in proxy.log if m == "POST"]
     assert proc.returncode == 2
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("mill: error")]
+    lines = error_lines(proc.stderr)
     assert len(lines) == 1, proc.stderr[-2000:]
     assert "generative tasks only" in lines[0] and "model=openai_completions" in lines[0]
     assert posts == []
-
-
-def test_completions_without_prompt_logprobs_stop_with_one_line(
-    transformers_chat_server: ServerProcess, chat_model_dir: Path, tmp_path: Path
-) -> None:
-    # transformers serve's /v1/completions ignores echo and logprobs
-    proc = run_mill(
-        "task=arc_easy",
-        "task.limit=2",
-        "model=openai_completions",
-        f"model.base_url={transformers_chat_server.base_url}",
-        f"model.model={chat_model_dir}",
-        f"model.tokenizer={chat_model_dir}",
-        "model.max_retries=0",
-        f"hydra.run.dir={tmp_path / 'run'}",
-    )
-    assert proc.returncode == 2
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("mill: error")]
-    assert len(lines) == 1, proc.stderr[-2000:]
-    assert "no prompt log-probabilities" in lines[0] and "arc_easy/0/" in lines[0]

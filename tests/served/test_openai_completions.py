@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import run_mill
+from tests.served.runs import completions_args, error_lines, ok, samples
 from tests.served.servers import SERVED_NAME, STORIES, ServerProcess, free_port
 
 pytestmark = pytest.mark.slow
@@ -22,23 +23,7 @@ SECRET = "sk-mill-served-test-7f3e9a2b41"
 
 
 def _api(server: ServerProcess, *extra: str) -> list[str]:
-    return [
-        "model=openai_completions",
-        f"model.base_url={server.base_url}",
-        f"model.model={SERVED_NAME}",
-        f"model.tokenizer={STORIES}",
-        "model.max_length=510",  # the server's n_ctx is 512: prompt + 1 generated token fit
-        *extra,
-    ]
-
-
-def _samples(run: Path, task: str) -> dict[int, dict[str, Any]]:
-    lines = (run / "samples" / f"{task}.jsonl").read_text().splitlines()
-    return {row["doc_id"]: row for row in map(json.loads, lines)}
-
-
-def _ok(proc: Any) -> None:
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    return completions_args(server.base_url, *extra)
 
 
 @pytest.fixture(scope="module")
@@ -46,20 +31,20 @@ def arc_runs(llama_server: ServerProcess, tmp_path_factory: pytest.TempPathFacto
     root = tmp_path_factory.mktemp("arc")
     common = ["task=arc_easy", "task.limit=25"]
     hf = run_mill(*common, "model=stories260k", f"hydra.run.dir={root / 'hf'}")
-    _ok(hf)
+    ok(hf)
     api = run_mill(
         *common,
         *_api(llama_server, "model.num_concurrent=2"),
         f"hydra.run.dir={root / 'api'}",
         env={"OPENAI_API_KEY": SECRET},
     )
-    _ok(api)
+    ok(api)
     return root / "hf", root / "api", api
 
 
 def test_arc_easy_loglikelihoods_and_metrics_equal_the_hf_backend(arc_runs: Any) -> None:
     hf_dir, api_dir, _ = arc_runs
-    hf, api = _samples(hf_dir, "arc_easy"), _samples(api_dir, "arc_easy")
+    hf, api = samples(hf_dir, "arc_easy"), samples(api_dir, "arc_easy")
     assert sorted(hf) == sorted(api) and len(hf) == 25
     worst = 0.0
     for doc_id, row in hf.items():
@@ -80,7 +65,7 @@ def test_usage_per_task_in_results_and_report(arc_runs: Any) -> None:
     _, api_dir, proc = arc_runs
     results = json.loads((api_dir / "results.json").read_text())
     usage = results["usage"]["arc_easy"]
-    n_requests = sum(len(r["choices"]) for r in _samples(api_dir, "arc_easy").values())
+    n_requests = sum(len(r["choices"]) for r in samples(api_dir, "arc_easy").values())
     # one echo request per distinct prompt, one prompt per request (llama-cpp-python)
     assert usage["requests"] == usage["prompts"] == n_requests
     assert usage["completion_tokens"] == n_requests  # max_tokens=1
@@ -111,9 +96,9 @@ def test_gsm8k_greedy_generations_equal_the_hf_backend(
         "task.num_fewshot=0",
         "task.generation.max_gen_toks=96",  # prompt + 96 new tokens fit the server's 512
     ]
-    _ok(run_mill(*common, "model=stories260k", f"hydra.run.dir={tmp_path / 'hf'}"))
-    _ok(run_mill(*common, *_api(llama_server), f"hydra.run.dir={tmp_path / 'api'}"))
-    hf, api = _samples(tmp_path / "hf", "gsm8k"), _samples(tmp_path / "api", "gsm8k")
+    ok(run_mill(*common, "model=stories260k", f"hydra.run.dir={tmp_path / 'hf'}"))
+    ok(run_mill(*common, *_api(llama_server), f"hydra.run.dir={tmp_path / 'api'}"))
+    hf, api = samples(tmp_path / "hf", "gsm8k"), samples(tmp_path / "api", "gsm8k")
     assert sorted(hf) == sorted(api) and len(hf) == 8
     for doc_id, row in hf.items():
         text = api[doc_id]["response"]["text"]
@@ -134,7 +119,7 @@ def test_dead_server_fails_fast_with_one_line_naming_base_url(tmp_path: Path) ->
         f"hydra.run.dir={tmp_path / 'run'}",
     )
     assert proc.returncode == 2
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("mill: error")]
+    lines = error_lines(proc.stderr)
     assert len(lines) == 1 and f"model.base_url={url}" in lines[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert time.monotonic() - start < 60
@@ -147,7 +132,7 @@ def test_text_only_server_refuses_perplexity_before_scoring(
         "task=wikitext", "task.limit=1", *_api(llama_server), f"hydra.run.dir={tmp_path / 'r'}"
     )
     assert proc.returncode == 2
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("mill: error")]
+    lines = error_lines(proc.stderr)
     assert len(lines) == 1 and "token-id prompts" in lines[0], proc.stderr[-2000:]
 
 
@@ -163,8 +148,8 @@ def test_remote_tokenizer_gives_the_same_requests_and_scores(
         "model.tokenizer=remote",  # llama-cpp-python's /extras/tokenize
         f"hydra.run.dir={tmp_path / 'remote'}",
     )
-    _ok(proc)
-    hf, api = _samples(hf_dir, "arc_easy"), _samples(tmp_path / "remote", "arc_easy")
+    ok(proc)
+    hf, api = samples(hf_dir, "arc_easy"), samples(tmp_path / "remote", "arc_easy")
     assert sorted(hf) == sorted(api)
     for doc_id, row in hf.items():
         a, h = api[doc_id]["response"], row["response"]
@@ -182,11 +167,13 @@ def test_cache_identity_reuses_responses_until_the_revision_label_changes(
     cache = tmp_path / "cache"
     common = ["task=arc_easy", "task.limit=3", *_api(llama_server), f"runner.cache={cache}"]
     for name, extra in (("a", []), ("b", []), ("c", ["model.revision=retrained"])):
-        _ok(run_mill(*common, *extra, f"hydra.run.dir={tmp_path / name}"))
+        ok(run_mill(*common, *extra, f"hydra.run.dir={tmp_path / name}"))
     stats = {k: json.loads((tmp_path / k / "manifest.json").read_text())["cache"] for k in "abc"}
-    usage = {k: json.loads((tmp_path / k / "results.json").read_text()).get("usage") for k in "abc"}
+    results = {k: json.loads((tmp_path / k / "results.json").read_text()) for k in "abc"}
+    usage = {k: results[k].get("usage") for k in "abc"}
     assert stats["a"]["computed"] == 12 and usage["a"]["arc_easy"]["requests"] == 12
     # the same server, name, /v1/models entry and tokenizer: every answer from the cache
     assert stats["b"]["hits"] == 12 and stats["b"]["computed"] == 0 and not usage["b"]
+    assert results["b"]["tasks"] == results["a"]["tasks"]
     # a new revision label is another model: nothing reused
     assert stats["c"]["hits"] == 0 and stats["c"]["computed"] == 12

@@ -16,22 +16,15 @@ import pytest
 
 from tests.helpers import run_mill
 from tests.served.proxy import FaultProxy
-from tests.served.servers import SERVED_NAME, STORIES, ServerProcess
+from tests.served.runs import completions_args, error_lines
+from tests.served.servers import ServerProcess
 
 pytestmark = pytest.mark.slow
 
 
 def _api(base_url: str, *extra: str) -> list[str]:
-    return [
-        "model=openai_completions",
-        f"model.base_url={base_url}",
-        f"model.model={SERVED_NAME}",
-        f"model.tokenizer={STORIES}",
-        "model.max_length=510",
-        "model.prompt_ids=false",  # llama-cpp-python takes text prompts (no probe request)
-        "model.backoff_s=0.2",
-        *extra,
-    ]
+    # llama-cpp-python takes text prompts (no probe request)
+    return completions_args(base_url, "model.prompt_ids=false", "model.backoff_s=0.2", *extra)
 
 
 def test_429_and_500_for_a_while_are_retried_and_the_run_succeeds(
@@ -96,7 +89,7 @@ def test_server_killed_mid_run_then_resume_sends_only_missing_requests(
             proc.kill()
             proc.wait()
     assert proc.returncode == 2, stderr[-3000:]
-    lines = [line for line in stderr.splitlines() if line.startswith("mill: error")]
+    lines = error_lines(stderr)
     assert len(lines) == 1 and f"model.base_url={server.base_url}" in lines[0], stderr[-3000:]
     assert "Traceback" not in stderr
     finished = _committed(run)

@@ -10,6 +10,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from tests.helpers import run_mill
+from tests.served.runs import error_lines
 from tests.served.servers import STORIES, ServerProcess, http_json
 
 pytestmark = pytest.mark.slow
@@ -100,7 +101,7 @@ def test_logprobs_task_on_a_server_without_prompt_logprobs_stops_with_one_line(
         env={"MILL_CACHE": str(tmp_path / "cache")},
     )
     assert proc.returncode == 2, proc.stderr[-2000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("mill: error")]
+    errors = error_lines(proc.stderr)
     assert len(errors) == 1, proc.stderr[-2000:]
     assert "request arc_easy/0/choice/" in errors[0]
     assert "returned no prompt log-probabilities" in errors[0] and "model=hf" in errors[0]

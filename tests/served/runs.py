@@ -1,0 +1,39 @@
+"""Mill runs against the servers of the served-model tests: the command-line arguments, the
+samples and the error lines every test in tests/served reads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.served.servers import SERVED_NAME, STORIES
+
+
+def completions_args(base_url: str, *extra: str) -> list[str]:
+    """``model=openai_completions`` on stories260k served as ``SERVED_NAME`` at ``base_url``."""
+    return [
+        "model=openai_completions",
+        f"model.base_url={base_url}",
+        f"model.model={SERVED_NAME}",
+        f"model.tokenizer={STORIES}",
+        "model.max_length=510",  # the servers' n_ctx is 512: prompt + 1 generated token fit
+        *extra,
+    ]
+
+
+def samples(run: Path, task: str) -> dict[int, dict[str, Any]]:
+    """The run's per-sample rows of ``task``, by doc id."""
+    lines = (run / "samples" / f"{task}.jsonl").read_text().splitlines()
+    return {row["doc_id"]: row for row in map(json.loads, lines)}
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> None:
+    """The run succeeded (else: its stderr's tail)."""
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def error_lines(stderr: str) -> list[str]:
+    """Mill's one-line user errors in ``stderr``."""
+    return [line for line in stderr.splitlines() if line.startswith("mill: error")]
