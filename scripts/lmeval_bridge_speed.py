@@ -6,7 +6,8 @@
 * ``engine``: lm-eval's command line with Mill's engine as its model
   (``python -m mill.lm_eval --model mill``).
 
-The tasks are lm-eval's own ``arc_easy`` (25-shot) and MMLU subjects (5-shot) YAMLs,
+The tasks are lm-eval's own ``arc_easy`` (25-shot) and MMLU subjects (5-shot) YAMLs by
+default (``--workloads gsm8k_8shot``: its GSM8K, 8-shot, strict and flexible filters),
 ``include``d by YAMLs that point them at local JSONL files derived from ``../shared/data``
 (the workloads of ``workloads.py``, few-shot examples placed ``first_n``), so all three run
 lm-eval's prompts and metrics on identical documents. Each round starts every side as a
@@ -16,6 +17,7 @@ ratios, and checks that every metric value of every task is identical on the thr
 (exit 1 if not).
 
     python scripts/lmeval_bridge_speed.py --rounds 3
+    python scripts/lmeval_bridge_speed.py --workloads gsm8k_8shot --rounds 3
     python scripts/lmeval_bridge_speed.py --workloads arc_easy_25shot --limit 2 --rounds 1
 """
 
@@ -118,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         "--workloads",
         nargs="+",
         default=["arc_easy_25shot", "mmlu_5shot"],
-        choices=["arc_easy_0shot", "arc_easy_25shot", "mmlu_5shot"],
+        choices=sorted(WORKLOADS),
+        help="workloads.py names (arc_easy_25shot, mmlu_5shot, gsm8k_8shot, ...)",
     )
     parser.add_argument("--model", default="gpt2_bench", help="as benchmark.py (1024 window)")
     parser.add_argument(
@@ -153,7 +156,13 @@ def main(argv: list[str] | None = None) -> int:
         include = lmeval_task_dir(work / name, specs)
         tasks = [t["name"] for t in specs]
         commands = side_commands(
-            tasks, include, model, workload.limit, LMEVAL_BATCH[name], args.device, args.dtype
+            tasks,
+            include,
+            model,
+            workload.limit,
+            LMEVAL_BATCH.get(name, 8),
+            args.device,
+            args.dtype,
         )
         runs: dict[str, list[dict[str, Any]]] = {s: [] for s in args.sides}
         values: dict[str, dict[str, dict[str, float]]] = {}
@@ -197,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {side}: {values[side]}")
         report.append({"workload": name, "limit": workload.limit, "runs": runs, "values": values})
     print()
-    print(f"model {args.model}, {args.dtype} on {args.device}, {args.threads} threads, ")
+    print(f"model {args.model}, {args.dtype} on {args.device}, {args.threads} threads")
     print(f"median of {args.rounds} round(s), whole process (start to exit) seconds")
     print(
         "| workload | tasks | " + " | ".join(f"{LABELS[s]} s" for s in SIDES) + " | "
