@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, ModelError
-from mill.model.api_client import JSONClient, _Failure
+from mill.model.api_client import APIError, JSONClient, _Failure
 from mill.model.base import OnResponse, _ignore
 from mill.model.tokenizing import (
     GenerationJob,
@@ -403,16 +403,16 @@ class OpenAICompletions(TokenizingLM):
 
         self.client.run_all(calls, send, done)
 
-    def _calls(self, items: list[tuple[str, Any, Any]], payload: dict[str, Any]) -> list[_Call]:
-        """Group (task, prompt, item) into requests of up to ``batch_prompts`` prompts of one
-        task, in the given order."""
+    def _calls(self, items: list[tuple[str, Any, dict[str, Any], Any]]) -> list[_Call]:
+        """Group (task, prompt, payload, item) into requests of up to ``batch_prompts``
+        prompts with one task and one payload, in the given order (labels: the caller's)."""
         calls: list[_Call] = []
         open_calls: dict[str, _Call] = {}
-        for task, prompt, item in items:
-            call = open_calls.get(task)
+        for task, prompt, payload, item in items:
+            key = json.dumps([task, payload], sort_keys=True)
+            call = open_calls.get(key)
             if call is None or len(call.prompts) >= self.batch_prompts:
-                call = _Call(task, [], payload, "")
-                open_calls[task] = call
+                call = open_calls[key] = _Call(task, [], payload, "")
                 calls.append(call)
             call.prompts.append(prompt)
             call.items.append(item)
@@ -458,12 +458,12 @@ class OpenAICompletions(TokenizingLM):
                     )
                 key = texts[i]  # type: ignore[index]
             prompts.setdefault(key, []).append(i)
+        payload = {"max_tokens": 1, "echo": True, "logprobs": 1, "temperature": 0.0}
         items = [
-            (owners[idx[0]].task, list(key) if use_ids else key, idx)
+            (owners[idx[0]].task, list(key) if use_ids else key, payload, idx)
             for key, idx in prompts.items()
         ]
-        payload = {"max_tokens": 1, "echo": True, "logprobs": 1, "temperature": 0.0}
-        calls = self._calls(items, payload)
+        calls = self._calls(items)
         for call in calls:
             call.label = f"request {owners[call.items[0][0]].id}" + (
                 f" (+{sum(len(x) for x in call.items) - 1} more)"
@@ -490,7 +490,16 @@ class OpenAICompletions(TokenizingLM):
                     )
                     on_done(i, total, flag, windows[i][0][: len(windows[i][0]) - n], truncated)
 
-        self._send(calls, finish)
+        try:
+            self._send(calls, finish)
+        except APIError as err:
+            if err.status is None or not 400 <= err.status < 500 or err.status == 429:
+                raise
+            raise ModelError(
+                f"{err}; if the server cannot echo prompt log-probabilities (llama.cpp's "
+                "llama-server cannot), score LOGPROBS and PERPLEXITY tasks on one that does "
+                "(vLLM, SGLang, llama-cpp-python) or with model=hf"
+            ) from err
 
     def loglikelihood(
         self, requests: Sequence[Request], on_response: OnResponse = _ignore
@@ -587,8 +596,7 @@ class OpenAICompletions(TokenizingLM):
         jobs = self.plan_generation(requests)
         use_ids = bool(jobs) and self._ids_accepted()
         responses: list[Response | None] = [None] * len(requests)
-        # one request per job: stops, lengths and seeds differ between jobs
-        calls: list[_Call] = []
+        items = []
         for job in jobs:
             request = requests[job.index]
             if job.truncated and not use_ids:
@@ -600,30 +608,29 @@ class OpenAICompletions(TokenizingLM):
                     "task.generation.max_gen_toks"
                 )
             prompt: Any = job.tokens if use_ids else request.context
-            calls.append(
-                _Call(
-                    request.task,
-                    [prompt],
-                    self._generation_payload(job, request),
-                    f"request {request.id}",
-                    [job],
-                )
+            items.append((request.task, prompt, self._generation_payload(job, request), job))
+        # jobs with the same settings (stops, length, greedy) share a request of up to
+        # batch_prompts prompts; sampled jobs have their own seeds, hence their own requests
+        calls = self._calls(items)
+        for call in calls:
+            call.label = f"request {requests[call.items[0].index].id}" + (
+                f" (+{len(call.items) - 1} more)" if len(call.items) > 1 else ""
             )
 
         def finish(call: _Call, choices: list[dict[str, Any]]) -> None:
-            job: GenerationJob = call.items[0]
-            tokens = self._generated_tokens(requests[job.index], job, choices[0])
-            text, raw_kept = self._finish_text(self._decode(tokens), job.until)
-            for i in job.copies:
-                responses[i] = Response(
-                    request_id=requests[i].id,
-                    input_tokens=job.tokens,
-                    output_tokens=tokens,
-                    text=text,
-                    raw_text=raw_kept,
-                    truncated_tokens_count=job.truncated,
-                )
-                on_response(requests[i], responses[i])
+            for job, choice in zip(call.items, choices, strict=True):
+                tokens = self._generated_tokens(requests[job.index], job, choice)
+                text, raw_kept = self._finish_text(self._decode(tokens), job.until)
+                for i in job.copies:
+                    responses[i] = Response(
+                        request_id=requests[i].id,
+                        input_tokens=job.tokens,
+                        output_tokens=tokens,
+                        text=text,
+                        raw_text=raw_kept,
+                        truncated_tokens_count=job.truncated,
+                    )
+                    on_response(requests[i], responses[i])
 
         self._send(calls, finish)
         return [r for r in responses if r is not None]

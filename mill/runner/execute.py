@@ -353,6 +353,9 @@ def execute(
             clock.mark("report" if success else "until failure")
             log.info(clock.line())
             log.info(clock.cpu_line())
+            memory = clock.memory_line()
+            if memory is not None:
+                log.info(memory)
             log.info("run %s (%.1f s)", manifest.status, manifest.seconds)
             if success and sinks and results is not None:  # the folder is complete
                 send(sinks, sink_record(folder.path, results, resolved))

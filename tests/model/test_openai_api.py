@@ -35,14 +35,25 @@ def test_echo_window_scores_each_token_on_the_hf_backends_context() -> None:
         assert prompt[-len(cont) :] == cont
 
 
-def test_requests_hold_up_to_batch_prompts_prompts_of_one_task() -> None:
+def test_requests_hold_up_to_batch_prompts_prompts_of_one_task_and_payload() -> None:
     model = OpenAICompletions.__new__(OpenAICompletions)
     model.batch_prompts = 2
-    items = [("a", "p1", 1), ("b", "p2", 2), ("a", "p3", 3), ("a", "p4", 4), ("b", "p5", 5)]
-    calls = model._calls(items, {"echo": True})
-    assert [(c.task, c.prompts, c.items) for c in calls] == [
-        ("a", ["p1", "p3"], [1, 3]),
-        ("b", ["p2", "p5"], [2, 5]),
-        ("a", ["p4"], [4]),
+    echo, gen = {"echo": True}, {"stop": ["Q:"], "seed": 0}
+    items = [
+        ("a", "p1", echo, 1),
+        ("b", "p2", echo, 2),
+        ("a", "p3", echo, 3),
+        ("a", "p4", echo, 4),
+        ("b", "p5", echo, 5),
+        ("a", "p6", gen, 6),
+        ("a", "p7", {"stop": ["Q:"], "seed": 7}, 7),  # a sampled job: its own seed
+        ("a", "p8", dict(gen), 8),
     ]
-    assert all(c.payload == {"echo": True} for c in calls)
+    calls = model._calls(items)
+    assert [(c.task, c.prompts, c.items, c.payload) for c in calls] == [
+        ("a", ["p1", "p3"], [1, 3], echo),
+        ("b", ["p2", "p5"], [2, 5], echo),
+        ("a", ["p4"], [4], echo),
+        ("a", ["p6", "p8"], [6, 8], gen),
+        ("a", ["p7"], [7], {"stop": ["Q:"], "seed": 7}),
+    ]

@@ -57,3 +57,22 @@ def test_cpu_line_counts_each_phase_cpu_time() -> None:
     assert abs(sum(cpu.values()) - total) < 0.1
     # "phases: " stays the wall-time line's own marker (scripts look it up by it)
     assert "phases: " not in line
+
+
+def test_memory_line_gives_peak_and_current_rss_per_phase() -> None:
+    clock = PhaseClock()
+    block = bytearray(64 << 20)  # 64 MiB, touched
+    clock.mark("data")
+    del block
+    clock.mark("model")
+    line = clock.memory_line()
+    assert line is not None and line.startswith("memory by phase (peak/current RSS MiB): ")
+    found = dict(
+        (m.group(1), (int(m.group(2)), int(m.group(3))))
+        for m in re.finditer(r"(\w+) (\d+)/(\d+)", line)
+    )
+    assert list(found) == ["start", "data", "model"]
+    assert found["data"][1] >= found["start"][1] + 60  # the block was held at its end
+    assert found["data"][0] >= found["data"][1]  # and the peak saw it
+    assert found["model"][0] >= found["data"][0]  # a peak never goes down
+    assert all(current <= peak for peak, current in found.values())

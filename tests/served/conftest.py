@@ -1,9 +1,11 @@
 """Fixtures of the served-model tests: stories260k as GGUF and real llama.cpp servers.
 
-``llama_server`` is one server shared by the session (never stop it in a test);
-``start_llama_server`` starts a private one (for tests that kill or restart it), stopped at
-the end of the test. Both skip, with the reason, only when no llama-cpp-python interpreter is
-installed (see tests/served/servers.py); CI builds one and sets ``MILL_LLAMA_PYTHON``.
+``llama_server`` (llama-cpp-python) and ``native_llama_server`` (llama.cpp's ``llama-server``)
+are shared by the session (never stop them in a test); ``start_llama_server`` starts a
+private llama-cpp-python server (for tests that kill or restart it), stopped at the end of
+the test. They skip, with the reason, only when the server is not installed (see
+tests/served/servers.py); CI builds both and sets ``MILL_LLAMA_PYTHON`` and
+``MILL_LLAMA_SERVER``, which turn a server that cannot start into a failure.
 """
 
 from __future__ import annotations
@@ -13,22 +15,27 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_mill
+from tests.served.runs import GSM8K, ok
 from tests.served.servers import (
     ServerProcess,
     ServerUnavailable,
     build_chat_model,
     convert_stories_gguf,
     llama_python,
+    llama_server_binary,
     transformers_server,
 )
 from tests.served.servers import (
     llama_server as make_llama_server,
 )
+from tests.served.servers import native_llama_server as make_native_server
 
 
-def _require_llama_python() -> None:
+def _require(find: Callable[[], str]) -> None:
+    """Skip when the server is not installed (``find`` raises ServerUnavailable)."""
     try:
-        llama_python()
+        find()
     except ServerUnavailable as e:
         pytest.skip(str(e))
 
@@ -45,10 +52,29 @@ def llama_server(
     stories_gguf: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
     """A running llama-cpp-python server for stories260k, shared by the whole session."""
-    _require_llama_python()
+    _require(llama_python)
     server = make_llama_server(stories_gguf, tmp_path_factory.mktemp("llama") / "server.log")
     with server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def native_llama_server(
+    stories_gguf: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """A running llama.cpp ``llama-server`` for stories260k, shared by the whole session."""
+    _require(llama_server_binary)
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    with make_native_server(stories_gguf, log) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def gsm8k_hf_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``GSM8K`` on the in-process HF backend: the greedy generations to match."""
+    run = tmp_path_factory.mktemp("gsm8k") / "hf"
+    ok(run_mill(*GSM8K, "model=stories260k", f"hydra.run.dir={run}"))
+    return run
 
 
 @pytest.fixture()
@@ -57,7 +83,7 @@ def start_llama_server(
 ) -> Iterator[Callable[..., ServerProcess]]:
     """Start private llama.cpp servers (``start_llama_server(port=None, **kw)``); all stopped
     when the test ends."""
-    _require_llama_python()
+    _require(llama_python)
     started: list[ServerProcess] = []
 
     def start(**kwargs: object) -> ServerProcess:

@@ -12,17 +12,19 @@ Faults: an HTTP status (429 with an optional ``Retry-After`` header, 500, 503, .
 connection (the socket is closed without a response) or a delay before forwarding (for client
 timeouts). Faults apply to the next N requests whose path starts with one of ``paths``
 (default: every path), then requests pass through unchanged. Every request is logged as
-``(method, path, outcome)``.
+``(method, path, outcome)``, and every JSON body as ``(path, body)``.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import urlsplit
 
 from tests.served.servers import LocalEndpoint
@@ -66,6 +68,8 @@ class FaultProxy(LocalEndpoint):
         self.log: list[tuple[str, str, str]] = []
         """``(method, path, outcome)`` per request; outcome "forwarded:<status>", "status:<n>",
         "drop", "delay" (then forwarded) or "upstream-error"."""
+        self.bodies: list[tuple[str, Any]] = []
+        """``(path, decoded JSON body)`` of every request that carried one."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -168,6 +172,9 @@ class FaultProxy(LocalEndpoint):
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if body:
+                    with proxy._lock:
+                        proxy.bodies.append((self.path, json.loads(body)))
                 fault = proxy._take_fault(self.path)
                 if fault is not None and fault.kind == "drop":
                     proxy._record(self.command, self.path, "drop")

@@ -10,6 +10,9 @@ from typing import Any
 
 from tests.served.servers import SERVED_NAME, STORIES
 
+GSM8K = ["task=gsm8k", "task.limit=8", "task.num_fewshot=0", "task.generation.max_gen_toks=96"]
+"""The GSM8K sample of the served generation tests (prompt + 96 new tokens fit 512)."""
+
 
 def completions_args(base_url: str, *extra: str) -> list[str]:
     """``model=openai_completions`` on stories260k served as ``SERVED_NAME`` at ``base_url``."""

@@ -1,15 +1,24 @@
 """Real model servers for the served-model tests, started on 127.0.0.1 and torn down reliably.
 
-llama.cpp: ``llama-cpp-python[server]`` runs from its own interpreter (it is built from source
-into a separate virtualenv, see ``.ci/run``), found in this order:
+llama.cpp, two ways, both with an F32 KV cache and flash attention off, so their per-token
+log-probs agree with transformers fp32 to ~1e-5 (see ../shared/reference/served-models.md):
 
-1. the environment variable ``MILL_LLAMA_PYTHON`` (an error, not a skip, if it is set and the
-   interpreter cannot import ``llama_cpp.server``: CI sets it);
-2. ``.venv-llama/bin/python`` in the repository root;
-3. ``/tmp/llama-venv/bin/python``.
+* ``llama-cpp-python[server]`` (text prompts, one per request; echoes prompt log-probs) runs
+  from its own interpreter (built from source into a separate virtualenv, see ``.ci/run``),
+  found in this order:
 
-The server runs with an F32 KV cache and flash attention off, so its per-token log-probs agree
-with transformers fp32 to ~1e-5 (see ../shared/reference/served-models.md).
+  1. the environment variable ``MILL_LLAMA_PYTHON`` (an error, not a skip, if it is set and
+     the interpreter cannot import ``llama_cpp.server``: CI sets it);
+  2. ``.venv-llama/bin/python`` in the repository root;
+  3. ``/tmp/llama-venv/bin/python``.
+
+* llama.cpp's own ``llama-server`` (token-id prompts and several prompts per request; no
+  prompt log-probs), built by ``.ci/run`` from the llama.cpp sources vendored in the same
+  llama-cpp-python release, found in this order:
+
+  1. the environment variable ``MILL_LLAMA_SERVER`` (an error, not a skip, if it is set and
+     the binary cannot run: CI sets it);
+  2. ``.llama-server/bin/llama-server`` in the repository root.
 """
 
 from __future__ import annotations
@@ -35,6 +44,8 @@ LLAMA_PYTHON_DEFAULTS = (
     REPO / ".venv-llama" / "bin" / "python",
     Path("/tmp/llama-venv/bin/python"),
 )
+LLAMA_SERVER_ENV = "MILL_LLAMA_SERVER"
+LLAMA_SERVER_DEFAULT = REPO / ".llama-server" / "bin" / "llama-server"
 SERVED_NAME = "stories260k"
 """The model name the llama.cpp server answers to (``--model_alias``)."""
 
@@ -53,7 +64,7 @@ def _die_with_parent() -> None:
 
 
 class ServerUnavailable(RuntimeError):
-    """No interpreter with llama-cpp-python's server is installed (tests skip)."""
+    """The server is not installed and no environment variable asks for it (tests skip)."""
 
 
 def free_port() -> int:
@@ -95,6 +106,36 @@ def llama_python() -> str:
     if check.returncode != 0:
         tail = (check.stderr or check.stdout).strip().splitlines()[-1:] or ["no output"]
         raise RuntimeError(f"{exe} cannot import llama_cpp.server: {tail[0]}")
+    return str(exe)
+
+
+@cache
+def llama_server_binary() -> str:
+    """llama.cpp's ``llama-server`` executable.
+
+    Raises:
+        ServerUnavailable: ``MILL_LLAMA_SERVER`` is unset and there is no default binary.
+        RuntimeError: The binary named by ``MILL_LLAMA_SERVER`` (or the default one) is
+            missing or cannot run (``--version`` fails).
+    """
+    explicit = os.environ.get(LLAMA_SERVER_ENV)
+    exe = Path(explicit) if explicit else LLAMA_SERVER_DEFAULT
+    if not explicit and not exe.exists():
+        raise ServerUnavailable(
+            f"no llama-server binary: set {LLAMA_SERVER_ENV} or build {LLAMA_SERVER_DEFAULT} "
+            "(bash .ci/run does)"
+        )
+    if not exe.is_file():
+        raise RuntimeError(f"{LLAMA_SERVER_ENV}={exe} does not exist")
+    try:
+        check = subprocess.run(
+            [str(exe), "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except OSError as err:
+        raise RuntimeError(f"{exe} cannot run: {err}") from err
+    if check.returncode != 0:
+        tail = (check.stderr or check.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"{exe} --version failed: {tail[0]}")
     return str(exe)
 
 
@@ -283,6 +324,54 @@ def llama_server(
         *extra_args,
     ]
     return ServerProcess(argv, port=port, log=log, ready_path="/v1/models")
+
+
+def native_llama_server(
+    gguf_path: Path,
+    log: Path,
+    *,
+    port: int | None = None,
+    slots: int = 2,
+    n_ctx: int = 512,
+    threads: int = 1,
+    extra_args: Sequence[str] = (),
+) -> ServerProcess:
+    """A (not yet started) llama.cpp ``llama-server`` for ``gguf_path`` named ``SERVED_NAME``.
+
+    F32 KV cache, flash attention off, ``slots`` sequences decoded together with one unified
+    KV cache of ``slots * n_ctx`` cells (each slot may hold ``n_ctx`` tokens), ``threads``
+    threads.
+    """
+    port = port or free_port()
+    argv = [
+        llama_server_binary(),
+        "--model",
+        str(gguf_path),
+        "--alias",
+        SERVED_NAME,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ctx-size",
+        str(n_ctx * slots),
+        "--parallel",
+        str(slots),
+        "--kv-unified",
+        "--cache-type-k",
+        "f32",
+        "--cache-type-v",
+        "f32",
+        "--flash-attn",
+        "off",
+        "--threads",
+        str(threads),
+        "--threads-batch",
+        str(threads),
+        "--no-webui",
+        *extra_args,
+    ]
+    return ServerProcess(argv, port=port, log=log, ready_path="/health")
 
 
 # A plain chat template for a story model: each message's text on its own line; the answer

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import run_mill
-from tests.served.runs import completions_args, error_lines, ok, samples
+from tests.served.runs import GSM8K, completions_args, error_lines, ok, samples
 from tests.served.servers import SERVED_NAME, STORIES, ServerProcess, free_port
 
 pytestmark = pytest.mark.slow
@@ -88,17 +88,10 @@ def test_api_key_is_never_written_or_printed(arc_runs: Any) -> None:
 
 
 def test_gsm8k_greedy_generations_equal_the_hf_backend(
-    llama_server: ServerProcess, tmp_path: Path
+    llama_server: ServerProcess, gsm8k_hf_run: Path, tmp_path: Path
 ) -> None:
-    common = [
-        "task=gsm8k",
-        "task.limit=8",
-        "task.num_fewshot=0",
-        "task.generation.max_gen_toks=96",  # prompt + 96 new tokens fit the server's 512
-    ]
-    ok(run_mill(*common, "model=stories260k", f"hydra.run.dir={tmp_path / 'hf'}"))
-    ok(run_mill(*common, *_api(llama_server), f"hydra.run.dir={tmp_path / 'api'}"))
-    hf, api = samples(tmp_path / "hf", "gsm8k"), samples(tmp_path / "api", "gsm8k")
+    ok(run_mill(*GSM8K, *_api(llama_server), f"hydra.run.dir={tmp_path / 'api'}"))
+    hf, api = samples(gsm8k_hf_run, "gsm8k"), samples(tmp_path / "api", "gsm8k")
     assert sorted(hf) == sorted(api) and len(hf) == 8
     for doc_id, row in hf.items():
         text = api[doc_id]["response"]["text"]

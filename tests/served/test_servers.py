@@ -15,8 +15,10 @@ from tests.served.servers import ServerProcess, ServerUnavailable, http_json
 @pytest.fixture()
 def fresh_lookup():
     servers.llama_python.cache_clear()
+    servers.llama_server_binary.cache_clear()
     yield
     servers.llama_python.cache_clear()
+    servers.llama_server_binary.cache_clear()
 
 
 def test_an_explicit_interpreter_that_is_missing_is_an_error(
@@ -45,6 +47,32 @@ def test_no_interpreter_at_all_skips_with_the_reason(
     monkeypatch.setattr(servers, "LLAMA_PYTHON_DEFAULTS", (tmp_path / "a", tmp_path / "b"))
     with pytest.raises(ServerUnavailable, match="MILL_LLAMA_PYTHON"):
         servers.llama_python()
+
+
+def test_an_explicit_llama_server_that_is_missing_is_an_error(
+    fresh_lookup: None, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    monkeypatch.setenv(servers.LLAMA_SERVER_ENV, str(tmp_path / "nope" / "llama-server"))
+    with pytest.raises(RuntimeError, match="does not exist"):
+        servers.llama_server_binary()
+
+
+@pytest.mark.slow  # runs a process
+def test_an_explicit_llama_server_that_cannot_run_is_an_error(
+    fresh_lookup: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(servers.LLAMA_SERVER_ENV, "/bin/false")
+    with pytest.raises(RuntimeError, match="--version failed"):
+        servers.llama_server_binary()
+
+
+def test_no_llama_server_at_all_skips_with_the_reason(
+    fresh_lookup: None, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    monkeypatch.delenv(servers.LLAMA_SERVER_ENV, raising=False)
+    monkeypatch.setattr(servers, "LLAMA_SERVER_DEFAULT", tmp_path / "llama-server")
+    with pytest.raises(ServerUnavailable, match="MILL_LLAMA_SERVER"):
+        servers.llama_server_binary()
 
 
 @pytest.mark.slow
