@@ -449,9 +449,13 @@ class Run:
     results: Results
     manifest: Manifest
 
+    def samples_path(self, task: str) -> Path:
+        """``samples/<task>.jsonl`` of this run."""
+        return self.path / "samples" / f"{task}.jsonl"
+
     def samples(self, task: str) -> list[SampleRecord]:
         """The per-doc records of ``task``, sorted by (subject, doc id)."""
-        path = self.path / "samples" / f"{task}.jsonl"
+        path = self.samples_path(task)
         if not path.is_file():
             raise ResultsError(f"{path} is missing; the run folder is incomplete")
         return read_samples(path)

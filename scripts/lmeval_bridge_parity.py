@@ -96,10 +96,39 @@ def prepare_tasks(dest: Path, shared: Path) -> Path:
     return dest
 
 
+def select(names: list[str], workdir: Path) -> tuple[list[str], dict[str, dict[str, Any]], Path]:
+    """The union of the named workloads, offline: (lm-eval task names, their dataset
+    overrides, the folder of test-tree task YAMLs pointed at the shared data)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    shared = shared_dir()
+    table = workloads(shared)
+    tasks: list[str] = []
+    overrides: dict[str, dict[str, Any]] = {}
+    for name in names:
+        tasks += table[name]["tasks"]
+        overrides.update(table[name].get("overrides", {}))
+    return tasks, overrides, prepare_tasks(workdir / "tasks", shared)
+
+
 def model_path(name: str) -> Path:
+    """A named test model's folder (stories260k, gpt2_random, ...) or a model folder."""
     from side_by_side import model_dir
 
-    return model_dir(name)
+    return Path(name) if Path(name).is_dir() else model_dir(name)
+
+
+def chat_settings(
+    chat_template: bool, fewshot_as_multiturn: bool = True, system_prompt: str | None = None
+) -> dict[str, Any]:
+    """lm-eval's chat arguments of ``simple_evaluate`` (``apply_chat_template``,
+    ``fewshot_as_multiturn``, ``system_instruction``); Mill's are ``task.chat_template``,
+    ``task.fewshot_as_multiturn`` and ``task.system_prompt``."""
+    return {
+        "apply_chat_template": chat_template,
+        "fewshot_as_multiturn": fewshot_as_multiturn,
+        "system_instruction": system_prompt,
+    }
 
 
 def lmeval_manager(include: Path, overrides: dict[str, dict[str, Any]], workdir: Path) -> Any:
@@ -128,9 +157,11 @@ def run_lmeval(
     workdir: Path,
     engine: str = "hf",
     manager: Any = None,
+    chat: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """lm-eval's own run: its TaskManager (include path + override YAMLs) and its ``hf``
-    model, or (``engine="mill"``) Mill's engine as an lm-eval model."""
+    model, or (``engine="mill"``) Mill's engine as an lm-eval model; ``chat``: see
+    :func:`chat_settings`."""
     import lm_eval
 
     manager = manager or lmeval_manager(include, overrides, workdir)
@@ -152,6 +183,7 @@ def run_lmeval(
         log_samples=True,
         task_manager=manager,
         bootstrap_iters=0,
+        **(chat or {}),
     )
     out["_wall_s"] = time.perf_counter() - start
     return out
@@ -192,34 +224,6 @@ def as_mill_like(lm: dict[str, Any]) -> dict[str, Any]:
     return {"tasks": tasks, "groups": {}, "_samples": samples}
 
 
-def run_engine(
-    names: list[str],
-    model: str,
-    limit: float | None,
-    num_fewshot: int | None,
-    batch_size: int,
-    workdir: Path,
-) -> dict[str, Any]:
-    """lm-eval with its ``hf`` model against lm-eval with Mill's engine (``MillLM``)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    shared = shared_dir()
-    table = workloads(shared)
-    tasks: list[str] = []
-    overrides: dict[str, dict[str, Any]] = {}
-    for name in names:
-        tasks += table[name]["tasks"]
-        overrides.update(table[name].get("overrides", {}))
-    include = prepare_tasks(workdir / "tasks", shared)
-    manager = lmeval_manager(include, overrides, workdir)
-    common = (model, tasks, include, overrides, limit, num_fewshot, batch_size, workdir)
-    hf = run_lmeval(*common, engine="hf", manager=manager)
-    mill = run_lmeval(*common, engine="mill", manager=manager)
-    report = compare(hf, as_mill_like(mill))
-    report["wall_s"] = {"hf": hf["_wall_s"], "mill": mill["_wall_s"]}
-    return report
-
-
 def run_mill(
     model: str,
     tasks: list[str],
@@ -228,17 +232,26 @@ def run_mill(
     limit: float | None,
     num_fewshot: int | None,
     run_dir: Path,
+    chat: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The bridge through the real CLI; returns results.json with the samples attached."""
     import yaml
+    from side_by_side import hf_model_overrides
 
+    folder = Path(model)
+    models = hf_model_overrides(folder, "cpu", "float32") if folder.is_dir() else [f"model={model}"]
     args = [
         f"task.tasks=[{','.join(tasks)}]",
         f"task.include_path={include}",
-        f"model={model}",
+        *models,
         f"hydra.run.dir={run_dir}",
         "runner.cache=false",
     ]
+    if chat:
+        args.append(f"task.chat_template={str(bool(chat['apply_chat_template'])).lower()}")
+        args.append(f"task.fewshot_as_multiturn={str(chat['fewshot_as_multiturn']).lower()}")
+        if chat.get("system_instruction") is not None:
+            args.append(f"task.system_prompt={json.dumps(chat['system_instruction'])}")
     if overrides:
         file = run_dir.parent / f"{run_dir.name}_overrides.yaml"
         file.write_text(yaml.safe_dump(overrides))
@@ -412,27 +425,33 @@ def run(
     num_fewshot: int | None,
     batch_size: int,
     workdir: Path,
+    chat: dict[str, Any] | None = None,
+    engine: bool = False,
 ) -> dict[str, Any]:
-    """Both harnesses on the union of the named workloads; the comparison report."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    shared = shared_dir()
-    table = workloads(shared)
-    tasks: list[str] = []
-    overrides: dict[str, dict[str, Any]] = {}
-    for name in names:
-        tasks += table[name]["tasks"]
-        overrides.update(table[name].get("overrides", {}))
-    include = prepare_tasks(workdir / "tasks", shared)
-    lm = run_lmeval(model, tasks, include, overrides, limit, num_fewshot, batch_size, workdir)
-    mill = run_mill(model, tasks, include, overrides, limit, num_fewshot, workdir / "mill_run")
-    return compare(lm, mill)
+    """Both harnesses on the union of the named workloads; the comparison report.
+
+    lm-eval with its ``hf`` model against the bridge (``mill task=lm_eval``), or
+    (``engine``) against lm-eval with Mill's engine as its model (``MillLM``, on the same
+    TaskManager), with the wall time of both ``simple_evaluate`` calls."""
+    tasks, overrides, include = select(names, workdir)
+    common = (model, tasks, include, overrides, limit, num_fewshot)
+    if not engine:
+        lm = run_lmeval(*common, batch_size, workdir, chat=chat)
+        return compare(lm, run_mill(*common, workdir / "mill_run", chat=chat))
+    manager = lmeval_manager(include, overrides, workdir)
+    hf = run_lmeval(*common, batch_size, workdir, engine="hf", manager=manager, chat=chat)
+    mill = run_lmeval(*common, batch_size, workdir, engine="mill", manager=manager, chat=chat)
+    report = compare(hf, as_mill_like(mill))
+    report["wall_s"] = {"hf": hf["_wall_s"], "mill": mill["_wall_s"]}
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", nargs="+", default=None)
-    parser.add_argument("--model", default="stories260k", help="stories260k or gpt2_random")
+    parser.add_argument(
+        "--model", default="stories260k", help="stories260k, gpt2_random or a model folder"
+    )
     parser.add_argument("--limit", type=float, default=10)
     parser.add_argument("--num-fewshot", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=8, help="lm-eval's hf batch size")
@@ -443,7 +462,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="compare lm-eval's hf model with Mill's engine inside lm-eval (MillLM) instead",
     )
+    parser.add_argument("--chat-template", action="store_true", help="apply the chat template")
+    parser.add_argument(
+        "--no-fewshot-as-multiturn",
+        action="store_true",
+        help="with --chat-template: few-shot examples in one user turn",
+    )
+    parser.add_argument("--system-prompt", default=None)
     args = parser.parse_args(argv)
+    chat = chat_settings(args.chat_template, not args.no_fewshot_as_multiturn, args.system_prompt)
     if not (shared_dir() / "data").is_dir():
         print(f"parity: no shared data at {shared_dir()}; set MILL_SHARED", file=sys.stderr)
         return 2
@@ -452,8 +479,16 @@ def main(argv: list[str] | None = None) -> int:
     limit = args.limit if args.limit else None
     if limit is not None and limit >= 1:
         limit = int(limit)
-    runner = run_engine if args.engine else run
-    report = runner(names, args.model, limit, args.num_fewshot, args.batch_size, workdir)
+    report = run(
+        names,
+        args.model,
+        limit,
+        args.num_fewshot,
+        args.batch_size,
+        workdir,
+        chat=chat,
+        engine=args.engine,
+    )
     print(markdown(report, args.model))
     if "wall_s" in report:
         wall = report["wall_s"]

@@ -49,6 +49,17 @@ def model_dir(name: str) -> Path:
     return random_gpt2_dir(*shapes[name], seed=0)
 
 
+def hf_model_overrides(model: Path, device: str, dtype: str) -> list[str]:
+    """Mill's overrides for the model folder ``model`` on its HF backend."""
+    return [
+        "model=hf",
+        f"model.pretrained={model}",
+        f"model.name={model.name}",
+        f"model.device={device}",
+        f"model.dtype={dtype}",
+    ]
+
+
 @dataclass
 class SideRun:
     """One harness's run of one workload."""
@@ -91,12 +102,9 @@ def run_pair(
     (``cpu``, ``cuda``, ``cuda:1``) in ``dtype`` (``float32``, ``bfloat16``, ``float16``)."""
     runs: dict[str, SideRun] = {}
     if "mill" in sides:
-        overrides = workload.mill_overrides(data_dir) + [
-            "model=hf",
-            f"model.pretrained={model}",
-            f"model.name={model.name}",
-            f"model.device={device}",
-            f"model.dtype={dtype}",
+        overrides = [
+            *workload.mill_overrides(data_dir),
+            *hf_model_overrides(model, device, dtype),
             *(mill_overrides or []),
         ]
         runs["mill"] = run_side(

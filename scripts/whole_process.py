@@ -27,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from driver_common import child_env, timed_run  # noqa: E402
-from side_by_side import lmeval_python, model_dir  # noqa: E402
+from side_by_side import hf_model_overrides, lmeval_python, model_dir  # noqa: E402
 from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
 
 PHASES = ("start", "data", "model", "requests", "scoring", "metrics", "report")
@@ -71,6 +71,22 @@ def lmeval_task_dir(workdir: Path, tasks: list[dict[str, Any]]) -> Path:
     return folder
 
 
+def lm_eval_cli(
+    prefix: list[str],
+    model_args: str,
+    tasks: list[str],
+    include: Path,
+    batch_size: int | str,
+    device: str,
+    limit: int | None,
+) -> list[str]:
+    """An lm-eval command line (``prefix``: the interpreter, ``-m lm_eval`` or ``-m
+    mill.lm_eval``, and ``--model``) on ``tasks`` from the YAML folder ``include``."""
+    cmd = [*prefix, "--model_args", model_args, "--tasks", ",".join(tasks)]
+    cmd += ["--include_path", str(include), "--batch_size", str(batch_size), "--device", device]
+    return cmd + ([] if limit is None else ["--limit", str(limit)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", nargs="+", default=["arc_easy_0shot"])
@@ -95,12 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         workload = WORKLOADS[name]
         if args.limit is not None:
             workload = workload.with_limit(args.limit)
-        overrides = workload.mill_overrides(args.data_dir) + [
-            "model=hf",
-            f"model.pretrained={model}",
-            f"model.name={model.name}",
-            f"model.device={args.device}",
-            f"model.dtype={args.dtype}",
+        overrides = [
+            *workload.mill_overrides(args.data_dir),
+            *hf_model_overrides(model, args.device, args.dtype),
             "runner.cache=false",
         ]
         lm_cmd: list[str] = []
@@ -109,14 +122,15 @@ def main(argv: list[str] | None = None) -> int:
             files = derive_data(workload, args.data_dir, work / name)
             tasks = workload.lmeval_tasks(files)
             include = lmeval_task_dir(work / name, tasks)
-            batch = LMEVAL_BATCH.get(name, 8)
-            lm_cmd = [str(lmeval_python()), "-m", "lm_eval", "--model", "hf"]
-            lm_cmd += ["--model_args", f"pretrained={model},dtype={args.dtype}"]
-            lm_cmd += ["--tasks", ",".join(t["name"] for t in tasks)]
-            lm_cmd += ["--include_path", str(include), "--batch_size", str(batch)]
-            lm_cmd += ["--device", args.device]
-            if workload.limit is not None:
-                lm_cmd += ["--limit", str(workload.limit)]
+            lm_cmd = lm_eval_cli(
+                [str(lmeval_python()), "-m", "lm_eval", "--model", "hf"],
+                f"pretrained={model},dtype={args.dtype}",
+                [t["name"] for t in tasks],
+                include,
+                LMEVAL_BATCH.get(name, 8),
+                args.device,
+                workload.limit,
+            )
         sides: dict[str, list[dict[str, Any]]] = {"mill": [], "lmeval": []}
         for r in range(args.rounds):
             order = ["mill", "lmeval"] if r % 2 == 0 else ["lmeval", "mill"]

@@ -12,6 +12,21 @@ from mill.task import Task
 from mill.types import OutputType
 
 
+def ai2_to_hub(row: dict[str, Any]) -> dict[str, Any]:
+    """An AI2 jsonl row (``question.stem``, ``question.choices``) in the Hub schema of
+    ``allenai/ai2_arc`` (``question``, ``choices.text``/``choices.label``, ``answerKey``)."""
+    choices = row["question"]["choices"]
+    return {
+        "id": row["id"],
+        "question": row["question"]["stem"],
+        "choices": {
+            "text": [c["text"] for c in choices],
+            "label": [c["label"] for c in choices],
+        },
+        "answerKey": row["answerKey"],
+    }
+
+
 class ArcEasy(Task):
     """ARC-Easy: ``Question: {question}\\nAnswer:`` scored against each choice."""
 
@@ -29,16 +44,7 @@ class ArcEasy(Task):
     METRICS = ["acc", "acc_norm"]
 
     def _adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
-        choices = row["question"]["choices"]
-        return {
-            "id": row["id"],
-            "question": row["question"]["stem"],
-            "choices": {
-                "text": [c["text"] for c in choices],
-                "label": [c["label"] for c in choices],
-            },
-            "answerKey": row["answerKey"],
-        }
+        return ai2_to_hub(row)
 
     def _get_instruction_text(self, item: dict[str, Any]) -> str:
         return f"Question: {item['question']}\nAnswer:"

@@ -1,9 +1,13 @@
 """Helpers shared by the tests (import them from here; fixtures stay in conftest.py files).
 
-* :func:`run_mill` starts the installed ``mill`` in a subprocess; only tests marked
-  ``slow`` may call it (the fast tier never starts a process: see tests/conftest.py).
+* :func:`run_mill` starts the installed ``mill`` in a subprocess, :func:`run_process` any
+  command; only tests marked ``slow`` may call them (the fast tier never starts a process:
+  see tests/conftest.py).
 * :func:`full_forward_oracle` and :func:`choice_requests`: the model tests' oracle.
 * :func:`make_chat_tokenizer`: a small real tokenizer with a chat template.
+* :func:`sample_record`: a hand-made line of ``samples/<task>.jsonl``.
+* :data:`ARC_ROW` and :func:`write_jsonl`: a data file of ARC rows (or any rows) for
+  bad-input tests.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mill.types import OutputType, Request
+from mill.record import SampleRecord
+from mill.types import DocOutput, OutputType, Request
 
 if TYPE_CHECKING:
     from mill.model.hf import HFCausalLM
@@ -24,30 +29,50 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
+ARC_ROW: dict[str, Any] = {
+    "id": "x1",
+    "question": {
+        "stem": "Which is a liquid?",
+        "choices": [{"text": t, "label": k} for t, k in (("water", "A"), ("sand", "B"))],
+    },
+    "answerKey": "A",
+}
+"""One ARC row in the file format (``ai2_arc``'s JSONL)."""
+
 SLOW_ALLOWED = {"now": True}
 """Whether the running test may start processes (set per test by tests/conftest.py)."""
+
+
+def run_process(
+    *cmd: str | Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: int = 300,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd`` to the end, its output captured as text, whatever its exit code; the
+    environment is this one's with ``env`` on top. Only tests marked ``slow`` may call it."""
+    if not SLOW_ALLOWED["now"]:
+        import pytest
+
+        pytest.fail("this test starts a process: mark it @pytest.mark.slow")
+    return subprocess.run(
+        [str(c) for c in cmd],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def run_mill(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: int = 300
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed ``mill`` console script in a subprocess (offline, CI=1)."""
-    if not SLOW_ALLOWED["now"]:
-        import pytest
-
-        pytest.fail("this test starts mill as a process: mark it @pytest.mark.slow")
-    full_env = {**os.environ, "CI": "1", **(env or {})}
     exe = Path(sys.executable).with_name("mill")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
-    return subprocess.run(
-        [*cmd, *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_process(*cmd, *args, cwd=cwd, env={"CI": "1", **(env or {})}, timeout=timeout)
 
 
 def full_forward_oracle(model: HFCausalLM, context: str, continuation: str) -> tuple[float, bool]:
@@ -89,3 +114,35 @@ def make_chat_tokenizer(folder: Path) -> Path:
     config["chat_template"] = CHAT_TEMPLATE
     (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2))
     return folder
+
+
+def sample_record(
+    doc_id: int = 0,
+    *,
+    gold: Any = 0,
+    logprobs: list[float] | None = None,
+    metrics: dict[str, Any] | None = None,
+    task: str = "t",
+    doc_hash: str = "",
+) -> SampleRecord:
+    """A sample record as the experiment folder writes it, with only what a test sets."""
+    logprobs = list(logprobs or [])
+    return SampleRecord(
+        task=task,
+        subject="default",
+        doc_id=doc_id,
+        fewshot_ids=[],
+        choices=[f"choice {i}" for i in range(len(logprobs))],
+        gold=gold,
+        prediction=0,
+        metrics=dict(metrics or {}),
+        response=DocOutput(input=f"doc {doc_id}", logprobs=logprobs),
+        doc_hash=doc_hash,
+        prompt_hash="",
+    )
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """``rows`` as a JSON-lines file at ``path``."""
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path

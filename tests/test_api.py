@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
@@ -14,6 +12,7 @@ import pytest
 import mill
 from mill.errors import ConfigError
 from mill.results import Results
+from tests.helpers import run_process
 
 DEMO = Path(str(resources.files("mill.resources").joinpath("models", "stories260k")))
 REPO = Path(__file__).resolve().parents[1]
@@ -96,7 +95,8 @@ def test_compose_and_bad_input() -> None:
 @pytest.mark.slow
 def test_import_mill_stays_torch_free() -> None:
     code = "import sys, mill; mill.evaluate; mill.load; assert 'torch' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    proc = run_process(sys.executable, "-c", code)
+    assert proc.returncode == 0, proc.stderr
 
 
 @pytest.mark.slow
@@ -108,15 +108,7 @@ def test_readme_example_runs(tmp_path: Path) -> None:
     assert code is not None
     script = tmp_path / "example.py"
     script.write_text(code.group(1))
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    proc = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    proc = run_process(sys.executable, script, cwd=tmp_path, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.search(r"acc = 0\.\d+ ± 0\.\d+", proc.stdout), proc.stdout

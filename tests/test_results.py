@@ -79,6 +79,45 @@ def test_newer_schema_is_refused_with_one_line() -> None:
         Results.from_dict({"schema_version": 99})
 
 
+def test_every_reader_refuses_a_newer_schema_in_one_line(group_run, tmp_path: Path) -> None:
+    """A results.json from a newer Mill: mill.load, report/compare and the sweep summary
+    each say which version and what to do, instead of misreading it."""
+    import shutil
+
+    from mill.report.load import ReportInputError
+
+    folder = tmp_path / "sweep" / "0_arc"
+    shutil.copytree(group_run[0], folder)
+    data = json.loads((folder / "results.json").read_text())
+    data["schema_version"] = SCHEMA_VERSION + 1
+    (folder / "results.json").write_text(json.dumps(data))
+    newer = f"schema_version {SCHEMA_VERSION + 1} is newer than this Mill reads"
+    with pytest.raises(ResultsError, match=newer):
+        mill.load(folder)
+    with pytest.raises(ReportInputError, match=newer) as caught:
+        RunFolder.open(folder)
+    assert "\n" not in str(caught.value) and "upgrade mill-eval" in str(caught.value)
+    (job,) = summarize(folder.parent)["jobs"]
+    assert job["status"] == "failed" and job["metrics"] == {}
+    assert newer in job["error"] and job["error"].startswith("results.json is unreadable")
+
+
+def test_a_sample_line_that_is_not_a_record_names_file_and_line(group_run, tmp_path) -> None:
+    import shutil
+
+    from mill.report.load import ReportInputError
+
+    folder = tmp_path / "run"
+    shutil.copytree(group_run[0], folder)
+    path = folder / "samples" / "arc_easy.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], json.dumps({"doc_id": 1})]) + "\n")
+    with pytest.raises(ResultsError, match=f"{path}:2 is not a sample record"):
+        mill.load(folder).samples("arc_easy")
+    with pytest.raises(ReportInputError, match=f"{path}:2 is not a sample record"):
+        RunFolder.open(folder).samples("arc_easy")
+
+
 def test_manifest_keeps_keys_it_does_not_name() -> None:
     data = {"status": "failed", "error": "boom", "argv": ["mill"], "new": 1}
     manifest = Manifest.from_dict(data)

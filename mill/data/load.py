@@ -3,6 +3,15 @@
 Hub and local files go through the same call: the hub by path/name/revision, local files
 by a builder (``json``, ``csv``, ``text``) and ``data_files``. The task adapts a local
 file's schema to the hub's one afterwards, so prompts never depend on the source.
+
+One shortcut: a local JSON-lines file whose rows all have one shape (the same keys in the
+same order, one JSON type per value, no integer/float mix) is read with :mod:`json`
+directly (:func:`read_uniform_jsonl`). ``datasets``' ``json`` builder returns exactly these
+rows for such a file (pyarrow infers one column type per key and ``to_list`` gives the
+values back), and importing ``datasets`` plus its ``load_dataset`` machinery costs about
+two seconds of CPU, more than anything else in loading the bundled samples. Any other
+file (a JSON array, mixed types, missing keys, bytes that are not UTF-8, a builder
+argument) goes through ``datasets`` as before, with its errors and diagnosis.
 """
 
 from __future__ import annotations
@@ -124,13 +133,102 @@ def _diagnose(path: Path, builder: str, err: Exception) -> str:
     return f"cannot be read as {builder}: {first}; {fix}"
 
 
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_NULL = ("null",)
+
+
+class _Mixed(Exception):
+    """Two rows (or list items) disagree on a value's type: ``datasets`` decides."""
+
+
+def _shape(value: Any) -> tuple[Any, ...]:
+    """The arrow-like type of a parsed JSON value; raises :class:`_Mixed` where pyarrow's
+    inference could change the value (a big integer, NaN/Infinity, a lone surrogate)."""
+    if value is None:
+        return _NULL
+    if isinstance(value, bool):
+        return ("bool",)
+    if isinstance(value, int):
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise _Mixed
+        return ("int",)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise _Mixed
+        return ("float",)
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _Mixed from None
+        return ("str",)
+    if isinstance(value, list):
+        item = _NULL
+        for element in value:
+            item = _merge(item, _shape(element))
+        return ("list", item)
+    if isinstance(value, dict) and value:  # pyarrow has no struct without fields
+        return ("struct", tuple((key, _shape(v)) for key, v in value.items()))
+    raise _Mixed
+
+
+def _merge(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+    """One type for values of types ``a`` and ``b`` (null fits any), without promotion."""
+    if a == b or b == _NULL:
+        return a
+    if a == _NULL:
+        return b
+    if a[0] == b[0] == "list":
+        return ("list", _merge(a[1], b[1]))
+    if a[0] == b[0] == "struct" and [k for k, _ in a[1]] == [k for k, _ in b[1]]:
+        fields = zip(a[1], b[1], strict=True)
+        return ("struct", tuple((k, _merge(x, y)) for (k, x), (_, y) in fields))
+    raise _Mixed
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    row = dict(pairs)
+    if len(row) != len(pairs):
+        raise _Mixed
+    return row
+
+
+def read_uniform_jsonl(path: Path) -> list[dict[str, Any]] | None:
+    """The rows of a JSON-lines file, or None unless every row has the same shape.
+
+    Same shape: every non-blank line is one JSON object with the same keys in the same
+    order, nested objects too, and each value (list items included) keeps one JSON type
+    across rows (null fits any; an integer and a float do not mix). For such a file these
+    are the rows ``datasets.load_dataset("json", ...).to_list()`` returns, in order and
+    with the same Python types (``tests/data/test_load.py`` checks every bundled and
+    shared data file). None: let ``datasets`` read the file (and explain its errors).
+    """
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if text.startswith("\ufeff"):
+        return None
+    rows: list[dict[str, Any]] = []
+    shape: tuple[Any, ...] = _NULL
+    try:
+        for line in text.split("\n"):
+            if not line.strip():
+                continue
+            row = json.loads(line, object_pairs_hook=_no_duplicate_keys)
+            if not isinstance(row, dict):
+                return None
+            shape = _merge(shape, _shape(row))
+            rows.append(row)
+    except (ValueError, RecursionError, _Mixed):
+        return None
+    return rows or None
+
+
 def load_rows(
     spec: DatasetSpec, split: str, source: DataSource, subject: str = "default"
 ) -> LoadedSplit:
     """Load one split as a list of dict rows (hub schema for hub, file schema for files)."""
-    import datasets  # heavy: imported only when data is loaded
-
-    datasets.disable_progress_bars()
     path = _local_file(spec, split, source, subject)
     if path is not None:
         if not path.is_file():
@@ -141,6 +239,17 @@ def load_rows(
         where = f"data file {path} ({spec.path} split {split!r})"
         if path.stat().st_size == 0:
             raise DatasetUnavailable(f"{where} is empty; point the task at a file with rows")
+        direct = (
+            read_uniform_jsonl(path)
+            if spec.local_builder == "json" and not spec.builder_kwargs
+            else None
+        )
+        if direct is not None:
+            origin = {"file": str(path), "sha256": _sha256(path)}
+            return LoadedSplit(rows=direct, origin=origin, local=True)
+        import datasets  # heavy: imported only when data is loaded through it
+
+        datasets.disable_progress_bars()
         try:
             ds = datasets.load_dataset(
                 spec.local_builder,
@@ -158,6 +267,9 @@ def load_rows(
         origin = {"file": str(path), "sha256": _sha256(path), "fingerprint": ds._fingerprint}
         return LoadedSplit(rows=rows, origin=origin, local=True)
 
+    import datasets
+
+    datasets.disable_progress_bars()
     name = spec.name if subject == "default" else subject
     try:
         ds = datasets.load_dataset(spec.path, name, revision=spec.revision, split=split)

@@ -22,7 +22,7 @@ from typing import Any
 import jsonlines
 
 from mill.errors import ConfigError, ExperimentExists, MillError
-from mill.files import read_json, write_json
+from mill.files import write_json
 from mill.record import SampleRecord
 from mill.results import Manifest, Results
 
@@ -82,7 +82,7 @@ class ExperimentFolder:
 
     def _succeeded(self) -> bool:
         try:
-            return self.read_manifest().get("status") == "succeeded"
+            return self.read_manifest().status == "succeeded"
         except (OSError, MillError):
             return False
 
@@ -107,7 +107,7 @@ class ExperimentFolder:
             self._lock.close()
             self._lock = None
 
-    def reopen(self) -> dict[str, Any]:
+    def reopen(self) -> Manifest:
         """Take over an unfinished run's folder (``runner.resume=true``).
 
         A run is finished when its manifest says ``succeeded`` (the last write of a run);
@@ -118,14 +118,14 @@ class ExperimentFolder:
         """
         self.lock()
         try:
-            old = read_json(self.manifest_path)
-        except (OSError, ValueError) as err:
+            old = self.read_manifest()
+        except (OSError, ValueError, MillError) as err:
             self.unlock()
             raise MillError(
                 f"cannot resume {self.path}: unreadable manifest.json; choose another folder "
                 "(hydra.run.dir=...)"
             ) from err
-        if old.get("status") == "succeeded":
+        if old.status == "succeeded":
             self.unlock()
             raise ExperimentExists(
                 f"{self.path} holds a succeeded run: there is nothing to resume and Mill never "
@@ -150,8 +150,9 @@ class ExperimentFolder:
             )
         return path
 
-    def read_manifest(self) -> dict[str, Any]:
-        return read_json(self.manifest_path)
+    def read_manifest(self) -> Manifest:
+        """``manifest.json``, typed (OSError when missing, MillError when not a manifest)."""
+        return Manifest.read(self.manifest_path)
 
     def write_sample(self, record: SampleRecord) -> None:
         """Append one sample line (flushed, so an interrupted run keeps what it had)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mill.errors import MillError
+from mill.results import Manifest
 
 if TYPE_CHECKING:
     from mill.experiment.folder import ExperimentFolder
@@ -67,28 +68,29 @@ def device_info() -> dict[str, Any]:
     return info
 
 
-def base_manifest(argv: list[str], seeds: dict[str, int]) -> dict[str, Any]:
+def base_manifest(argv: list[str], seeds: dict[str, int]) -> Manifest:
     """The part known before anything is loaded."""
-    return {
-        "status": "running",
-        "started": datetime.now(timezone.utc).isoformat(),
-        "argv": list(argv),
-        "git_sha": git_sha(Path(__file__).resolve().parent),
-        "versions": versions(),
-        "seeds": seeds,
-    }
+    return Manifest(
+        status="running",
+        started=datetime.now(timezone.utc).isoformat(),
+        argv=list(argv),
+        git_sha=git_sha(Path(__file__).resolve().parent),
+        versions=versions(),
+        seeds=seeds,
+    )
 
 
-def record_failure(manifest: dict[str, Any], err: BaseException) -> None:
+def record_failure(manifest: Manifest, err: BaseException) -> None:
     """The one way a failure enters a manifest: ``status`` failed, the error's first line
     (the first recorded error wins) and, for Mill's own bugs (an ``Exception`` that is not
     a :class:`~mill.errors.MillError`), the traceback. An interruption (SIGINT, SIGTERM:
     a KeyboardInterrupt) makes the status ``interrupted``."""
-    manifest["status"] = "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
-    manifest.setdefault("error", f"{type(err).__name__}: {err}".splitlines()[0])
-    if isinstance(err, Exception) and not isinstance(err, MillError):
+    manifest.status = "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
+    if manifest.error is None:
+        manifest.error = f"{type(err).__name__}: {err}".splitlines()[0]
+    if isinstance(err, Exception) and not isinstance(err, MillError) and manifest.traceback is None:
         trace = traceback.format_exception(type(err), err, err.__traceback__)
-        manifest.setdefault("traceback", "".join(trace))
+        manifest.traceback = "".join(trace)
 
 
 def mark_failed(folder: ExperimentFolder, err: BaseException) -> None:
@@ -100,6 +102,6 @@ def mark_failed(folder: ExperimentFolder, err: BaseException) -> None:
         manifest = folder.read_manifest()
     except (OSError, ValueError, MillError):
         return
-    if manifest.get("status") == "running":
+    if manifest.status == "running":
         record_failure(manifest, err)
         folder.write_manifest(manifest)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from mill.metrics.calibration import (
     confidence_and_hit,
     expected_calibration_error,
 )
+from mill.record import SampleRecord
 
 
 @dataclass
@@ -41,17 +41,17 @@ class Reliability:
     bins: list[CalibrationBin]
 
 
-def confidences(samples: Iterable[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def confidences(samples: Iterable[SampleRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per doc: max softmax probability, whether its argmax is gold, and 1/#choices
     (:func:`mill.metrics.calibration.confidence_and_hit`, as the ``ece`` metric scores a doc).
 
     Docs with fewer than two scored choices are skipped."""
     conf, correct, chance = [], [], []
     for sample in samples:
-        logprobs = (sample.get("response") or {}).get("logprobs") or []
+        logprobs = sample.response.logprobs
         if len(logprobs) < 2:
             continue
-        confidence, hit = confidence_and_hit(logprobs, sample.get("gold"))
+        confidence, hit = confidence_and_hit(logprobs, sample.gold)
         conf.append(confidence)
         correct.append(hit)
         chance.append(1.0 / len(logprobs))
@@ -59,7 +59,7 @@ def confidences(samples: Iterable[dict[str, Any]]) -> tuple[np.ndarray, np.ndarr
 
 
 def reliability(
-    task: str, samples: Iterable[dict[str, Any]], num_bins: int = 10
+    task: str, samples: Iterable[SampleRecord], num_bins: int = 10
 ) -> Reliability | None:
     """Binned confidence vs accuracy and ECE, binned by the ``ece`` metric's own
     :func:`mill.metrics.calibration.calibration_bins`; None when no doc has two or more

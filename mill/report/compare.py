@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from mill.metrics.stats import Statistic, mcnemar_exact, paired_bootstrap
+from mill.record import SampleRecord
 from mill.report.load import ReportInputError, RunFolder, flatten
 from mill.report.numbers import number
 
@@ -175,8 +176,8 @@ def _metric(run: RunFolder, name: str, task: str = "") -> Any:
         raise ReportInputError(f"{run.path}: cannot rebuild metric {name!r}: {err}") from err
 
 
-def _by_doc(run: RunFolder, task: str) -> dict[tuple[str, int], dict[str, Any]]:
-    return {(str(r.get("subject")), int(r["doc_id"])): r for r in run.samples(task)}
+def _by_doc(run: RunFolder, task: str) -> dict[tuple[str, int], SampleRecord]:
+    return {(r.subject, r.doc_id): r for r in run.samples(task)}
 
 
 def check_settings(
@@ -232,13 +233,8 @@ def compare_runs(
         keys = sorted(set(docs_a) & set(docs_b))
         if not keys:
             raise ReportInputError(f"cannot compare {task}: the two runs share no doc ids")
-        changed = [
-            k
-            for k in keys
-            if docs_a[k].get("doc_hash")
-            and docs_b[k].get("doc_hash")
-            and docs_a[k]["doc_hash"] != docs_b[k]["doc_hash"]
-        ]
+        hashes = [(k, docs_a[k].doc_hash, docs_b[k].doc_hash) for k in keys]
+        changed = [k for k, ha, hb in hashes if ha and hb and ha != hb]
         if changed:
             subject, doc_id = changed[0]
             raise ReportInputError(
@@ -249,8 +245,8 @@ def compare_runs(
         metrics_b = run_b.results.tasks[task].metrics
         for name in [m for m in metrics_a if m in metrics_b]:
             metric = _metric(run_a, name, task)
-            a_vals = [docs_a[k]["metrics"][name] for k in keys]
-            b_vals = [docs_b[k]["metrics"][name] for k in keys]
+            a_vals = [docs_a[k].metrics[name] for k in keys]
+            b_vals = [docs_b[k].metrics[name] for k in keys]
             out.append(
                 compare_metric(
                     task,

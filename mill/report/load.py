@@ -10,11 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonlines
-
 from mill.errors import MillError
 from mill.files import job_order, read_json
-from mill.results import Manifest, Results
+from mill.record import SampleRecord
+from mill.results import Manifest, Results, Run
 
 
 class ReportInputError(MillError):
@@ -45,14 +44,13 @@ class Score:
 
 
 @dataclass
-class RunFolder:
-    """A finished run: ``results.json`` plus whatever else the folder holds."""
+class RunFolder(Run):
+    """A finished run (:class:`mill.results.Run`, read through the typed schema) with its
+    ``resolved.yaml`` and the checks and errors of ``report`` and ``compare``."""
 
-    path: Path
-    results: Results
     manifest: Manifest = field(default_factory=Manifest)
     config: dict[str, Any] = field(default_factory=dict)
-    _samples_cache: dict[str, list[dict[str, Any]]] = field(
+    _samples_cache: dict[str, list[SampleRecord]] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -163,17 +161,14 @@ class RunFolder:
                     )
         return out
 
-    def samples_path(self, task: str) -> Path:
-        return self.path / "samples" / f"{task}.jsonl"
-
-    def samples(self, task: str) -> list[dict[str, Any]]:
-        """The per-doc records of ``task``, read once (ReportInputError when missing)."""
+    def samples(self, task: str) -> list[SampleRecord]:
+        """The per-doc records of ``task`` (:meth:`mill.results.Run.samples`), read once;
+        ReportInputError when missing or not sample records."""
         if task not in self._samples_cache:
-            path = self.samples_path(task)
-            if not path.is_file():
-                raise ReportInputError(f"{path} is missing; the run folder is incomplete")
-            with jsonlines.open(path) as reader:
-                self._samples_cache[task] = list(reader)
+            try:
+                self._samples_cache[task] = super().samples(task)
+            except MillError as err:
+                raise ReportInputError(str(err)) from err
         return self._samples_cache[task]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,23 +46,35 @@ def calibrations(run: RunFolder) -> list[Reliability]:
     return found
 
 
-def write_run_report(path: str | Path, finished: bool = True) -> Path:
+Drawing = Callable[[Sequence[Callable[[], bytes]]], list[bytes]]
+"""Runs drawing jobs and returns their PNG bytes in order (one after the other by default;
+the report helper spreads them over two processes, :mod:`mill.report.background`)."""
+
+
+def _one_by_one(jobs: Sequence[Callable[[], bytes]]) -> list[bytes]:
+    return [job() for job in jobs]
+
+
+def write_run_report(path: str | Path, finished: bool = True, draw: Drawing = _one_by_one) -> Path:
     """Plots (``plots/scores.png``, ``plots/calibration_<task>.png``) and ``report.html``
-    (``finished=False``: the run's own last step, before its manifest says succeeded)."""
+    (``finished=False``: the run's own last step, before its manifest says succeeded).
+    ``draw`` runs the drawing jobs (the files are the same whichever runs them)."""
+    from functools import partial
+
     from mill.report import html, plots
 
     run = RunFolder.open(path, finished=finished)
     out = run.path / PLOTS
     out.mkdir(exist_ok=True)
+    rels = calibrations(run)
+    chance = {rel.task: rel.chance for rel in rels}
+    jobs = [partial(plots.reliability_png, rel) for rel in rels]
+    jobs.append(partial(plots.scores_png, run.scores(), chance))
+    *reliability_pngs, scores_png = draw(jobs)
     calibration = []
-    chance: dict[str, float] = {}
-    for rel in calibrations(run):
-        task = rel.task
-        png = plots.reliability_png(rel)
-        write_atomic(out / f"calibration_{_safe(task)}.png", png)
+    for rel, png in zip(rels, reliability_pngs, strict=True):
+        write_atomic(out / f"calibration_{_safe(rel.task)}.png", png)
         calibration.append((rel, png))
-        chance[task] = rel.chance
-    scores_png = plots.scores_png(run.scores(), chance)
     write_atomic(out / "scores.png", scores_png)
     target = run.path / HTML
     write_atomic(target, html.run_page(run, scores_png, calibration))

@@ -23,7 +23,7 @@ from mill.experiment.manifest import device_info, record_failure
 from mill.model.base import LanguageModel
 from mill.progress import NullProgress
 from mill.record import SampleRecord
-from mill.results import Results
+from mill.results import Manifest, Results
 from mill.runner.dist import Dist, agree
 from mill.runner.faults import fault
 from mill.runner.phases import PhaseClock
@@ -178,7 +178,7 @@ def execute(
     settings = RunnerSettings.parse(resolved.get("runner"))
     folder = ExperimentFolder(folder_path)
     main = dist.is_main
-    manifest: dict[str, Any] = folder.read_manifest() if main else {}
+    manifest = folder.read_manifest() if main else Manifest()
     mode = str(cfg.report.progress)
     err_console = make_console(stderr=True, mode=mode)
     progress: Any = (
@@ -228,11 +228,11 @@ def execute(
                 store = opened or store
             model = CachedModel(model, store)
         if main:
-            manifest["model"] = identity
-            manifest["device"] = device_info()
-            manifest["world_size"] = dist.world_size
+            manifest.model = identity
+            manifest.device = device_info()
+            manifest.world_size = dist.world_size
             if store is not None:
-                manifest["cache"] = {"dir": str(cache_dir), "entries_before": store.count()}
+                manifest.cache = {"dir": str(cache_dir), "entries_before": store.count()}
             folder.write_manifest(manifest)
         dispatcher = ShardedDispatch(dist)
         clock.mark("model")
@@ -294,17 +294,16 @@ def execute(
         folder.close_samples(success=True)
         fault("samples_closed")
         clock.mark("metrics")
-        manifest["datasets"] = {t.name: t.origins for t in tasks}
-        manifest["tasks"] = {t.name: t.describe() for t in tasks}
-        manifest["truncation"] = truncation
-        manifest["ranks"] = per_rank
-        if store is not None:
-            manifest["cache"].update(
-                {k: sum(r.get(k, 0) for r in per_rank) for k in ("hits", "computed", "shared")}
-            )
+        manifest.datasets = {t.name: t.origins for t in tasks}
+        manifest.tasks = {t.name: t.describe() for t in tasks}
+        manifest.truncation = truncation
+        manifest.ranks = per_rank
+        if store is not None and manifest.cache is not None:
+            counts = {k: sum(r.get(k, 0) for r in per_rank) for k in ("hits", "computed", "shared")}
+            manifest.cache.update(counts)
             log.info(
                 "responses: %d from the cache, %d computed, %d shared",
-                *(manifest["cache"][k] for k in ("hits", "computed", "shared")),
+                *counts.values(),
             )
         # the commit order: samples, results.json, report.txt, plots/ + report.html, and
         # last the manifest's "succeeded". Until that last write the folder is unfinished
@@ -331,7 +330,7 @@ def execute(
         err = _corrupt_cache(caught, cache_dir) or storage_error(caught, folder.path) or caught
         if main:
             record_failure(manifest, err)
-            status = manifest["status"]
+            status = manifest.status
         if err is caught:
             raise
         raise err from caught
@@ -344,8 +343,8 @@ def execute(
             if not success:
                 with contextlib.suppress(OSError):  # a full disk fails the close's flush too
                     folder.close_samples(success=False)
-            manifest["status"] = "succeeded" if success else status
-            manifest["seconds"] = round(time.monotonic() - start, 3)
+            manifest.status = "succeeded" if success else status
+            manifest.seconds = round(time.monotonic() - start, 3)
             try:
                 folder.write_manifest(manifest)
             except OSError:
@@ -353,6 +352,10 @@ def execute(
                     raise
             clock.mark("report" if success else "until failure")
             log.info(clock.line())
-            log.info("run %s (%.1f s)", manifest["status"], manifest["seconds"])
+            log.info(clock.cpu_line())
+            memory = clock.memory_line()
+            if memory is not None:
+                log.info(memory)
+            log.info("run %s (%.1f s)", manifest.status, manifest.seconds)
             if success and sinks and results is not None:  # the folder is complete
                 send(sinks, sink_record(folder.path, results, resolved))

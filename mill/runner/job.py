@@ -28,7 +28,7 @@ from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import base_manifest, mark_failed
 from mill.model.base import LanguageModel
-from mill.results import Results
+from mill.results import Manifest, Results
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
 from mill.runner.faults import fault
 from mill.runner.logs import to_file
@@ -104,7 +104,7 @@ def _prepare(
     settings: RunnerSettings,
 ) -> None:
     """Claim (or, resuming, reopen) the folder and write what is known before loading."""
-    previous: dict[str, Any] | None = None
+    previous: Manifest | None = None
     if settings.resume:
         if settings.cache is None:
             raise ConfigError(
@@ -128,8 +128,8 @@ def _prepare(
     folder.write_text("resolved.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
     manifest = base_manifest(sys.argv, {"seed": settings.seed, "bootstrap_seed": settings.seed})
     if previous is not None:
-        manifest["attempts"] = int(previous.get("attempts", 1)) + 1
-        manifest["first_started"] = previous.get("first_started", previous.get("started"))
+        manifest.attempts = (previous.attempts or 1) + 1
+        manifest.first_started = previous.first_started or previous.started
     folder.write_manifest(manifest)
 
 

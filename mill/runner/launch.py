@@ -18,8 +18,7 @@ import sys
 from pathlib import Path
 
 from mill.errors import ConfigError
-from mill.files import read_json
-from mill.results import Results
+from mill.results import Manifest, Results
 from mill.runner.dist import _decode
 from mill.runner.settings import RunnerSettings
 
@@ -109,11 +108,11 @@ def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> Results:
             proc.kill()
             proc.wait()
         raise
-    manifest = read_json(folder / "manifest.json")
-    if manifest.get("status") == "succeeded" and (folder / "results.json").is_file():
+    manifest = Manifest.read(folder / "manifest.json")
+    if manifest.status == "succeeded" and (folder / "results.json").is_file():
         return Results.read(folder / "results.json")
-    error = manifest.get("error")
-    if proc.returncode == 0 and error and not manifest.get("traceback"):
+    error = manifest.error
+    if proc.returncode == 0 and error and not manifest.traceback:
         name, _, message = str(error).partition(": ")
         raise _decode((name, message))
     raise WorkersFailed(

@@ -7,12 +7,38 @@ metrics 0.05 s, report 0.61 s; total 6.36 s (cpu 7.9 s)``
 one) to the evaluation's start: the interpreter, imports, Hydra's composition and the
 experiment folder. Each later phase ends where the next begins, so the phases add up to
 the total.
+
+A second line gives the CPU time of the process (all its threads) in each phase, which
+depends much less than wall time on other jobs sharing the machine:
+
+``cpu by phase: start 1.02 s, data 0.41 s, model 2.20 s, ...; total 7.9 s``
+
+and a third the process's memory at the end of each phase, peak RSS so far and RSS
+(Linux ``/proc``; absent elsewhere):
+
+``memory by phase (peak/current RSS MiB): start 310/310, data 312/311, model 498/498, ...``
 """
 
 from __future__ import annotations
 
 import os
 import time
+
+
+def rss_mib() -> tuple[float, float] | None:
+    """(peak RSS, RSS) of this process in MiB (Linux ``/proc``), or None where unknown."""
+    found: dict[str, float] = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmHWM", "VmRSS"):
+                    found[key] = int(value.split()[0]) / 1024  # kB
+    except (OSError, ValueError, IndexError):
+        return None
+    if len(found) != 2:
+        return None
+    return found["VmHWM"], found["VmRSS"]
 
 
 def process_age_s() -> float | None:
@@ -35,16 +61,26 @@ class PhaseClock:
         age = process_age_s()
         now = time.monotonic()
         self.phases: list[tuple[str, float]] = []
+        self.cpu: dict[str, float] = {}
+        self.memory: dict[str, tuple[float, float]] = {}
         self._origin = now - age if age is not None else now
         self._last = self._origin
+        # process_time counts from the process's start: the start phase's CPU time
+        self._last_cpu = 0.0 if age is not None else time.process_time()
         if age is not None:
             self.mark("start", now)
 
     def mark(self, name: str, now: float | None = None) -> None:
         """End the phase ``name`` now (a repeated name adds to it)."""
         now = time.monotonic() if now is None else now
+        cpu = time.process_time()
         seconds = now - self._last
         self._last = now
+        self.cpu[name] = self.cpu.get(name, 0.0) + cpu - self._last_cpu
+        self._last_cpu = cpu
+        memory = rss_mib()
+        if memory is not None:
+            self.memory[name] = memory
         for i, (known, before) in enumerate(self.phases):
             if known == name:
                 self.phases[i] = (name, before + seconds)
@@ -56,3 +92,21 @@ class PhaseClock:
         total = self._last - self._origin
         cpu = time.process_time()  # this process's CPU time, all threads, since it started
         return f"phases: {parts}; total {total:.2f} s (cpu {cpu:.1f} s)"
+
+    def cpu_line(self) -> str:
+        """This process's CPU time (all threads) in each phase, in the order of
+        :meth:`line`."""
+        parts = ", ".join(f"{name} {self.cpu[name]:.2f} s" for name, _ in self.phases)
+        return f"cpu by phase: {parts}; total {time.process_time():.1f} s"
+
+    def memory_line(self) -> str | None:
+        """Peak RSS so far and RSS at the end of each phase (MiB), or None without
+        ``/proc``."""
+        if not self.memory:
+            return None
+        parts = ", ".join(
+            f"{name} {self.memory[name][0]:.0f}/{self.memory[name][1]:.0f}"
+            for name, _ in self.phases
+            if name in self.memory
+        )
+        return f"memory by phase (peak/current RSS MiB): {parts}"

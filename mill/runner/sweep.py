@@ -15,7 +15,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import MillError
-from mill.files import job_order, read_json
+from mill.files import job_order
 from mill.report.numbers import value_pm_stderr
 from mill.results import Manifest, MetricValue, Results
 
@@ -25,12 +25,15 @@ LAST: dict[str, Any] | None = None
 """The summary of the last sweep of this process (read by ``mill``'s exit code)."""
 
 
-def _read(path: Path, kind: type[T]) -> T | None:
-    """A typed ``manifest.json`` or ``results.json``; None when missing or unreadable."""
+def _read(path: Path, kind: type[T]) -> tuple[T | None, str | None]:
+    """A typed ``manifest.json`` or ``results.json`` (its ``read``), or None and why not
+    (no reason when the file is missing)."""
+    if not path.is_file():
+        return None, None
     try:
-        return kind.from_dict(read_json(path))  # type: ignore[attr-defined]
-    except (OSError, ValueError, TypeError, MillError):
-        return None
+        return kind.read(path), None  # type: ignore[attr-defined]
+    except (OSError, ValueError, TypeError, MillError) as err:
+        return None, f"{path.name} is unreadable: {err}"
 
 
 def _cell(row: MetricValue) -> dict[str, Any]:
@@ -73,14 +76,16 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
         (p for p in Path(sweep_dir).iterdir() if p.is_dir() and not p.name.startswith(".")),
         key=job_order,
     ):
-        manifest = _read(job_dir / "manifest.json", Manifest)
-        results = _read(job_dir / "results.json", Results)
+        manifest, manifest_error = _read(job_dir / "manifest.json", Manifest)
+        results, results_error = _read(job_dir / "results.json", Results)
         config = _job_config(job_dir)
         if manifest is None and results is None and not config:
             continue
         status = manifest.status if manifest is not None else "failed"
+        problem = manifest_error
         if results is None and status == "succeeded":
             status = "failed"
+            problem = results_error or "the job left no results.json"
         metrics: dict[str, dict[str, Any]] = {}
         if results is not None and status == "succeeded":
             for task, block in results.tasks.items():
@@ -97,6 +102,7 @@ def summarize(sweep_dir: Path) -> dict[str, Any]:
                 "overrides": _overrides(job_dir),
                 "status": status,
                 "error": (manifest.error if manifest is not None else None)
+                or problem
                 or (None if manifest else "the job left no manifest.json"),
                 "metrics": metrics,
             }

@@ -16,7 +16,7 @@ loses its target delimiter (as lm-eval). A LOGPROBS continuation is
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -236,28 +236,59 @@ class Task:
         rows: list[dict[str, Any]] = [strict(r) for r in loaded.rows]
         if loaded.local:
             rows = self._attach_side_files(rows, split, source, subject)
-            adapted: list[dict[str, Any]] = []
-            for index, row in enumerate(rows):
-                try:
-                    adapted.append(strict(self._adapt_local_row(row)))
-                except (KeyError, TypeError) as err:
-                    what = (
-                        explain(err, "the row")
-                        if isinstance(err, KeyError)
-                        else f"the row does not fit the task ({err})"
-                    )
-                    bad = BadRow(
-                        f"task {self.name!r}, split {split!r}, subject {subject!r}, row {index} "
-                        f"of {loaded.origin.get('file', split)}: {what}; fix the file or point "
-                        f"the task at the right one{SKIP_HINT}",
-                        split=split,
-                        row=index,
-                    )
-                    if not source.skip_bad_rows:
-                        raise bad from err
-                    adapted.append(Unusable(bad))
-            rows = adapted
+            file = loaded.origin.get("file", split)
+
+            def why(err: Exception) -> str:
+                what = (
+                    explain(err, "the row")
+                    if isinstance(err, KeyError)
+                    else f"the row does not fit the task ({err})"
+                )
+                return f" of {file}: {what}; fix the file or point the task at the right one"
+
+            rows = self._row_by_row(
+                rows,
+                lambda row: [strict(self._adapt_local_row(row))],
+                (KeyError, TypeError),
+                why,
+                split,
+                subject,
+                source,
+            )
         return self._processed(rows, split, subject, source)
+
+    def _row_by_row(
+        self,
+        rows: list[dict[str, Any]],
+        adapt: Callable[[dict[str, Any]], list[dict[str, Any]]],
+        errors: tuple[type[Exception], ...],
+        why: Callable[[Any], str],  # called with an exception of `errors`
+        split: str,
+        subject: str,
+        source: DataSource,
+    ) -> list[dict[str, Any]]:
+        """``adapt`` each row (to its rows); a row it fails on with one of ``errors`` is a
+        :class:`BadRow` naming the task, split, subject, row and ``why(err)``: raised, or with
+        ``data.skip_bad_rows`` kept as :class:`Unusable` in its place (as are rows already
+        unusable)."""
+        out: list[dict[str, Any]] = []
+        for index, row in enumerate(rows):
+            if isinstance(row, Unusable):
+                out.append(row)
+                continue
+            try:
+                out.extend(adapt(row))
+            except errors as err:
+                bad = BadRow(
+                    f"task {self.name!r}, split {split!r}, subject {subject!r}, row {index}"
+                    f"{why(err)}{SKIP_HINT}",
+                    split=split,
+                    row=index,
+                )
+                if not source.skip_bad_rows:
+                    raise bad from err
+                out.append(Unusable(bad))
+        return out
 
     def _processed(
         self, rows: list[dict[str, Any]], split: str, subject: str, source: DataSource
@@ -268,23 +299,15 @@ class Task:
         try:
             processed = self._process_docs(usable)
         except KeyError:
-            bad: list[dict[str, Any]] = []
-            for index, row in enumerate(rows):
-                if isinstance(row, Unusable):
-                    bad.append(row)
-                    continue
-                try:
-                    bad.extend(self._process_docs([row]))
-                except KeyError as err:
-                    error = BadRow(
-                        f"task {self.name!r}, split {split!r}, subject {subject!r}, row "
-                        f"{index}: {explain(err, 'the row')}; fix the data{SKIP_HINT}",
-                        split=split,
-                        row=index,
-                    )
-                    if not source.skip_bad_rows:
-                        raise error from err
-                    bad.append(Unusable(error))
+            bad = self._row_by_row(
+                rows,
+                lambda row: self._process_docs([row]),
+                (KeyError,),
+                lambda err: f": {explain(err, 'the row')}; fix the data",
+                split,
+                subject,
+                source,
+            )
             return [r if isinstance(r, Unusable) else strict(r) for r in bad]
         if len(processed) == len(usable) and len(usable) < len(rows):
             it = iter(processed)

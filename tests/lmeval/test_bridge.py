@@ -141,3 +141,20 @@ def test_import_mill_does_not_import_lm_eval() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_lm_eval_cli_defaults_mills_batch_size_to_auto() -> None:
+    from mill.lm_eval.__main__ import default_batch_size
+
+    base = ["--model", "mill", "--tasks", "arc_easy"]
+    assert default_batch_size(base) == [*base, "--batch_size", "auto"]
+    assert default_batch_size(["--model=mill"]) == ["--model=mill", "--batch_size", "auto"]
+    for kept in (
+        [*base, "--batch_size", "4"],
+        [*base, "--batch_size=4"],
+        [*base, "-b", "4"],
+        [*base, "--config", "c.yaml"],
+        ["--model", "hf", "--tasks", "arc_easy"],  # lm-eval's own models keep its default
+        ["ls", "tasks"],
+    ):
+        assert default_batch_size(kept) == kept

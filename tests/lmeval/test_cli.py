@@ -122,3 +122,5 @@ def test_lm_eval_cli_with_mill_engine(local_tasks: Path, tmp_path: Path) -> None
     row = results["results"]["mill_arc_easy"]
     assert 0.0 <= row["acc,none"] <= 1.0 and results["config"]["model"] == "mill"
     assert results["config"]["mill_model"]["pretrained"] == str(model)
+    # lm-eval's default batch size (1) would cap Mill's forward passes: auto unless given
+    assert results["config"]["batch_size"] == "auto"

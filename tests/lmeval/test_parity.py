@@ -8,6 +8,7 @@ See scripts/lmeval_bridge_parity.py and docs/lm-eval.md."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -51,5 +52,43 @@ def test_bridge_equals_lm_eval(workload: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("workload", ["arc_easy_mc", "gsm8k"])
 def test_mill_engine_in_lm_eval_equals_hf(workload: str, tmp_path: Path) -> None:
     script = parity_script()
-    report = script.run_engine([workload], "stories260k", 4, None, 8, tmp_path)
+    report = script.run([workload], "stories260k", 4, None, 8, tmp_path, engine=True)
+    _check(report)
+
+
+def _chat_model(folder: Path) -> Path:
+    """stories260k with a chat template on its tokenizer."""
+    import shutil
+    from importlib import resources
+
+    from tests.helpers import make_chat_tokenizer
+
+    source = Path(str(resources.files("mill.resources").joinpath("models", "stories260k")))
+    shutil.copytree(source, folder)
+    return make_chat_tokenizer(folder)
+
+
+@pytest.mark.parametrize("multiturn", [True, False])
+def test_bridge_with_chat_template_equals_lm_eval(multiturn: bool, tmp_path: Path) -> None:
+    """``task.chat_template``/``fewshot_as_multiturn``/``system_prompt`` against lm-eval's
+    ``apply_chat_template``/``fewshot_as_multiturn``/``system_instruction``."""
+    script = parity_script()
+    model = _chat_model(tmp_path / "model")
+    chat = script.chat_settings(True, multiturn, "Answer the question.")
+    report = script.run(["arc_easy_mc"], str(model), 3, 2, 8, tmp_path, chat=chat)
+    _check(report)
+    lines = (tmp_path / "mill_run" / "samples" / "mill_arc_easy.jsonl").read_text().splitlines()
+    context = json.loads(lines[0])["extra"]["lm_eval"]["arguments"][0][0]
+    # the template ran: the system prompt, then 2 shots + the question as user turns (each
+    # shot's answer an assistant turn) or all in one user turn
+    assert context.startswith("<s><|system|>\nAnswer the question.<|end|>\n")
+    assert context.count("<|user|>") == (3 if multiturn else 1)
+    assert context.count("<|assistant|>") == (3 if multiturn else 1)
+
+
+def test_mill_engine_in_lm_eval_with_chat_template_equals_hf(tmp_path: Path) -> None:
+    script = parity_script()
+    model = _chat_model(tmp_path / "model")
+    chat = script.chat_settings(True, True, None)
+    report = script.run(["arc_easy_mc"], str(model), 3, 2, 8, tmp_path, chat=chat, engine=True)
     _check(report)

@@ -11,6 +11,7 @@ import pytest
 from mill.errors import ConfigError, ModelError
 from mill.model.random import random_gpt2, random_gpt2_dir
 from mill.types import GenerationArgs, OutputType, Request
+from tests.helpers import choice_requests
 
 SPLIT = {
     "transformer.wte": "cpu",
@@ -23,10 +24,11 @@ SPLIT = {
 
 
 def _requests() -> list[Request]:
+    choices = ["the red one", "blue", "none of them at all"]
     return [
-        Request(OutputType.LOGPROBS, "t", d, i, f"Question {d}: which one?\nAnswer:", f" {c}")
+        r
         for d in range(3)
-        for i, c in enumerate(["the red one", "blue", "none of them at all"])
+        for r in choice_requests(f"Question {d}: which one?\nAnswer:", choices, d)
     ]
 
 

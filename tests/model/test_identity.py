@@ -18,7 +18,8 @@ from mill.model import identity
 from mill.model.hf import HFCausalLM
 from mill.model.random import random_gpt2_dir
 from mill.runner.cache import CachedModel, ResponseStore
-from mill.types import OutputType, Request
+from mill.types import Request
+from tests.helpers import choice_requests
 
 HOUR_AGO = time.time() - 3600
 
@@ -101,10 +102,11 @@ def test_a_file_just_written_is_hashed_but_not_remembered(memo: Path, tmp_path: 
 
 
 def _requests() -> list[Request]:
+    choices = ["red", "green", "a blue whale"]
     return [
-        Request(OutputType.LOGPROBS, "t", doc, i, f"Question {doc}: pick one.\nAnswer:", f" {c}")
-        for doc in range(3)
-        for i, c in enumerate(["red", "green", "a blue whale"])
+        r
+        for d in range(3)
+        for r in choice_requests(f"Question {d}: pick one.\nAnswer:", choices, d)
     ]
 
 

@@ -62,3 +62,40 @@ def test_without_a_child_the_run_draws_in_process(
     assert helper._proc is None
     helper.render(folder)
     assert (folder / "report.html").is_file() and (folder / "plots" / "scores.png").is_file()
+
+
+@pytest.mark.slow  # forks
+def test_draw_in_two_keeps_the_jobs_order_and_uses_a_second_process() -> None:
+    import os
+
+    from mill.report.background import draw_in_two
+
+    here = os.getpid()
+
+    def job(i: int) -> bytes:
+        return f"{i}:{os.getpid() == here}".encode() * (20000 * (i + 1))  # > a pipe's buffer
+
+    pngs = draw_in_two([lambda i=i: job(i) for i in range(5)])
+    assert [p[: len(f"{i}:")] for i, p in enumerate(pngs)] == [f"{i}:".encode() for i in range(5)]
+    # the first half was drawn by the fork, the rest here
+    assert [p.startswith(f"{i}:True".encode()) for i, p in enumerate(pngs)] == [
+        False, False, True, True, True,
+    ]  # fmt: skip
+    assert pngs[1] == b"1:False" * 40000 and pngs[4] == b"4:True" * 100000  # whole
+
+
+@pytest.mark.slow  # forks
+def test_what_the_fork_fails_to_draw_is_drawn_here() -> None:
+    import os
+
+    from mill.report.background import draw_in_two
+
+    here = os.getpid()
+
+    def fragile() -> bytes:
+        if os.getpid() != here:
+            raise RuntimeError("only in the fork")
+        return b"drawn here"
+
+    assert draw_in_two([fragile, lambda: b"second"]) == [b"drawn here", b"second"]
+    assert draw_in_two([lambda: b"alone"]) == [b"alone"]  # one job: no fork

@@ -7,11 +7,13 @@ import math
 import pytest
 
 from mill.metrics.calibration import ExpectedCalibrationError
+from mill.record import SampleRecord
 from mill.report.calibration import reliability
+from tests.helpers import sample_record
 
 
-def _doc(probs: list[float], gold) -> dict:
-    return {"gold": gold, "response": {"logprobs": [math.log(p) for p in probs]}}
+def _doc(probs: list[float], gold) -> SampleRecord:
+    return sample_record(gold=gold, logprobs=[math.log(p) for p in probs])
 
 
 def test_reliability_matches_a_hand_computation() -> None:
@@ -20,7 +22,7 @@ def test_reliability_matches_a_hand_computation() -> None:
         _doc([0.07, 0.93], 0),  # 0.93, wrong
         _doc([0.55, 0.45], [0, 1]),  # 0.55, right (one of two golds)
         _doc([0.25, 0.25, 0.25, 0.25], 2),  # 0.25, a tie picks choice 0: wrong
-        {"gold": 0, "response": {"logprobs": [-1.0]}},  # one choice: skipped
+        sample_record(gold=0, logprobs=[-1.0]),  # one choice: skipped
     ]
     rel = reliability("t", docs)
     assert rel is not None and rel.n == 4
@@ -35,10 +37,10 @@ def test_reliability_matches_a_hand_computation() -> None:
 
 
 def test_full_confidence_goes_to_the_last_bin_and_empty_input_gives_none() -> None:
-    rel = reliability("t", [{"gold": 0, "response": {"logprobs": [0.0, -2000.0]}}])
+    rel = reliability("t", [sample_record(gold=0, logprobs=[0.0, -2000.0])])
     assert rel is not None and rel.bins[0].lo == 0.9 and rel.bins[0].confidence == 1.0
     assert rel.ece == 0.0
-    assert reliability("t", [{"gold": 0, "response": {"logprobs": []}}]) is None
+    assert reliability("t", [sample_record(gold=0, logprobs=[])]) is None
 
 
 def test_page_and_metric_agree_on_edge_confidences() -> None:

@@ -11,7 +11,7 @@ import jsonlines
 import numpy as np
 import pytest
 
-from tests.helpers import run_mill
+from tests.helpers import run_mill, sample_record
 
 SETTINGS = {
     "name": "arc_easy",
@@ -37,16 +37,13 @@ def _write_run(path: Path, run: str, doc_ids: list[int], settings: dict) -> Path
     acc = A_BLOCK if run == "a" else B_BLOCK
     (path / "samples").mkdir(parents=True)
     rows = [
-        {
-            "task": "arc_easy",
-            "subject": "default",
-            "doc_id": i,
-            "doc_hash": f"doc{i}",
-            "gold": 0,
-            "prediction": 0,
-            "metrics": {"acc": float(acc[i % 10]), "word_perplexity": [_ll(i, run), 5.0]},
-            "response": {"logprobs": [-1.0, -2.0]},
-        }
+        sample_record(
+            i,
+            task="arc_easy",
+            doc_hash=f"doc{i}",
+            logprobs=[-1.0, -2.0],
+            metrics={"acc": float(acc[i % 10]), "word_perplexity": [_ll(i, run), 5.0]},
+        ).to_json()
         for i in doc_ids
     ]
     with jsonlines.open(path / "samples" / "arc_easy.jsonl", "w") as out:

@@ -10,21 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_mill
-
-ARC_ROW = {
-    "id": "x1",
-    "question": {
-        "stem": "Which is a liquid?",
-        "choices": [{"text": t, "label": k} for t, k in (("water", "A"), ("sand", "B"))],
-    },
-    "answerKey": "A",
-}
-
-
-def _jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
+from tests.helpers import ARC_ROW, run_mill, write_jsonl
 
 
 def _nan_model(tmp_path: Path) -> Path:
@@ -39,6 +25,11 @@ def _nan_model(tmp_path: Path) -> Path:
     weights["transformer.ln_f.weight"].fill_(float("nan"))
     save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
     return folder
+
+
+def _test_split(data: Path) -> list[str]:
+    """The override that points the task's test split at the file ``data``."""
+    return [f"+task.dataset.data_files.test={data}"]
 
 
 def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
@@ -65,16 +56,16 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
     if name == "doc lacks a prompt field":
         # a file with another schema ("query" where the prompt reads "question")
         rows = [{"query": "1+1?", "answer": "#### 2"}, {"query": "2+1?", "answer": "#### 3"}]
-        data = _jsonl(tmp_path / "gsm.jsonl", rows)
-        return [
-            "task=gsm8k",
-            "task.num_fewshot=0",
-            f"+task.dataset.data_files.test={data}",
-        ], ["task 'gsm8k', split 'test'", "doc 0", "lacks field 'question' that the task needs"]
+        data = write_jsonl(tmp_path / "gsm.jsonl", rows)
+        return ["task=gsm8k", "task.num_fewshot=0", *_test_split(data)], [
+            "task 'gsm8k', split 'test'",
+            "doc 0",
+            "lacks field 'question' that the task needs",
+        ]
     if name == "file row lacks a field":
         row = {k: v for k, v in ARC_ROW.items() if k != "answerKey"}
-        data = _jsonl(tmp_path / "arc.jsonl", [row, row])
-        return [f"+task.dataset.data_files.test={data}"], [
+        data = write_jsonl(tmp_path / "arc.jsonl", [row, row])
+        return _test_split(data), [
             "task 'arc_easy'",
             "row 0",
             "lacks field 'answerKey'",
@@ -82,11 +73,11 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
         ]
     if name == "doc without choices":
         row = {**ARC_ROW, "question": {"stem": "?", "choices": []}}
-        data = _jsonl(tmp_path / "arc.jsonl", [ARC_ROW, ARC_ROW, row])
-        return [f"+task.dataset.data_files.test={data}"], ["doc 2", "the doc has no choices"]
+        data = write_jsonl(tmp_path / "arc.jsonl", [ARC_ROW, ARC_ROW, row])
+        return _test_split(data), ["doc 2", "the doc has no choices"]
     if name == "gold outside choices":
-        data = _jsonl(tmp_path / "arc.jsonl", [{**ARC_ROW, "answerKey": "E"}])
-        return [f"+task.dataset.data_files.test={data}"], [
+        data = write_jsonl(tmp_path / "arc.jsonl", [{**ARC_ROW, "answerKey": "E"}])
+        return _test_split(data), [
             "doc 0",
             "gold answer is not among its 2 choices",
         ]
@@ -107,8 +98,8 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
     if name == "null field in a file row":
         # datasets fills a field that one row lacks with null: never "gold not among choices"
         rows = [ARC_ROW, {k: v for k, v in ARC_ROW.items() if k != "answerKey"}, ARC_ROW]
-        data = _jsonl(tmp_path / "arc.jsonl", rows)
-        return [f"+task.dataset.data_files.test={data}"], [
+        data = write_jsonl(tmp_path / "arc.jsonl", rows)
+        return _test_split(data), [
             "task 'arc_easy', split 'test'",
             "row 1",
             "field 'answerKey' is null",
@@ -116,8 +107,8 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
         ]
     if name == "null text in a file row":
         row = {**ARC_ROW, "question": {**ARC_ROW["question"], "stem": None}}
-        data = _jsonl(tmp_path / "arc.jsonl", [ARC_ROW, ARC_ROW, row])
-        return [f"+task.dataset.data_files.test={data}"], [
+        data = write_jsonl(tmp_path / "arc.jsonl", [ARC_ROW, ARC_ROW, row])
+        return _test_split(data), [
             "split 'test'",
             "row 2",
             "field 'question.stem' is null",
@@ -139,7 +130,7 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
     if name == "non-UTF-8 data file":
         data = tmp_path / "arc.jsonl"
         data.write_bytes(json.dumps(ARC_ROW).replace("water", "caf\u00e9").encode("latin-1"))
-        return [f"+task.dataset.data_files.test={data}"], [
+        return _test_split(data), [
             str(data),
             "line 1 is not UTF-8",
             "save the file as UTF-8",
@@ -147,13 +138,13 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
     if name == "garbage JSONL line":
         data = tmp_path / "arc.jsonl"
         data.write_text(json.dumps(ARC_ROW) + "\n" + json.dumps(ARC_ROW)[:40] + "\n")
-        return [f"+task.dataset.data_files.test={data}"], [str(data), "line 2 is not valid JSON"]
+        return _test_split(data), [str(data), "line 2 is not valid JSON"]
     if name == "empty data file":
         data = tmp_path / "arc.jsonl"
         data.write_text("")
-        return [f"+task.dataset.data_files.test={data}"], [str(data), "is empty"]
+        return _test_split(data), [str(data), "is empty"]
     if name == "missing data file":
-        return [f"+task.dataset.data_files.test={tmp_path / 'nope.jsonl'}"], [
+        return _test_split(tmp_path / "nope.jsonl"), [
             "nope.jsonl",
             "does not exist",
         ]
@@ -177,7 +168,7 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
 
 def _user_task(tmp_path: Path, rows: list[dict], name: str | None = "mine") -> list[str]:
     """A YAML-only generative task over ``rows``; the overrides that select it."""
-    data = _jsonl(tmp_path / "mine.jsonl", rows)
+    data = write_jsonl(tmp_path / "mine.jsonl", rows)
     folder = tmp_path / "conf" / "task"
     folder.mkdir(parents=True)
     lines = [
@@ -252,11 +243,9 @@ def test_bad_input_is_one_line_exit_2_no_results(name: str, tmp_path: Path) -> N
 @pytest.mark.slow
 def test_bad_rows_are_skipped_and_counted_when_asked(tmp_path: Path) -> None:
     rows = [ARC_ROW, {k: v for k, v in ARC_ROW.items() if k != "answerKey"}, ARC_ROW]
-    data = _jsonl(tmp_path / "arc.jsonl", rows)
+    data = write_jsonl(tmp_path / "arc.jsonl", rows)
     out = tmp_path / "run"
-    proc = run_mill(
-        f"+task.dataset.data_files.test={data}", "data.skip_bad_rows=true", f"hydra.run.dir={out}"
-    )
+    proc = run_mill(*_test_split(data), "data.skip_bad_rows=true", f"hydra.run.dir={out}")
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if "[mill][WARNING]" in line]
     assert len(warnings) == 1 and "skipped 1 bad row(s) (arc_easy: 1" in warnings[0]

@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonlines
 import pytest
 
-from tests.helpers import run_mill
+from tests.helpers import run_mill, run_process
 
 ARGS = ("task=arc", "model=gpt2_random", "task.limit=6", "model.batch_size=1")
 # One BLAS thread in every process: the GEMM kernel that torch picks for a small matrix
@@ -106,18 +106,10 @@ def test_users_own_torchrun_writes_one_folder(single: Path, tmp_path: Path) -> N
     """``torchrun -m mill``: every rank runs Hydra, only rank 0 writes. Default batching
     here: the ranks' batches differ from one process's, so log-likelihoods agree to float
     rounding (as for any change of batch size) and the metrics exactly."""
-    env = {**os.environ, "CI": "1", "OMP_NUM_THREADS": "1"}
+    env = {"CI": "1", "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     args = [a for a in ARGS if not a.startswith("model.batch_size")]
-    proc = subprocess.run(
-        [*cmd, "-m", "mill", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = run_process(*cmd, "-m", "mill", *args, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     # rank 1 created nothing: one run folder, no stray outputs or logs in the cwd
     runs = list((tmp_path / "outputs" / "runs").glob("*/*"))

@@ -38,3 +38,41 @@ def test_phases_are_in_order_and_add_up_to_the_total() -> None:
     assert phases["data"] >= 0.02 and phases["model"] >= 0.05
     assert abs(sum(phases.values()) - total) < 0.02  # rounding of each to 0.01 s
     assert phases["start"] >= time.monotonic() - _IMPORTED - total
+
+
+def test_cpu_line_counts_each_phase_cpu_time() -> None:
+    clock = PhaseClock()
+    time.sleep(0.05)  # wall time, almost no CPU
+    clock.mark("data")
+    spent = time.process_time()
+    while time.process_time() - spent < 0.1:  # busy: CPU time
+        pass
+    clock.mark("model")
+    line = clock.cpu_line()
+    assert line.startswith("cpu by phase: start ")
+    cpu, total = _parse(line.removeprefix("cpu by phase: "))
+    assert list(cpu) == ["start", "data", "model"]
+    assert cpu["data"] < 0.04 and cpu["model"] >= 0.1
+    # the start phase counts from the process's start, so the phases add up to its CPU time
+    assert abs(sum(cpu.values()) - total) < 0.1
+    # "phases: " stays the wall-time line's own marker (scripts look it up by it)
+    assert "phases: " not in line
+
+
+def test_memory_line_gives_peak_and_current_rss_per_phase() -> None:
+    clock = PhaseClock()
+    block = bytearray(64 << 20)  # 64 MiB, touched
+    clock.mark("data")
+    del block
+    clock.mark("model")
+    line = clock.memory_line()
+    assert line is not None and line.startswith("memory by phase (peak/current RSS MiB): ")
+    found = dict(
+        (m.group(1), (int(m.group(2)), int(m.group(3))))
+        for m in re.finditer(r"(\w+) (\d+)/(\d+)", line)
+    )
+    assert list(found) == ["start", "data", "model"]
+    assert found["data"][1] >= found["start"][1] + 60  # the block was held at its end
+    assert found["data"][0] >= found["data"][1]  # and the peak saw it
+    assert found["model"][0] >= found["data"][0]  # a peak never goes down
+    assert all(current <= peak for peak, current in found.values())

@@ -13,20 +13,7 @@ from mill.data.load import DataSource
 from mill.errors import TaskError
 from mill.task import YamlTask
 from mill.task.rows import MissingField, Row, strict
-
-ROW = {
-    "id": "x1",
-    "question": {
-        "stem": "Which is a liquid?",
-        "choices": [{"text": t, "label": k} for t, k in (("water", "A"), ("sand", "B"))],
-    },
-    "answerKey": "A",
-}
-
-
-def _jsonl(path: Path, rows: list[dict]) -> str:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return str(path)
+from tests.helpers import ARC_ROW, write_jsonl
 
 
 def test_row_refuses_missing_and_null_fields_but_get_stays_optional() -> None:
@@ -45,8 +32,8 @@ def test_row_refuses_missing_and_null_fields_but_get_stays_optional() -> None:
 
 
 def test_builtin_task_names_the_null_field_not_gold_outside_choices(tmp_path: Path) -> None:
-    lacking = {k: v for k, v in ROW.items() if k != "answerKey"}
-    data = _jsonl(tmp_path / "arc.jsonl", [ROW, lacking, ROW])
+    lacking = {k: v for k, v in ARC_ROW.items() if k != "answerKey"}
+    data = str(write_jsonl(tmp_path / "arc.jsonl", [ARC_ROW, lacking, ARC_ROW]))
     task = ArcEasy(dataset={"data_files": {"test": data}})
     with pytest.raises(TaskError) as info:
         task.prepare(DataSource("bundled"))
@@ -56,8 +43,12 @@ def test_builtin_task_names_the_null_field_not_gold_outside_choices(tmp_path: Pa
 
 
 def test_skipping_bad_rows_counts_them_and_keeps_doc_ids(tmp_path: Path) -> None:
-    null_text = {**ROW, "question": {**ROW["question"], "stem": None}}
-    data = _jsonl(tmp_path / "arc.jsonl", [ROW, null_text, ROW, {**ROW, "answerKey": "E"}])
+    null_text = {**ARC_ROW, "question": {**ARC_ROW["question"], "stem": None}}
+    data = str(
+        write_jsonl(
+            tmp_path / "arc.jsonl", [ARC_ROW, null_text, ARC_ROW, {**ARC_ROW, "answerKey": "E"}]
+        )
+    )
     task = ArcEasy(dataset={"data_files": {"test": data}})
     source = DataSource("bundled", skip_bad_rows=True)
     task.prepare(source)
@@ -68,7 +59,7 @@ def test_skipping_bad_rows_counts_them_and_keeps_doc_ids(tmp_path: Path) -> None
 
 
 def test_yaml_task_names_the_null_field_and_its_template(tmp_path: Path) -> None:
-    data = _jsonl(tmp_path / "mine.jsonl", [{"q": "a?", "a": "b"}, {"q": None, "a": "c"}])
+    data = str(write_jsonl(tmp_path / "mine.jsonl", [{"q": "a?", "a": "b"}, {"q": None, "a": "c"}]))
     task = YamlTask(
         name="mine",
         output_type="generative",

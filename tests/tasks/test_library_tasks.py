@@ -3,8 +3,7 @@ the bundled samples and (when present) the full local files."""
 
 from __future__ import annotations
 
-import json
-from importlib import import_module
+from importlib import import_module, resources
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from mill.tasks.piqa import PIQA
 
 from mill.data.load import DataSource
 from mill.errors import TaskError
-from tests.helpers import SHARED
+from tests.helpers import SHARED, write_jsonl
 
 BUNDLED = DataSource("bundled")
 # task class, docs in the full local files (../shared/data/SOURCES.md)
@@ -80,7 +79,7 @@ def test_openbookqa_choices_and_lambada_text() -> None:
 
 def test_piqa_side_file_must_be_line_aligned(tmp_path: Path) -> None:
     rows = [{"goal": f"g{i}", "sol1": "a", "sol2": "b"} for i in range(3)]
-    (tmp_path / "valid.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_jsonl(tmp_path / "valid.jsonl", rows)
     (tmp_path / "labels.lst").write_text("0\n1\n")
     files = {"validation": str(tmp_path / "valid.jsonl")}
     with pytest.raises(TaskError, match="give its label file"):
@@ -119,3 +118,31 @@ def test_every_task_loads_the_full_local_files(path: str) -> None:
     task = _task(path)
     rows = sum(len(task._load_split(task.sample_split, local, s)) for s in task.subjects)
     assert rows == LIBRARY[path]
+
+
+def _task_configs() -> list[str]:
+    folder = resources.files("mill.conf").joinpath("task")
+    names = [p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml")]
+    return sorted(n for n in names if n != "lm_eval")  # lm-eval's own tasks: tests/lmeval
+
+
+@pytest.mark.parametrize("name", _task_configs())
+def test_every_task_config_builds_docs_from_its_bundled_excerpt(compose, name: str) -> None:
+    """A new conf/task/<name>.yaml is checked here without being listed anywhere."""
+    from mill.runner.build import build_tasks
+
+    tasks, _ = build_tasks(compose(f"task={name}").task, [])
+    for task in tasks:
+        docs = list(task.docs(BUNDLED))
+        assert docs and all(d.context or d.continuation for d in docs), task.name
+
+
+def test_every_bundled_excerpt_has_a_row_in_its_readme() -> None:
+    """Each folder of mill/resources/data/ is named (source, size, license) in its README."""
+    data = resources.files("mill.resources").joinpath("data")
+    readme = data.joinpath("README.md").read_text(encoding="utf-8")
+    folders = sorted(p.name for p in data.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert folders
+    rows = [line for line in readme.splitlines() if line.startswith("| `")]
+    missing = [f for f in folders if not any(row.startswith(f"| `{f}/") for row in rows)]
+    assert not missing, f"add a row for each to mill/resources/data/README.md: {missing}"
