@@ -121,12 +121,14 @@ def _tokenizer_digest(tokenizer: str, revision: str | None) -> str:
 
 class RemoteTokenizer:
     """The served model's own tokenizer, over HTTP (``model.tokenizer=remote``): vLLM's and
-    SGLang's ``/tokenize`` + ``/detokenize``, or llama-cpp-python's ``/extras/tokenize`` +
-    ``/extras/detokenize`` (both at the server's root). Just what :class:`TokenizingLM`
-    calls; one request per distinct text, so a local tokenizer is much faster."""
+    SGLang's ``/tokenize`` + ``/detokenize``, llama.cpp's ``llama-server``'s (other fields,
+    same routes) or llama-cpp-python's ``/extras/tokenize`` + ``/extras/detokenize`` (all at
+    the server's root). Just what :class:`TokenizingLM` calls; one request per distinct
+    text, so a local tokenizer is much faster."""
 
     ROUTES = {
         "vllm": ("/tokenize", "/detokenize"),
+        "llama-server": ("/tokenize", "/detokenize"),
         "llama.cpp": ("/extras/tokenize", "/extras/detokenize"),
     }
 
@@ -139,22 +141,28 @@ class RemoteTokenizer:
         self._cache: dict[tuple[str, bool], list[int]] = {}
         for flavour in self.ROUTES:
             self.flavour = flavour
-            body = self._body("", True)
-            probe = client.attempt("POST", self.ROUTES[flavour][0], body, at_root=True)
-            if not isinstance(probe, _Failure) and isinstance(probe, dict) and "tokens" in probe:
-                # the empty text tokenizes to the BOS token alone, where the model has one
-                self.bos_token_id = int(probe["tokens"][0]) if probe["tokens"] else None
+            path = self.ROUTES[flavour][0]
+            # a text must give tokens: llama-server answers vLLM's fields with no tokens
+            probe = client.attempt("POST", path, self._body("a", False), at_root=True)
+            if not isinstance(probe, dict) or not probe.get("tokens"):
+                continue
+            # the empty text tokenizes to the BOS token alone, where the model has one
+            empty = client.attempt("POST", path, self._body("", True), at_root=True)
+            if isinstance(empty, dict) and "tokens" in empty:
+                self.bos_token_id = int(empty["tokens"][0]) if empty["tokens"] else None
                 return
         raise ModelError(
             f"model.tokenizer=remote: the server at model.base_url={client.base_url} has no "
-            "/tokenize (vLLM, SGLang) or /extras/tokenize (llama-cpp-python) route; set "
-            "model.tokenizer to the served model's Hugging Face tokenizer"
+            "/tokenize (vLLM, SGLang, llama-server) or /extras/tokenize (llama-cpp-python) "
+            "route; set model.tokenizer to the served model's Hugging Face tokenizer"
         )
 
     def _body(self, text: str, special: bool) -> dict[str, Any]:
         if self.flavour == "vllm":
             return {"model": self.model, "prompt": text, "add_special_tokens": special}
-        return {"model": self.model, "input": text}  # llama.cpp always adds its BOS
+        if self.flavour == "llama-server":
+            return {"content": text, "add_special": special}
+        return {"model": self.model, "input": text}  # llama-cpp-python always adds its BOS
 
     def _tokenize(self, text: str, special: bool) -> list[int]:
         path = self.ROUTES[self.flavour][0]
@@ -162,7 +170,7 @@ class RemoteTokenizer:
             "POST", path, self._body(text, special), "tokenizing (model.tokenizer=remote)", True
         )
         tokens = [int(t) for t in result["tokens"]]
-        if self.flavour != "vllm" and not special and tokens[:1] == [self.bos_token_id]:
+        if self.flavour == "llama.cpp" and not special and tokens[:1] == [self.bos_token_id]:
             tokens = tokens[1:]
         return tokens
 
@@ -190,7 +198,10 @@ class RemoteTokenizer:
             "detokenizing (model.tokenizer=remote)",
             True,
         )
-        return str(result.get("prompt", result.get("text", "")))
+        for key in ("prompt", "text", "content"):  # vLLM, llama-cpp-python, llama-server
+            if key in result:
+                return str(result[key])
+        return ""
 
 
 class OpenAICompletions(TokenizingLM):

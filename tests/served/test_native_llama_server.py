@@ -90,11 +90,16 @@ def test_usage_of_a_prompt_list_covers_its_first_prompt_only(
 def gsm8k_runs(
     native_llama_server: ServerProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    """GSM8K through a recording proxy: token-id prompts (found by Mill's probe) and text
-    prompts, both 4 per request."""
+    """GSM8K through a recording proxy, 4 prompts per request: token-id prompts (found by
+    Mill's probe), text prompts, and token ids from the server's own tokenizer."""
     root = tmp_path_factory.mktemp("native-gsm8k")
     out: dict[str, Any] = {}
-    for name, extra in (("ids", []), ("text", ["model.prompt_ids=false"])):
+    variants = {
+        "ids": [],
+        "text": ["model.prompt_ids=false"],
+        "remote": ["model.tokenizer=remote"],  # llama-server's own /tokenize, /detokenize
+    }
+    for name, extra in variants.items():
         with FaultProxy(native_llama_server.root_url) as proxy:
             ok(
                 run_mill(
@@ -103,13 +108,13 @@ def gsm8k_runs(
                     f"hydra.run.dir={root / name}",
                 )
             )
-            bodies = [b for path, b in proxy.bodies if path == "/v1/completions"]
-        out[name] = (root / name, bodies)
+        out[name] = (root / name, list(proxy.bodies))
     return out
 
 
-def _generations(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [b for b in bodies if b.get("max_tokens") == 96]
+def _generations(bodies: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    """The generation requests among the proxy's ``(path, body)`` records."""
+    return [b for path, b in bodies if path == "/v1/completions" and b.get("max_tokens") == 96]
 
 
 def test_gsm8k_sent_as_token_ids_four_per_request_equals_the_hf_backend(
@@ -149,6 +154,27 @@ def test_text_prompts_four_per_request_give_the_same_generations(
         assert by_text[doc_id]["response"]["text"] == row["response"]["text"], doc_id
     usage = json.loads((text_run / "results.json").read_text())["usage"]["gsm8k"]
     assert usage["requests"] == 2 and usage["prompts"] == 8
+
+
+def test_the_servers_own_tokenizer_gives_the_same_requests_and_generations(
+    gsm8k_runs: dict[str, Any],
+) -> None:
+    (ids_run, ids_bodies), (remote_run, bodies) = gsm8k_runs["ids"], gsm8k_runs["remote"]
+    assert _generations(bodies) == _generations(ids_bodies)  # the same token ids, batched
+    tokenized = [b for path, b in bodies if path == "/tokenize"]
+    # vLLM's fields tried first (no tokens back), then llama-server's for every text
+    assert "prompt" in tokenized[0] and len(tokenized) > 2
+    assert all("content" in b for b in tokenized[1:])
+    by_ids, by_remote = samples(ids_run, "gsm8k"), samples(remote_run, "gsm8k")
+    for doc_id, row in by_ids.items():
+        ours = by_remote[doc_id]
+        assert ours["response"]["output_tokens"] == row["response"]["output_tokens"], doc_id
+        # the server's /detokenize keeps the leading space a SentencePiece decode drops
+        (text,), (local,) = ours["response"]["text"], row["response"]["text"]
+        assert text == " " + local, doc_id
+        assert ours["prediction"] == row["prediction"], doc_id
+    model = json.loads((remote_run / "results.json").read_text())["model"]
+    assert model["tokenizer"] == "remote" and model["tokenizer_sha256"] is None
 
 
 def test_logprobs_task_stops_with_one_line_and_writes_no_results(
