@@ -224,26 +224,6 @@ def as_mill_like(lm: dict[str, Any]) -> dict[str, Any]:
     return {"tasks": tasks, "groups": {}, "_samples": samples}
 
 
-def run_engine(
-    names: list[str],
-    model: str,
-    limit: float | None,
-    num_fewshot: int | None,
-    batch_size: int,
-    workdir: Path,
-    chat: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """lm-eval with its ``hf`` model against lm-eval with Mill's engine (``MillLM``)."""
-    tasks, overrides, include = select(names, workdir)
-    manager = lmeval_manager(include, overrides, workdir)
-    common = (model, tasks, include, overrides, limit, num_fewshot, batch_size, workdir)
-    hf = run_lmeval(*common, engine="hf", manager=manager, chat=chat)
-    mill = run_lmeval(*common, engine="mill", manager=manager, chat=chat)
-    report = compare(hf, as_mill_like(mill))
-    report["wall_s"] = {"hf": hf["_wall_s"], "mill": mill["_wall_s"]}
-    return report
-
-
 def run_mill(
     model: str,
     tasks: list[str],
@@ -446,13 +426,24 @@ def run(
     batch_size: int,
     workdir: Path,
     chat: dict[str, Any] | None = None,
+    engine: bool = False,
 ) -> dict[str, Any]:
-    """Both harnesses on the union of the named workloads; the comparison report."""
+    """Both harnesses on the union of the named workloads; the comparison report.
+
+    lm-eval with its ``hf`` model against the bridge (``mill task=lm_eval``), or
+    (``engine``) against lm-eval with Mill's engine as its model (``MillLM``, on the same
+    TaskManager), with the wall time of both ``simple_evaluate`` calls."""
     tasks, overrides, include = select(names, workdir)
     common = (model, tasks, include, overrides, limit, num_fewshot)
-    lm = run_lmeval(*common, batch_size, workdir, chat=chat)
-    mill = run_mill(*common, workdir / "mill_run", chat=chat)
-    return compare(lm, mill)
+    if not engine:
+        lm = run_lmeval(*common, batch_size, workdir, chat=chat)
+        return compare(lm, run_mill(*common, workdir / "mill_run", chat=chat))
+    manager = lmeval_manager(include, overrides, workdir)
+    hf = run_lmeval(*common, batch_size, workdir, engine="hf", manager=manager, chat=chat)
+    mill = run_lmeval(*common, batch_size, workdir, engine="mill", manager=manager, chat=chat)
+    report = compare(hf, as_mill_like(mill))
+    report["wall_s"] = {"hf": hf["_wall_s"], "mill": mill["_wall_s"]}
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -488,8 +479,16 @@ def main(argv: list[str] | None = None) -> int:
     limit = args.limit if args.limit else None
     if limit is not None and limit >= 1:
         limit = int(limit)
-    runner = run_engine if args.engine else run
-    report = runner(names, args.model, limit, args.num_fewshot, args.batch_size, workdir, chat=chat)
+    report = run(
+        names,
+        args.model,
+        limit,
+        args.num_fewshot,
+        args.batch_size,
+        workdir,
+        chat=chat,
+        engine=args.engine,
+    )
     print(markdown(report, args.model))
     if "wall_s" in report:
         wall = report["wall_s"]

@@ -61,8 +61,11 @@ def side_commands(
     batch_size: int,
     device: str,
     dtype: str,
+    bridge_defaults: bool = True,
 ) -> dict[str, Any]:
-    """Per side, a function of the run's output folder returning its command line."""
+    """Per side, a function of the run's output folder returning its command line;
+    ``bridge_defaults=False``: the bridge indexes only ``include`` (lm-eval's CLI always
+    indexes its ~14,000 default YAMLs too)."""
     hf = [str(lmeval_python()), "-m", "lm_eval", "--model", "hf"]
     hf = lm_eval_cli(
         hf, f"pretrained={model},dtype={dtype}", tasks, include, batch_size, device, limit
@@ -80,6 +83,7 @@ def side_commands(
         *([] if limit is None else [f"task.limit={limit}"]),
         *hf_model_overrides(model, device, dtype),
         "runner.cache=false",
+        *([] if bridge_defaults else ["task.include_defaults=false"]),
     ]
     return {
         "lmeval": lambda out: [*hf, "--output_path", str(out)],
@@ -135,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--keep", type=Path, default=None, help="keep every run's folder here")
+    parser.add_argument(
+        "--bridge-include-only",
+        action="store_true",
+        help="the bridge with task.include_defaults=false: it indexes only the workload's "
+        "YAMLs, not lm-eval's ~14,000 (which lm-eval's CLI cannot skip)",
+    )
     args = parser.parse_args(argv)
     if not args.data_dir.is_dir():
         print(f"lmeval_bridge_speed: no data at {args.data_dir}; give --data-dir", file=sys.stderr)
@@ -163,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             LMEVAL_BATCH.get(name, 8),
             args.device,
             args.dtype,
+            bridge_defaults=not args.bridge_include_only,
         )
         runs: dict[str, list[dict[str, Any]]] = {s: [] for s in args.sides}
         values: dict[str, dict[str, dict[str, float]]] = {}
@@ -208,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"model {args.model}, {args.dtype} on {args.device}, {args.threads} threads")
     print(f"median of {args.rounds} round(s), whole process (start to exit) seconds")
+    if args.bridge_include_only:
+        print("bridge: task.include_defaults=false (lm-eval's default task index skipped)")
     print(
         "| workload | tasks | " + " | ".join(f"{LABELS[s]} s" for s in SIDES) + " | "
         "speed-up bridge | speed-up engine | "

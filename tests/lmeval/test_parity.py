@@ -52,7 +52,7 @@ def test_bridge_equals_lm_eval(workload: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("workload", ["arc_easy_mc", "gsm8k"])
 def test_mill_engine_in_lm_eval_equals_hf(workload: str, tmp_path: Path) -> None:
     script = parity_script()
-    report = script.run_engine([workload], "stories260k", 4, None, 8, tmp_path)
+    report = script.run([workload], "stories260k", 4, None, 8, tmp_path, engine=True)
     _check(report)
 
 
@@ -90,5 +90,5 @@ def test_mill_engine_in_lm_eval_with_chat_template_equals_hf(tmp_path: Path) -> 
     script = parity_script()
     model = _chat_model(tmp_path / "model")
     chat = script.chat_settings(True, True, None)
-    report = script.run_engine(["arc_easy_mc"], str(model), 3, 2, 8, tmp_path, chat=chat)
+    report = script.run(["arc_easy_mc"], str(model), 3, 2, 8, tmp_path, chat=chat, engine=True)
     _check(report)
