@@ -32,11 +32,6 @@ MAX_BACKOFF_S = 60.0
 class APIError(ModelError):
     """A request failed for good (after retries, or with a status that is not retried)."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        """The HTTP status of the last answer (None: no answer)."""
-
 
 @dataclass
 class _Failure:
@@ -45,7 +40,6 @@ class _Failure:
     message: str
     retry: bool
     retry_after: float | None = None
-    status: int | None = None
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -170,8 +164,8 @@ class JSONClient:
                 return _Failure(f"HTTP {status} with a body that is not JSON", True)
         message = self._clean(f"HTTP {status}: {_excerpt(data)}")
         if status == 429:
-            return _Failure(message, True, _retry_after(resp.getheader("Retry-After")), status)
-        return _Failure(message, status >= 500, status=status)
+            return _Failure(message, True, _retry_after(resp.getheader("Retry-After")))
+        return _Failure(message, status >= 500)
 
     def delay(self, attempt: int, failure: _Failure) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
@@ -202,7 +196,7 @@ class JSONClient:
             if "cannot reach" in failure.message or "no answer" in failure.message
             else f" (server {self.setting}={self.base_url})"
         )
-        return APIError(f"{what}: {failure.message}{tries}{hint}", failure.status)
+        return APIError(f"{what}: {failure.message}{tries}{hint}")
 
     # ----- many requests (asyncio) ----------------------------------------------------------
     def run_all(

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, ModelError
-from mill.model.api_client import APIError, JSONClient, _Failure
+from mill.model.api_client import JSONClient, _Failure
 from mill.model.base import OnResponse, _ignore
 from mill.model.tokenizing import (
     GenerationJob,
@@ -490,16 +490,7 @@ class OpenAICompletions(TokenizingLM):
                     )
                     on_done(i, total, flag, windows[i][0][: len(windows[i][0]) - n], truncated)
 
-        try:
-            self._send(calls, finish)
-        except APIError as err:
-            if err.status is None or not 400 <= err.status < 500 or err.status == 429:
-                raise
-            raise ModelError(
-                f"{err}; if the server cannot echo prompt log-probabilities (llama.cpp's "
-                "llama-server cannot), score LOGPROBS and PERPLEXITY tasks on one that does "
-                "(vLLM, SGLang, llama-cpp-python) or with model=hf"
-            ) from err
+        self._send(calls, finish)
 
     def loglikelihood(
         self, requests: Sequence[Request], on_response: OnResponse = _ignore
@@ -659,7 +650,7 @@ def _echoed(
         raise ModelError(
             f"request {request.id}: the server at model.base_url={base_url} returned no prompt "
             "log-probabilities (it ignores echo/logprobs); score this task on a server whose "
-            "/v1/completions echoes them (vLLM, SGLang, llama.cpp) or with model=hf"
+            "/v1/completions echoes them (vLLM, SGLang, llama-cpp-python) or with model=hf"
         )
     # the generated token follows the echoed prompt
     n_echo = len(lps) - 1

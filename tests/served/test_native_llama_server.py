@@ -3,11 +3,11 @@ F32 KV cache, flash attention off, two slots): the server that takes token-id pr
 several prompts per request, where llama-cpp-python's takes one text prompt.
 
 * What its ``/v1/completions`` accepts, asked directly: token ids, a list of prompts (ids or
-  text), one choice per prompt by ``index``; ``echo`` refused with HTTP 400.
+  text), one choice per prompt by ``index``; ``echo`` ignored (no prompt log-probs).
 * GSM8K sent as token ids, ``model.batch_prompts=4``: the greedy generations of the HF backend
   (and of the text-prompt path), in a quarter of the requests (``usage`` in results.json).
 * ARC-Easy (LOGPROBS) stops before anything is written, with one line naming the request,
-  the server's refusal and where to score it instead.
+  what the server did not return and where to score it instead.
 """
 
 from __future__ import annotations
@@ -59,14 +59,31 @@ def test_token_ids_and_prompt_lists_are_accepted(
         assert [c["text"] for c in choices] == singles
 
 
-def test_echo_is_refused(native_llama_server: ServerProcess) -> None:
-    """Why LOGPROBS and PERPLEXITY tasks cannot be scored here: no prompt log-probs."""
+def test_echo_is_ignored(native_llama_server: ServerProcess) -> None:
+    """Why LOGPROBS and PERPLEXITY tasks cannot be scored here: no prompt log-probs (``echo``
+    is ignored; ``logprobs`` covers the generated token only)."""
     status, body = http_json(
         native_llama_server.base_url + "/completions",
         {**GREEDY, "prompt": "Once upon a time", "echo": True, "logprobs": 1, "max_tokens": 1},
     )
-    assert status == 400
-    assert "echo" in body["error"]["message"]
+    assert status == 200, body
+    (choice,) = body["choices"]
+    assert not choice["text"].startswith("Once upon a time")
+    assert "token_logprobs" not in choice["logprobs"]
+    assert len(choice["logprobs"]["content"]) == 1  # the one generated token
+
+
+def test_usage_of_a_prompt_list_covers_its_first_prompt_only(
+    native_llama_server: ServerProcess, tokenizer: Any
+) -> None:
+    """docs/served.md: with several prompts per request, llama-server's ``usage`` counts the
+    first prompt only (request and prompt counts in Mill's usage are Mill's own)."""
+    url = native_llama_server.base_url + "/completions"
+    ids = [tokenizer(t)["input_ids"] for t in ("Once upon a time", "The dog ran")]
+    status, body = http_json(url, {**GREEDY, "prompt": ids, "cache_prompt": False})
+    assert status == 200 and len(body["choices"]) == 2
+    assert body["usage"]["prompt_tokens"] == len(ids[0])
+    assert body["usage"]["completion_tokens"] == GREEDY["max_tokens"]
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +164,7 @@ def test_logprobs_task_stops_with_one_line_and_writes_no_results(
     )
     assert proc.returncode == 2, proc.stderr[-3000:]
     (line,) = error_lines(proc.stderr)
-    assert "request arc_easy/0/" in line and "HTTP 400" in line and "echo" in line
+    assert "request arc_easy/0/" in line and "returned no prompt log-probabilities" in line
     assert f"model.base_url={native_llama_server.base_url}" in line
     assert "model=hf" in line and "llama-cpp-python" in line
     assert "Traceback" not in proc.stderr

@@ -1,78 +1,75 @@
-"""The server fixtures themselves: interpreter lookup, restart on the same port, teardown."""
+"""The server fixtures themselves: interpreter and binary lookup, restart on the same port,
+teardown."""
 
 from __future__ import annotations
 
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.served import servers
 from tests.served.servers import ServerProcess, ServerUnavailable, http_json
 
+FINDERS = {
+    # name: (environment variable, lookup, module default, a default that is not there)
+    "llama-cpp-python": (
+        servers.LLAMA_PYTHON_ENV,
+        servers.llama_python,
+        "LLAMA_PYTHON_DEFAULTS",
+        lambda tmp: (tmp / "a", tmp / "b"),
+    ),
+    "llama-server": (
+        servers.LLAMA_SERVER_ENV,
+        servers.llama_server_binary,
+        "LLAMA_SERVER_DEFAULT",
+        lambda tmp: tmp / "llama-server",
+    ),
+}
 
-@pytest.fixture()
-def fresh_lookup():
-    servers.llama_python.cache_clear()
-    servers.llama_server_binary.cache_clear()
-    yield
-    servers.llama_python.cache_clear()
-    servers.llama_server_binary.cache_clear()
+
+@pytest.fixture(params=sorted(FINDERS))
+def finder(request: pytest.FixtureRequest) -> Any:
+    """Each server lookup, its cache cleared before and after the test."""
+    found = FINDERS[request.param]
+    found[1].cache_clear()
+    yield found
+    found[1].cache_clear()
 
 
-def test_an_explicit_interpreter_that_is_missing_is_an_error(
-    fresh_lookup: None, monkeypatch: pytest.MonkeyPatch, tmp_path
+def test_an_explicit_server_that_is_missing_is_an_error(
+    finder: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(servers.LLAMA_PYTHON_ENV, str(tmp_path / "nope" / "python"))
+    env, find, _, _ = finder
+    monkeypatch.setenv(env, str(tmp_path / "nope" / "server"))
     with pytest.raises(RuntimeError, match="does not exist"):
-        servers.llama_python()
-
-
-@pytest.mark.slow  # runs an interpreter
-def test_an_explicit_interpreter_without_llama_cpp_is_an_error(
-    fresh_lookup: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import sys
-
-    monkeypatch.setenv(servers.LLAMA_PYTHON_ENV, sys.executable)  # Mill's, no llama_cpp
-    with pytest.raises(RuntimeError, match="cannot import llama_cpp.server"):
-        servers.llama_python()
-
-
-def test_no_interpreter_at_all_skips_with_the_reason(
-    fresh_lookup: None, monkeypatch: pytest.MonkeyPatch, tmp_path
-) -> None:
-    monkeypatch.delenv(servers.LLAMA_PYTHON_ENV, raising=False)
-    monkeypatch.setattr(servers, "LLAMA_PYTHON_DEFAULTS", (tmp_path / "a", tmp_path / "b"))
-    with pytest.raises(ServerUnavailable, match="MILL_LLAMA_PYTHON"):
-        servers.llama_python()
-
-
-def test_an_explicit_llama_server_that_is_missing_is_an_error(
-    fresh_lookup: None, monkeypatch: pytest.MonkeyPatch, tmp_path
-) -> None:
-    monkeypatch.setenv(servers.LLAMA_SERVER_ENV, str(tmp_path / "nope" / "llama-server"))
-    with pytest.raises(RuntimeError, match="does not exist"):
-        servers.llama_server_binary()
+        find()
 
 
 @pytest.mark.slow  # runs a process
-def test_an_explicit_llama_server_that_cannot_run_is_an_error(
-    fresh_lookup: None, monkeypatch: pytest.MonkeyPatch
+def test_an_explicit_server_that_cannot_run_is_an_error(
+    finder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(servers.LLAMA_SERVER_ENV, "/bin/false")
-    with pytest.raises(RuntimeError, match="--version failed"):
-        servers.llama_server_binary()
+    env, find, _, _ = finder
+    # Mill's interpreter has no llama_cpp; /bin/false has no --version
+    broken = sys.executable if env == servers.LLAMA_PYTHON_ENV else "/bin/false"
+    monkeypatch.setenv(env, broken)
+    with pytest.raises(RuntimeError, match="cannot import llama_cpp.server|--version failed"):
+        find()
 
 
-def test_no_llama_server_at_all_skips_with_the_reason(
-    fresh_lookup: None, monkeypatch: pytest.MonkeyPatch, tmp_path
+def test_no_server_at_all_skips_with_the_reason(
+    finder: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(servers.LLAMA_SERVER_ENV, raising=False)
-    monkeypatch.setattr(servers, "LLAMA_SERVER_DEFAULT", tmp_path / "llama-server")
-    with pytest.raises(ServerUnavailable, match="MILL_LLAMA_SERVER"):
-        servers.llama_server_binary()
+    env, find, default, missing = finder
+    monkeypatch.delenv(env, raising=False)
+    monkeypatch.setattr(servers, default, missing(tmp_path))
+    with pytest.raises(ServerUnavailable, match=env):
+        find()
 
 
 @pytest.mark.slow
