@@ -2,12 +2,13 @@
 
 lm-eval's ``TaskManager`` parses every task YAML it can find (about 14,000 in lm-eval's own
 ``tasks`` folder, 12 s of CPU) into an index of task, group and tag names at every start.
-The bridge keeps that index as JSON under ``$MILL_CACHE/lm_eval/`` and hands it to the
-``TaskManager`` instead of rebuilding it, as long as nothing it was built from changed: the key
-is lm-eval's and PyYAML's versions plus, for lm-eval's tasks folder and every
-``include_path``, a fingerprint of its files (relative path, size, ``mtime_ns`` of every file
-but Python sources: the YAMLs and the templates they ``include``; a stat walk, no parsing).
-An edited, added or removed YAML, or another lm-eval, rebuilds it.
+The bridge keeps that index as JSON under ``$MILL_CACHE/lm_eval/``, one file per indexed
+folder (lm-eval's tasks folder, every ``include_path``), and hands it to the ``TaskManager``
+instead of rebuilding it, as long as nothing it was built from changed: a folder's key is
+lm-eval's and PyYAML's versions plus a fingerprint of the folder's files (relative path,
+size, ``mtime_ns`` of every file but Python sources: the YAMLs and the templates they
+``include``; a stat walk, no parsing). An edited, added or removed YAML, or another lm-eval,
+rebuilds that folder's part.
 
 The index maps a name to an ``Entry`` (name, kind, yaml_path, cfg, tags). The kind (an enum),
 the path and the tags (a set) are stored as their names, strings and sorted lists; ``cfg`` (the
@@ -94,24 +95,20 @@ def _versions() -> dict[str, str]:
     }
 
 
-def _roots_spec(roots: Sequence[Path]) -> list[dict[str, str]]:
-    return [{"path": str(root), "real": str(root.resolve())} for root in roots]
+def cache_file(root: Path) -> Path:
+    """One file per indexed folder (lm-eval's own, each include path): the default index is
+    kept once whatever the include paths; the file's key says what it was built from."""
+    spec = json.dumps([str(root), str(root.resolve())])
+    return cache_folder() / f"index-{hashlib.sha256(spec.encode()).hexdigest()[:24]}.json"
 
 
-def cache_file(roots: Sequence[Path]) -> Path:
-    """One file per set of indexed folders; its key says which files it was built from."""
-    name = hashlib.sha256(json.dumps(_roots_spec(roots)).encode()).hexdigest()[:24]
-    return cache_folder() / f"index-{name}.json"
-
-
-def cache_key(roots: Sequence[Path]) -> dict[str, Any]:
-    """What the index was built from: versions, the folders and their files' fingerprints."""
+def cache_key(root: Path) -> dict[str, Any]:
+    """What a folder's index was built from: versions, the folder and its files' fingerprint."""
     return {
         **_versions(),
-        "roots": [
-            {**spec, "files": fingerprint(root)}
-            for spec, root in zip(_roots_spec(roots), roots, strict=True)
-        ],
+        "path": str(root),
+        "real": str(root.resolve()),
+        "files": fingerprint(root),
     }
 
 
@@ -226,13 +223,40 @@ def install_index(manager: Any, index: dict[str, Any]) -> None:
     manager._all_tags = sorted(buckets[Kind.TAG])
 
 
+def cached_index(roots: Sequence[Path]) -> dict[str, Any]:
+    """lm-eval's ``TaskIndex.build(roots)``, each folder's part read from the cache when its
+    files are unchanged (built by lm-eval and cached otherwise). lm-eval builds each folder's
+    part alone and merges them in order, a later folder's name replacing an earlier one's;
+    so does this."""
+    from lm_eval.tasks._index import TaskIndex
+    from lm_eval.tasks._index import log as index_log
+
+    index: dict[str, Any] = {}
+    for root in roots:
+        path = cache_file(root)
+        key = cache_key(root)
+        part = _read(path, key)
+        if part is None:
+            part = TaskIndex.build([root])
+            _write(path, key, part)
+        for name, entry in part.items():
+            if name in index:
+                index_log.warning(
+                    "Task '%s' from %s overrides existing task from %s",
+                    name,
+                    entry.yaml_path,
+                    index[name].yaml_path,
+                )
+            index[name] = entry
+    return index
+
+
 def task_manager(
     include_path: Sequence[str],
     include_defaults: bool = True,
     metadata: dict[str, Any] | None = None,
 ) -> Any:
-    """lm-eval's ``TaskManager`` for these folders, its index read from Mill's cache when the
-    folders' files are unchanged (built by lm-eval and cached otherwise)."""
+    """lm-eval's ``TaskManager`` for these folders, its index from :func:`cached_index`."""
     from lm_eval.tasks import TaskManager
 
     paths = [str(p) for p in include_path]
@@ -241,16 +265,7 @@ def task_manager(
         return TaskManager(
             include_path=paths or None, include_defaults=include_defaults, metadata=meta
         )
-    roots = index_roots(paths, include_defaults)
-    path = cache_file(roots)
-    key = cache_key(roots)
-    index = _read(path, key)
-    if index is None:
-        manager = TaskManager(
-            include_path=paths or None, include_defaults=include_defaults, metadata=meta
-        )
-        _write(path, key, manager.task_index)
-        return manager
+    index = cached_index(index_roots(paths, include_defaults))
     # an empty index costs nothing to build; the cached one replaces it
     manager = TaskManager(include_path=None, include_defaults=False, metadata=meta)
     manager.include_path = paths or None

@@ -220,17 +220,33 @@ def test_damaged_cache_is_rebuilt(local_tasks: Path, cache: Path) -> None:
 
 
 @pytest.mark.slow
-def test_default_tasks_index_cached_equals_lm_evals(cache: Path, monkeypatch) -> None:
-    """lm-eval's own ~14,000 YAMLs (about 12 s of CPU per build, so slow)."""
+def test_default_tasks_index_cached_equals_lm_evals(
+    local_tasks: Path, cache: Path, monkeypatch
+) -> None:
+    """lm-eval's own ~14,000 YAMLs (about 12 s of CPU per build, so slow), kept once: an
+    include path adds its own part; the merge is lm-eval's."""
+    import lm_eval.tasks
     from lm_eval.tasks import TaskManager
 
     from mill.lm_eval.index_cache import task_manager
 
-    task_manager([], include_defaults=True)
     spy = Spy(monkeypatch)
+    task_manager([], include_defaults=True)
+    (defaults,) = spy.builds
+    spy.reset()
     warm = task_manager([], include_defaults=True)
     assert spy.builds == [] and spy.parses == 0
+    with_include = task_manager([str(local_tasks)], include_defaults=True)
+    assert spy.builds == [[local_tasks]]  # the defaults' part came from the cache
+    assert len(list((cache / "lm_eval").glob("index-*.json"))) == 2
     monkeypatch.undo()
-    fresh = TaskManager()
+    fresh = TaskManager(include_path=str(local_tasks))
     assert len(fresh.task_index) > 10_000
-    _same(warm, fresh)
+    _same(with_include, fresh)
+    # the defaults alone: lm-eval's index less the include folder's own names
+    local = set(_fresh(local_tasks).task_index)
+    assert local and not local & set(warm.task_index)
+    assert list(warm.task_index.items()) == [
+        (k, e) for k, e in fresh.task_index.items() if k not in local
+    ]
+    assert defaults == [Path(lm_eval.tasks.__file__).parent]
