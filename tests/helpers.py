@@ -3,7 +3,8 @@
 * :func:`run_mill` starts the installed ``mill`` in a subprocess, :func:`run_process` any
   command; only tests marked ``slow`` may call them (the fast tier never starts a process:
   see tests/conftest.py).
-* :func:`full_forward_oracle` and :func:`choice_requests`: the model tests' oracle.
+* :func:`full_forward_oracle`, :func:`choice_requests` and :func:`docs_requests`: the model
+  tests' oracle and requests.
 * :func:`make_chat_tokenizer`: a small real tokenizer with a chat template.
 * :func:`sample_record`: a hand-made line of ``samples/<task>.jsonl``.
 * :data:`ARC_ROW` and :func:`write_jsonl`: a data file of ARC rows (or any rows) for
@@ -93,6 +94,11 @@ def choice_requests(context: str, choices: list[str], doc: int = 0) -> list[Requ
     return [
         Request(OutputType.LOGPROBS, "t", doc, i, context, " " + c) for i, c in enumerate(choices)
     ]
+
+
+def docs_requests(contexts: list[str], choices: list[str]) -> list[Request]:
+    """:func:`choice_requests` for each context in turn, as docs 0, 1, 2, ..."""
+    return [r for doc, ctx in enumerate(contexts) for r in choice_requests(ctx, choices, doc)]
 
 
 CHAT_TEMPLATE = (

@@ -54,6 +54,11 @@ def test_default_job_is_the_offline_demo(tmp_path: Path) -> None:
     phases = next(x for x in (out / "mill.log").read_text().splitlines() if "phases: " in x)
     for phase in ("start", "data", "model", "requests", "scoring", "metrics", "report"):
         assert f" {phase} " in phases, phases
+    log = (out / "mill.log").read_text()
+    cpu = next(x for x in log.splitlines() if "cpu by phase: " in x)
+    memory = next(x for x in log.splitlines() if "memory by phase (peak/current RSS MiB): " in x)
+    for phase in ("start", "data", "model", "requests", "scoring", "metrics", "report"):
+        assert f" {phase} " in cpu and f" {phase} " in memory, (cpu, memory)
 
 
 @pytest.mark.slow

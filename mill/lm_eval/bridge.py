@@ -569,16 +569,12 @@ class LMEvalSuite(TaskGroup):
     def _manager(
         self, paths: list[str], metadata: dict[str, Any] | None, include_defaults: bool
     ) -> Any:
-        from lm_eval.tasks import TaskManager
+        from mill.lm_eval.index_cache import task_manager
 
         self._tmp: Path | None = None
         if not include_defaults and not paths:
             raise ConfigError("task.include_defaults=false leaves no tasks: give task.include_path")
-        return TaskManager(
-            include_path=paths or None,
-            include_defaults=bool(include_defaults),
-            metadata=dict(metadata or {}),
-        )
+        return task_manager(paths, bool(include_defaults), metadata)
 
     def _apply_overrides(self, manager: Any, overrides: dict[str, dict[str, Any]]) -> None:
         tmp = Path(tempfile.mkdtemp(prefix="mill-lm-eval-"))

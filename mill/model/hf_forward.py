@@ -3,6 +3,7 @@ selected positions only, and KV-cache surgery."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -30,6 +31,7 @@ class HFForward(Forward, Stepper):
         self.logit_scale = getattr(config, "logit_scale", None)
         self._device = device
         self._growable: bool | None = None
+        self._cache_kwarg: str | None = None
         # tile the vocabulary where a [rows, vocab] block would fall out of the CPU's cache
         self.vocab_tile: int | None = CPU_VOCAB_TILE if device.type == "cpu" else None
         self._head_held = False
@@ -43,14 +45,19 @@ class HFForward(Forward, Stepper):
 
         if use_cache and past is None:
             past = DynamicCache(config=self.model.config)
+        # transformers >= 5.24 names the cache `cache` (`past_key_values` warns on every call)
+        if self._cache_kwarg is None:
+            params = inspect.signature(self.body.forward).parameters
+            self._cache_kwarg = "cache" if "cache" in params else "past_key_values"
         out = self.body(
             input_ids=input_ids,
             attention_mask=attention_mask,
             position_ids=position_ids,
-            past_key_values=past,
             use_cache=use_cache or past is not None,
+            **{self._cache_kwarg: past},
         )
-        return out.last_hidden_state, out.past_key_values
+        cache = out.cache if hasattr(out, "cache") else out.past_key_values
+        return out.last_hidden_state, cache
 
     def logits(self, hidden: torch.Tensor, lo: int = 0, hi: int | None = None) -> torch.Tensor:
         """fp32 logits of the LM head for vocabulary entries ``[lo, hi)``."""

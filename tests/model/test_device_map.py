@@ -11,7 +11,7 @@ import pytest
 from mill.errors import ConfigError, ModelError
 from mill.model.random import random_gpt2, random_gpt2_dir
 from mill.types import GenerationArgs, OutputType, Request
-from tests.helpers import choice_requests
+from tests.helpers import docs_requests
 
 SPLIT = {
     "transformer.wte": "cpu",
@@ -24,12 +24,8 @@ SPLIT = {
 
 
 def _requests() -> list[Request]:
-    choices = ["the red one", "blue", "none of them at all"]
-    return [
-        r
-        for d in range(3)
-        for r in choice_requests(f"Question {d}: which one?\nAnswer:", choices, d)
-    ]
+    contexts = [f"Question {d}: which one?\nAnswer:" for d in range(3)]
+    return docs_requests(contexts, ["the red one", "blue", "none of them at all"])
 
 
 @pytest.mark.slow  # real model, seconds of compute

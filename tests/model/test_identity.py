@@ -19,7 +19,7 @@ from mill.model.hf import HFCausalLM
 from mill.model.random import random_gpt2_dir
 from mill.runner.cache import CachedModel, ResponseStore
 from mill.types import Request
-from tests.helpers import choice_requests
+from tests.helpers import docs_requests
 
 HOUR_AGO = time.time() - 3600
 
@@ -87,8 +87,10 @@ def test_second_look_only_stats_the_files(memo: Path, tmp_path: Path) -> None:
     replacement = tmp_path / "new.bin"
     replacement.write_bytes(bytes(data))
     _overwrite_in_place(big, replacement)
+    doctored_rows = {r[5] for r in _rows(memo)}
     changed = identity.file_digests([big])[big]
-    assert changed == identity._sha256(big) and not changed.startswith("f")
+    # hashed afresh, not served from the memo (a digest may start with "f" by chance)
+    assert changed == identity._sha256(big) and changed not in doctored_rows
 
 
 def test_a_file_just_written_is_hashed_but_not_remembered(memo: Path, tmp_path: Path) -> None:
@@ -102,12 +104,8 @@ def test_a_file_just_written_is_hashed_but_not_remembered(memo: Path, tmp_path: 
 
 
 def _requests() -> list[Request]:
-    choices = ["red", "green", "a blue whale"]
-    return [
-        r
-        for d in range(3)
-        for r in choice_requests(f"Question {d}: pick one.\nAnswer:", choices, d)
-    ]
+    contexts = [f"Question {d}: pick one.\nAnswer:" for d in range(3)]
+    return docs_requests(contexts, ["red", "green", "a blue whale"])
 
 
 @pytest.mark.slow  # real model, seconds of compute

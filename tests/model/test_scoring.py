@@ -8,7 +8,7 @@ import pytest
 from mill.model import scoring
 from mill.model.hf import HFCausalLM
 from mill.types import OutputType, Request
-from tests.helpers import choice_requests, full_forward_oracle
+from tests.helpers import choice_requests, docs_requests, full_forward_oracle
 
 SHOTS = "".join(
     f"Question: Which animal says {w}?\nAnswer: the {a}\n\n"
@@ -84,9 +84,7 @@ def test_shared_prefix_runs_once_and_work_stays_small(
     monkeypatch.setattr(gpt2._forward, "logits", spy)
     try:
         docs = [SHOTS + f"Question: Which is item {d}?\nAnswer:" for d in range(6)]
-        reqs = [
-            r for d, ctx in enumerate(docs) for r in choice_requests(ctx, ["A", "B", "C", "D"], d)
-        ]
+        reqs = docs_requests(docs, ["A", "B", "C", "D"])
         reqs += reqs[:4]  # exact duplicates
         responses = gpt2.loglikelihood(reqs)
     finally:
@@ -110,11 +108,7 @@ def test_single_token_choices_cost_one_forward_pass_per_doc(gpt2: HFCausalLM) ->
     )
     gpt2.batch_size = 1  # one doc per forward pass
     try:
-        reqs = [
-            r
-            for d in range(3)
-            for r in choice_requests(f"Q{d}: short question?\nA:", list("ABCD"), d)
-        ]
+        reqs = docs_requests([f"Q{d}: short question?\nA:" for d in range(3)], list("ABCD"))
         gpt2.loglikelihood(reqs)
     finally:
         gpt2.batch_size = "auto"
@@ -137,11 +131,8 @@ def test_truncated_choices_of_one_length_share_one_window(
     if not tree:
         monkeypatch.setattr(model._forward, "supports_4d_mask", lambda: False)
     choices = ["A", "B", "the sun", "the moon", "sand and small rocks", "water"]
-    reqs = [
-        r
-        for d in range(3)
-        for r in choice_requests(SHOTS + f"Question: Which is item {d}?\nAnswer:", choices, d)
-    ]
+    contexts = [SHOTS + f"Question: Which is item {d}?\nAnswer:" for d in range(3)]
+    reqs = docs_requests(contexts, choices)
     fed: list[int] = []
     handle = model.model.base_model.register_forward_pre_hook(
         lambda m, a, k: fed.append(int(k["input_ids"].numel())), with_kwargs=True
