@@ -6,8 +6,8 @@ several prompts per request, where llama-cpp-python's takes one text prompt.
   text), one choice per prompt by ``index``; ``echo`` ignored (no prompt log-probs).
 * GSM8K sent as token ids, ``model.batch_prompts=4``: the greedy generations of the HF backend
   (and of the text-prompt path), in a quarter of the requests (``usage`` in results.json).
-* ARC-Easy (LOGPROBS) stops before anything is written, with one line naming the request,
-  what the server did not return and where to score it instead.
+* ARC-Easy (LOGPROBS) and WikiText (PERPLEXITY) stop before anything is written, with one
+  line naming the request, what the server did not return and where to score it instead.
 """
 
 from __future__ import annotations
@@ -177,12 +177,13 @@ def test_the_servers_own_tokenizer_gives_the_same_requests_and_generations(
     assert model["tokenizer"] == "remote" and model["tokenizer_sha256"] is None
 
 
-def test_logprobs_task_stops_with_one_line_and_writes_no_results(
-    native_llama_server: ServerProcess, tmp_path: Path
+@pytest.mark.parametrize("task", ["arc_easy", "wikitext"])  # LOGPROBS, PERPLEXITY
+def test_scoring_task_stops_with_one_line_and_writes_no_results(
+    native_llama_server: ServerProcess, tmp_path: Path, task: str
 ) -> None:
     run = tmp_path / "run"
     proc = run_mill(
-        "task=arc_easy",
+        f"task={task}",
         "task.limit=2",
         *completions_args(native_llama_server.base_url, "model.batch_prompts=4"),
         f"hydra.run.dir={run}",
@@ -190,7 +191,7 @@ def test_logprobs_task_stops_with_one_line_and_writes_no_results(
     )
     assert proc.returncode == 2, proc.stderr[-3000:]
     (line,) = error_lines(proc.stderr)
-    assert "request arc_easy/0/" in line and "returned no prompt log-probabilities" in line
+    assert f"request {task}/" in line and "returned no prompt log-probabilities" in line
     assert f"model.base_url={native_llama_server.base_url}" in line
     assert "model=hf" in line and "llama-cpp-python" in line
     assert "Traceback" not in proc.stderr
