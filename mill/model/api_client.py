@@ -13,6 +13,9 @@ import asyncio
 import email.utils
 import http.client
 import json
+import select
+import socket
+import ssl
 import threading
 import time
 import urllib.parse
@@ -71,6 +74,19 @@ def _excerpt(body: bytes, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _peer_closed(sock: socket.socket) -> bool:
+    """Whether the other end closed this idle plain-HTTP connection (readable with nothing
+    to read). TLS sockets are not peeked at (a session ticket would read as data): a request
+    failing on a closed one is retried as any connection error."""
+    if isinstance(sock, ssl.SSLSocket):
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 class JSONClient:
     """POST/GET JSON to one server (``base_url`` + path), from worker threads.
 
@@ -115,6 +131,10 @@ class JSONClient:
     # ----- one attempt (worker thread) ----------------------------------------------------
     def _connection(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.sock is not None and _peer_closed(conn.sock):
+            # the server closed this idle keep-alive connection (llama-server after 5 s):
+            # reconnect, rather than fail the next request on a dead socket
+            conn.close()
         if conn is None:
             cls = (
                 http.client.HTTPSConnection

@@ -29,6 +29,8 @@ class Script:
         self.max_in_flight = 0
         self.lock = threading.Lock()
         self.delay_s = 0.0
+        self.idle_timeout_s: float | None = None
+        """Close a keep-alive connection idle this long (as llama-server does after 5 s)."""
 
 
 @pytest.fixture()
@@ -40,6 +42,10 @@ def server() -> Iterator[tuple[str, Script]]:
 
         def log_message(self, *args: object) -> None:
             return None
+
+        def setup(self) -> None:
+            self.timeout = script.idle_timeout_s
+            super().setup()
 
         def _answer(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -116,6 +122,18 @@ def test_5xx_and_dropped_connections_are_retried_with_backoff(
     assert len(times) == 4
     # exponential: 0.1, 0.2, 0.4 s
     assert gaps[0] >= 0.09 and gaps[1] >= 0.19 and gaps[2] >= 0.39
+
+
+def test_a_keep_alive_connection_the_server_closed_is_reopened(
+    server: tuple[str, Script],
+) -> None:
+    url, script = server
+    script.idle_timeout_s = 0.2
+    client = _client(url)
+    assert client.attempt("GET", "/models")["path"] == "/v1/models"
+    time.sleep(0.6)  # the server has closed the idle connection
+    assert client.attempt("POST", "/completions", {"x": 1})["payload"] == {"x": 1}
+    assert client.attempts == 2 and len(script.seen) == 2
 
 
 def test_other_4xx_fails_at_once_without_the_key(server: tuple[str, Script]) -> None:
