@@ -26,15 +26,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
+from mill.runner.phases import proc_status_mib  # noqa: E402
+
 
 def status() -> dict[str, int]:
-    found = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile"):
-                found[key] = int(value.split()[0]) // 1024
-    return found
+    found = proc_status_mib("VmHWM", "VmRSS", "RssAnon", "RssFile")
+    if found is None:
+        raise SystemExit("rss_growth.py needs Linux /proc/self/status")
+    return {key: int(mib) for key, mib in found.items()}  # whole MiB, rounded down
 
 
 def show(step: str, seconds: float | None = None) -> None:

@@ -25,20 +25,25 @@ import os
 import time
 
 
-def rss_mib() -> tuple[float, float] | None:
-    """(peak RSS, RSS) of this process in MiB (Linux ``/proc``), or None where unknown."""
+def proc_status_mib(*keys: str) -> dict[str, float] | None:
+    """The memory fields ``keys`` of ``/proc/self/status`` (``VmHWM``, ``VmRSS``,
+    ``RssAnon``, ...) in MiB, or None where unknown (not Linux, a field missing)."""
     found: dict[str, float] = {}
     try:
         with open("/proc/self/status") as f:
             for line in f:
                 key, _, value = line.partition(":")
-                if key in ("VmHWM", "VmRSS"):
+                if key in keys:
                     found[key] = int(value.split()[0]) / 1024  # kB
     except (OSError, ValueError, IndexError):
         return None
-    if len(found) != 2:
-        return None
-    return found["VmHWM"], found["VmRSS"]
+    return found if len(found) == len(keys) else None
+
+
+def rss_mib() -> tuple[float, float] | None:
+    """(peak RSS, RSS) of this process in MiB (Linux ``/proc``), or None where unknown."""
+    found = proc_status_mib("VmHWM", "VmRSS")
+    return None if found is None else (found["VmHWM"], found["VmRSS"])
 
 
 def process_age_s() -> float | None:
