@@ -49,12 +49,12 @@ def mill_cmd(args: list[str]) -> list[str]:
 def lmeval_task_dir(workdir: Path, tasks: list[dict[str, Any]]) -> Path:
     """Task YAMLs that include lm-eval's own and override data and shots (as
     lmeval_driver.py writes them), for lm_eval's ``--include_path``."""
+    # lm-eval's own task folder: from the dev virtualenv where it exists (the lm-eval side
+    # runs there), else from this interpreter (the bridge and engine sides need only the
+    # `lm-eval` extra; CI has no dev virtualenv). Both pin lm_eval 0.4.13.
+    python = lmeval_python() if lmeval_python().exists() else Path(sys.executable)
     root = subprocess.run(
-        [
-            str(lmeval_python()),
-            "-c",
-            "import lm_eval, os; print(os.path.dirname(lm_eval.__file__))",
-        ],
+        [str(python), "-c", "import lm_eval, os; print(os.path.dirname(lm_eval.__file__))"],
         capture_output=True,
         text=True,
         check=True,
