@@ -11,6 +11,9 @@ each stop string. The work differs:
   step without a large prefill.
 * The cache is written in place (:class:`mill.model.kv.GrowingLayer`) instead of being
   re-concatenated at every step.
+* A context prefix that every row of the batch shares (fixed few-shot exemplars) is
+  computed, stored and read once for all rows (:mod:`mill.model.prefix_attention`), where
+  the model supports it; each row's cache holds only its own suffix.
 * Each row stops on its own stop string or EOS. Finished rows are dropped from the batch
   once a quarter of it has finished (dropping copies the cache, so it is not done per row),
   instead of the batch running until its slowest row is done (lm-eval's static batching).
@@ -19,11 +22,13 @@ each stop string. The work differs:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import torch
 
 from mill.model.batching import budget_batches
+from mill.model.prefix_attention import MIN_SHARED_PREFIX, SharedPrefix, common_prefix
 from mill.model.tokenizing import cut_at_stop
 
 
@@ -64,6 +69,16 @@ class Stepper:
     def select_cache(self, past: object, keep: torch.Tensor) -> object:
         raise NotImplementedError
 
+    def can_share_generation_prefix(self) -> bool:
+        """Whether :meth:`shared_prefix` works for this model (default: no)."""
+        return False
+
+    def shared_prefix(self, tokens: list[int]) -> AbstractContextManager[SharedPrefix]:
+        """Compute ``tokens``' keys and values once (positions ``0..P-1``); inside, every
+        forward attends over them before each row's own cache (see
+        :mod:`mill.model.prefix_attention`)."""
+        raise NotImplementedError
+
     @property
     def device(self) -> torch.device:
         raise NotImplementedError
@@ -90,9 +105,11 @@ class _StopCheck:
 
 
 def _prefill(
-    stepper: Stepper, contexts: list[list[int]]
+    stepper: Stepper, contexts: list[list[int]], shared: SharedPrefix | None = None
 ) -> tuple[torch.Tensor, object, torch.Tensor, int]:
-    """Left-padded forward over a chunk: last logits, cache, mask, width."""
+    """Left-padded forward over a chunk: last logits, cache, mask, width. With a
+    ``shared`` prefix, ``contexts`` are the suffixes after it (positions continue from
+    the prefix's length) and the padding is ``shared``'s to mask."""
     width = max(len(c) for c in contexts)
     ids = torch.zeros((len(contexts), width), dtype=torch.long)
     mask = torch.zeros((len(contexts), width), dtype=torch.long)
@@ -103,6 +120,9 @@ def _prefill(
     device = stepper.device
     # without padding, no mask: attention keeps its fast causal kernel
     padded = any(len(c) != width for c in contexts)
+    if shared is not None:
+        shared.set_pad(torch.tensor([width - len(c) for c in contexts], device=device))
+        positions, padded = positions + shared.length, False
     logits, past = stepper.next_logits(
         ids.to(device), mask.to(device) if padded else None, positions.to(device), None
     )
@@ -132,9 +152,42 @@ def generate_batch(
     def pick(logits: torch.Tensor, rows: list[int]) -> list[int]:
         return choose(logits, rows) if choose is not None else logits.argmax(-1).tolist()
 
+    prefix = 0
+    if stepper.can_grow_cache() and stepper.can_share_generation_prefix():
+        prefix = common_prefix(contexts)
+        prefix = prefix if prefix >= MIN_SHARED_PREFIX else 0
+    if prefix:
+        with stepper.shared_prefix(contexts[0][:prefix]) as shared:
+            return _generate(
+                stepper, contexts, truncated, until, max_gen_toks, eos_ids, decode,
+                token_budget, max_rows, pick, shared,
+            )  # fmt: skip
+    return _generate(
+        stepper, contexts, truncated, until, max_gen_toks, eos_ids, decode,
+        token_budget, max_rows, pick, None, choose,
+    )  # fmt: skip
+
+
+def _generate(
+    stepper: Stepper,
+    contexts: list[list[int]],
+    truncated: list[int],
+    until: Sequence[str],
+    max_gen_toks: int,
+    eos_ids: set[int],
+    decode: Callable[[list[int]], str],
+    token_budget: int | None,
+    max_rows: int | None,
+    pick: Callable[[torch.Tensor, list[int]], list[int]],
+    shared: SharedPrefix | None,
+    choose: Callable[[torch.Tensor, list[int]], list[int]] | None = None,
+) -> list[Generated]:
+    """:func:`generate_batch`'s work, over ``shared``'s suffixes when given."""
     n = len(contexts)
-    order = sorted(range(n), key=lambda r: (-len(contexts[r]), r))
-    chunks = list(budget_batches(order, lambda r: (1, len(contexts[r])), token_budget, max_rows))
+    skip = 0 if shared is None else shared.length
+    own = [c[skip:] for c in contexts]  # what each row's own cache holds
+    order = sorted(range(n), key=lambda r: (-len(own[r]), r))
+    chunks = list(budget_batches(order, lambda r: (1, len(own[r])), token_budget, max_rows))
     if len(chunks) > 1 and not stepper.can_grow_cache():
         out: dict[int, Generated] = {}
         for chunk in chunks:
@@ -158,7 +211,7 @@ def generate_batch(
         return [out[r] for r in range(n)]
 
     device = stepper.device
-    width = len(contexts[order[0]])
+    width = len(own[order[0]])
     capacity = width + max_gen_toks
     first: list[int] = []
     merger = stepper.cache_merger(n, width, capacity) if stepper.can_grow_cache() else None
@@ -166,7 +219,7 @@ def generate_batch(
     row = 0
     cache: object = None
     for chunk in chunks:
-        logits, past, mask, chunk_width = _prefill(stepper, [contexts[r] for r in chunk])
+        logits, past, mask, chunk_width = _prefill(stepper, [own[r] for r in chunk], shared)
         first.extend(pick(logits, list(chunk)))
         if merger is not None:
             merger.add(past, chunk_width)  # type: ignore[attr-defined]
@@ -179,7 +232,10 @@ def generate_batch(
         cache = merger.cache()  # type: ignore[attr-defined]
         del merger
     masks = masks.to(device)
-    need_mask = len({len(c) for c in contexts}) > 1  # left padding somewhere
+    need_mask = len({len(c) for c in own}) > 1  # left padding somewhere
+    if shared is not None:  # it masks the padding itself
+        shared.set_pad(torch.tensor([width - len(own[r]) for r in order], device=device))
+        need_mask = False
     positions = torch.tensor([[len(contexts[r])] for r in order], device=device)
     next_tokens = first
 
@@ -203,6 +259,8 @@ def generate_batch(
         if dead and dead * 4 >= len(slots):
             keep = torch.tensor(alive, device=device)
             cache = stepper.select_cache(cache, keep)
+            if shared is not None:
+                shared.select(keep)
             masks, positions = masks[keep], positions[keep]
             slots = [slots[s] for s in alive]
             next_tokens = [next_tokens[s] for s in alive]
@@ -222,7 +280,7 @@ def generate_batch(
             tokens=generated[r],
             input_tokens=contexts[r],
             truncated=truncated[r],
-            padded=width - len(contexts[r]),
+            padded=width - len(own[r]),
         )
         for r in range(n)
     ]

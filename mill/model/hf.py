@@ -90,7 +90,9 @@ class HFCausalLM(TokenizingLM):
             memory available, :mod:`mill.model.memory`).
         max_length: context window; default from the model config (as lm-eval).
         max_gen_toks: default generation length when a request does not set one.
-        share_prefix: run each shared context once for all its choices.
+        share_prefix: run each shared context once for all its choices; in generation,
+            keep a prefix every row of a decode batch shares (fixed few-shot exemplars)
+            once for all rows (:mod:`mill.model.prefix_attention`).
         trust_remote_code: passed to transformers.
         name: short name for experiment folders and reports.
         device_map: ``auto``/``balanced``/``sequential`` or an explicit map: spread one
@@ -212,7 +214,7 @@ class HFCausalLM(TokenizingLM):
         }
         from mill.model.hf_forward import HFForward
 
-        self._forward = HFForward(self.model, self.device)
+        self._forward = HFForward(self.model, self.device, share_prefix=self.share_prefix)
 
     @classmethod
     def from_transformers(
@@ -358,8 +360,14 @@ class HFCausalLM(TokenizingLM):
         # prefill runs in chunks of at most token_budget tokens (or batch_size rows)
         cache_budget = None if self._budget() is None else self.cache_budget
         for (until, max_gen, sampling), group in groups.items():
+            # a prefix every context shares is held once per decode batch, not per row
+            shared = self._shared_generation_prefix([j.tokens for j in group])
+            budget = None if cache_budget is None else max(cache_budget - shared, 1)
             for batch in budget_batches(
-                group, lambda j: (1, len(j.tokens) + j.max_gen_toks), cache_budget, self._max_rows()
+                group,
+                lambda j, s=shared: (1, len(j.tokens) - s + j.max_gen_toks),
+                budget,
+                self._max_rows(),
             ):
                 outputs = generate_batch(
                     self._forward,
@@ -385,6 +393,17 @@ class HFCausalLM(TokenizingLM):
                         )
                         on_response(requests[i], responses[i])
         return [r for r in responses if r is not None]
+
+    def _shared_generation_prefix(self, contexts: list[list[int]]) -> int:
+        """Tokens that every one of ``contexts`` starts with, when generation keeps them
+        once per decode batch (else 0)."""
+        from mill.model.prefix_attention import MIN_SHARED_PREFIX, common_prefix
+
+        forward = self._forward
+        if not (forward.can_grow_cache() and forward.can_share_generation_prefix()):
+            return 0
+        shared = common_prefix(contexts)
+        return shared if shared >= MIN_SHARED_PREFIX else 0
 
     def _eos_ids(self) -> set[int]:
         ids: set[int] = set()

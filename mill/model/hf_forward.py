@@ -14,12 +14,19 @@ from mill.model.generation import Stepper
 from mill.model.head import CPU_VOCAB_TILE
 from mill.model.scoring import Forward
 
+SHARED_PREFIX_MODELS = frozenset({"gpt2", "llama", "mistral", "qwen2"})
+"""Model types whose generation shares a batch's common prefix (see
+:mod:`mill.model.prefix_attention`)."""
+
 
 class HFForward(Forward, Stepper):
     """Runs a ``transformers`` causal LM's body and head separately."""
 
-    def __init__(self, model: torch.nn.Module, device: torch.device) -> None:
+    def __init__(
+        self, model: torch.nn.Module, device: torch.device, share_prefix: bool = True
+    ) -> None:
         self.model = model
+        self.share_prefix = share_prefix
         self.config = model.config
         self.body = model.base_model
         self.head = model.get_output_embeddings()
@@ -141,6 +148,33 @@ class HFForward(Forward, Stepper):
             except ImportError:  # an older transformers without cache layers
                 self._growable = False
         return self._growable
+
+    def can_share_generation_prefix(self) -> bool:
+        # attention modules that take the attention interface and know their layer; the
+        # families whose generations are checked against the unshared path
+        # (tests/model/test_prefix_attention.py)
+        config = getattr(self.config, "text_config", None) or self.config
+        return (
+            self.share_prefix
+            and getattr(config, "model_type", None) in SHARED_PREFIX_MODELS
+            and getattr(config, "_attn_implementation", None) in ("sdpa", "eager")
+            and self.can_grow_cache()
+        )
+
+    @contextmanager
+    def shared_prefix(self, tokens):  # type: ignore[override]
+        from mill.model.prefix_attention import SharedPrefix, activate
+
+        with torch.inference_mode():
+            ids = torch.tensor([tokens], device=self.device)
+            positions = torch.arange(len(tokens), device=self.device)[None]
+            _hidden, past = self.hidden(ids, None, positions, None, True)
+        shared = SharedPrefix(
+            [layer.keys for layer in past.layers], [layer.values for layer in past.layers]
+        )
+        del past
+        with activate(self.config, shared):
+            yield shared
 
     def cache_merger(self, rows, width, capacity):  # type: ignore[override]
         from mill.model.kv import PrefillMerger

@@ -1,0 +1,158 @@
+"""Generation over a context prefix that every row of a decode batch shares, kept once.
+
+Few-shot prompts with fixed exemplars (GSM8K-CoT, BBH, MMLU per subject, any task whose
+few-shot sampler is ``first_n``) start every request of a batch with the same hundreds of
+tokens. A plain decode batch computes those tokens' keys and values once per row, stores
+them once per row and reads them once per row at every decoding step. Here they are
+computed once (a batch-1 forward), stored once (``[1, kv_heads, P, head_dim]`` per layer)
+and read once per step for all rows; each row's cache holds only its own suffix and its
+generated tokens.
+
+The model runs unchanged except for its attention function: :func:`activate` switches the
+model's ``config._attn_implementation`` to :data:`NAME`, registered in ``transformers``'
+``AttentionInterface``, which attends over the shared prefix plus the row's own keys and
+values (from the layer's cache). Its mask comes from :class:`SharedPrefix` (each row's
+left padding inside the suffix region, causal order), not from the model: the registered
+mask function returns None. Positions are the caller's (``P + j`` for suffix token ``j``),
+so every row sees exactly the positions, keys and values of its full, unshared context.
+
+The softmax is exact (fp32 over the prefix's and the suffix's scores together); results
+differ from ``scaled_dot_product_attention``'s only by floating-point order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import torch
+
+NAME = "mill_shared_prefix"
+"""The attention implementation registered with ``transformers``."""
+
+MIN_SHARED_PREFIX = 32
+"""Rows of a decode batch share their prefix only from this many tokens on (below it the
+extra batch-1 forward and the unfused attention cost more than they save)."""
+
+_ACTIVE: list[SharedPrefix] = []
+
+
+class SharedPrefix:
+    """The shared prefix's keys and values per layer, and the rows' suffix padding.
+
+    ``pad[b]``: how many leading slots of row ``b``'s suffix cache are left padding (never
+    attended). Set by the caller before each forward (:meth:`set_pad`) and narrowed with
+    the batch when rows retire (:meth:`select`).
+    """
+
+    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+        self.keys, self.values = keys, values
+        self.length = int(keys[0].shape[2])
+        self.pad: torch.Tensor | None = None
+        self._mask: tuple[int, int, torch.Tensor] | None = None
+
+    def set_pad(self, pad: torch.Tensor) -> None:
+        self.pad, self._mask = pad, None
+
+    def select(self, keep: torch.Tensor) -> None:
+        assert self.pad is not None
+        self.set_pad(self.pad[keep.to(self.pad.device)])
+
+    def mask(self, q: int, n: int, device: torch.device) -> torch.Tensor:
+        """``[rows, q, n]``: may query ``n - q + i`` attend to suffix slot ``u``? (not
+        padding, not in the future). The same for every layer of one forward: kept."""
+        if self._mask is not None and self._mask[:2] == (q, n):
+            return self._mask[2]
+        assert self.pad is not None
+        slots = torch.arange(n, device=device)
+        queries = torch.arange(n - q, n, device=device)
+        allowed = (slots[None, None, :] >= self.pad.to(device)[:, None, None]) & (
+            slots[None, None, :] <= queries[None, :, None]
+        )
+        self._mask = (q, n, allowed)
+        return allowed
+
+
+def shared_prefix_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    **kwargs: object,
+) -> tuple[torch.Tensor, None]:
+    """``transformers`` attention function: ``query [B, H, q, D]`` over the shared prefix
+    (``[1, Hkv, P, D]``) and the rows' own ``key``/``value`` (``[B, Hkv, n, D]``, the
+    layer's cache after this step's update). Returns ``[B, q, H, D]``."""
+    if not _ACTIVE:
+        raise RuntimeError(f"attention {NAME!r} used outside mill.model.prefix_attention")
+    for unsupported in ("sliding_window", "softcap", "s_aux", "sinks"):
+        if kwargs.get(unsupported) is not None:
+            raise RuntimeError(f"shared-prefix attention does not support {unsupported}")
+    if dropout:
+        raise RuntimeError("shared-prefix attention is for inference (dropout must be 0)")
+    shared = _ACTIVE[-1]
+    layer = int(module.layer_idx)  # type: ignore[arg-type]
+    prefix_k, prefix_v = shared.keys[layer], shared.values[layer]
+    rows, heads, q, dim = query.shape
+    kv_heads, n = key.shape[1], key.shape[2]
+    group = heads // kv_heads  # query head h reads kv head h // group (as repeat_kv)
+    scale = dim**-0.5 if scaling is None else scaling
+    width = group * q
+    grouped = query.reshape(rows, kv_heads, width, dim)
+    # prefix: one [rows*group*q, D] x [D, P] product per kv head; the prefix is read once
+    flat = grouped.transpose(0, 1).reshape(kv_heads, rows * width, dim)
+    prefix_scores = torch.matmul(flat, prefix_k[0].transpose(-1, -2))
+    prefix_scores = prefix_scores.view(kv_heads, rows, width, -1).transpose(0, 1)
+    own_scores = torch.matmul(grouped, key.transpose(-1, -2))
+    allowed = shared.mask(q, n, query.device)  # [rows, q, n]
+    allowed = allowed[:, None, None].expand(rows, 1, group, q, n).reshape(rows, 1, width, n)
+    own_scores = own_scores.masked_fill(~allowed, float("-inf"))
+    scores = torch.cat([prefix_scores, own_scores], dim=-1).float() * scale
+    probs = torch.softmax(scores, dim=-1).to(value.dtype)
+    length = prefix_k.shape[2]
+    prefix_probs = probs[..., :length].transpose(0, 1).reshape(kv_heads, rows * width, length)
+    out = torch.matmul(prefix_probs, prefix_v[0]).view(kv_heads, rows, width, dim).transpose(0, 1)
+    out = out + torch.matmul(probs[..., length:], value)
+    out = out.reshape(rows, kv_heads, group, q, dim).reshape(rows, heads, q, dim)
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _no_mask(*args: object, **kwargs: object) -> None:
+    """The model builds no mask: :class:`SharedPrefix` masks inside the attention."""
+    return None
+
+
+def register() -> None:
+    """Register :data:`NAME` with ``transformers`` (idempotent)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface
+
+    AttentionInterface.register(NAME, shared_prefix_attention)
+    AttentionMaskInterface.register(NAME, _no_mask)
+
+
+@contextmanager
+def activate(config: object, shared: SharedPrefix) -> Iterator[SharedPrefix]:
+    """Run the model's attention as shared-prefix attention over ``shared`` inside."""
+    register()
+    before = config._attn_implementation  # type: ignore[attr-defined]
+    config._attn_implementation = NAME  # type: ignore[attr-defined]
+    _ACTIVE.append(shared)
+    try:
+        yield shared
+    finally:
+        _ACTIVE.pop()
+        config._attn_implementation = before  # type: ignore[attr-defined]
+
+
+def common_prefix(contexts: Sequence[Sequence[int]]) -> int:
+    """Length of the longest prefix all ``contexts`` share, leaving every context at
+    least one token of its own (its last token's logits start its generation)."""
+    if not contexts:
+        return 0
+    shared = len(os.path.commonprefix([list(c) for c in contexts]))
+    return max(0, min(shared, min(len(c) for c in contexts) - 1))

@@ -1,0 +1,109 @@
+"""Generation over a shared prefix kept once (mill.model.prefix_attention) against the
+same generation with every row holding its whole context, on tiny random models of each
+family it is enabled for: the same tokens, and every step's logits within 1e-5."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mill.model.generation import generate_batch
+from mill.model.hf_forward import SHARED_PREFIX_MODELS, HFForward
+from mill.model.prefix_attention import MIN_SHARED_PREFIX, common_prefix
+
+
+def _model(kind: str) -> torch.nn.Module:
+    import transformers as tf
+
+    torch.manual_seed(0)
+    small = {"vocab_size": 97, "hidden_size": 64, "intermediate_size": 128}
+    small |= {"num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 256}
+    configs = {
+        "gpt2": lambda: tf.GPT2Config(
+            vocab_size=97, n_embd=64, n_layer=2, n_head=4, n_positions=256
+        ),
+        "llama": lambda: tf.LlamaConfig(**small, num_key_value_heads=2),  # grouped queries
+        "mistral": lambda: tf.MistralConfig(**small, num_key_value_heads=1, sliding_window=None),
+        "qwen2": lambda: tf.Qwen2Config(**small, num_key_value_heads=2),
+    }
+    config = configs[kind]()
+    config._attn_implementation = "sdpa"
+    return tf.AutoModelForCausalLM.from_config(config).eval()
+
+
+def _contexts(prefix: int) -> list[list[int]]:
+    g = torch.Generator().manual_seed(1)
+    shared = torch.randint(3, 97, (prefix,), generator=g).tolist()
+    lengths = [9, 1, 4, 13, 6]  # rows of different lengths: padding inside the suffixes
+    return [shared + torch.randint(3, 97, (n,), generator=g).tolist() for n in lengths]
+
+
+def _run(
+    forward: HFForward, contexts: list[list[int]], eos: set[int], token_budget: int | None
+) -> tuple[list[list[int]], dict[int, list[torch.Tensor]]]:
+    seen: dict[int, list[torch.Tensor]] = {}
+
+    def choose(logits: torch.Tensor, rows: list[int]) -> list[int]:
+        for slot, row in enumerate(rows):
+            seen.setdefault(row, []).append(logits[slot].clone())
+        return logits.argmax(-1).tolist()
+
+    out = generate_batch(
+        forward,
+        contexts,
+        [0] * len(contexts),
+        (),
+        12,
+        eos,
+        lambda tokens: "",
+        token_budget=token_budget,
+        choose=choose,
+    )
+    return [g.tokens for g in out], seen
+
+
+@pytest.mark.parametrize("kind", sorted(SHARED_PREFIX_MODELS))
+@pytest.mark.parametrize("token_budget", [None, 20], ids=["one-prefill", "chunked-prefill"])
+def test_shared_prefix_generation_equals_unshared(kind: str, token_budget: int | None) -> None:
+    model = _model(kind)
+    contexts = _contexts(40)
+    plain = HFForward(model, torch.device("cpu"), share_prefix=False)
+    shared = HFForward(model, torch.device("cpu"), share_prefix=True)
+    assert not plain.can_share_generation_prefix() and shared.can_share_generation_prefix()
+    tokens, _ = _run(plain, contexts, set(), token_budget)
+    # a row that stops early (its third token is EOS) is dropped from the batch mid-way
+    eos = {tokens[1][2]}
+    want, want_logits = _run(plain, contexts, eos, token_budget)
+    got, got_logits = _run(shared, contexts, eos, token_budget)
+    assert got == want
+    assert len(set(map(len, got))) > 1  # rows retired at different steps
+    for row, steps in want_logits.items():
+        assert len(got_logits[row]) == len(steps)
+        for a, b in zip(steps, got_logits[row], strict=True):
+            assert torch.allclose(a, b, atol=1e-5, rtol=0), (kind, row)
+    assert model.config._attn_implementation == "sdpa"  # restored after the batch
+
+
+def test_short_or_missing_prefix_is_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _model("gpt2")
+    forward = HFForward(model, torch.device("cpu"))
+    calls: list[int] = []
+    real = forward.shared_prefix
+
+    def spy(tokens: list[int]):  # type: ignore[no-untyped-def]
+        calls.append(len(tokens))
+        return real(tokens)
+
+    monkeypatch.setattr(forward, "shared_prefix", spy)
+    _run(forward, _contexts(MIN_SHARED_PREFIX - 1), set(), None)
+    assert calls == []
+    _run(forward, _contexts(MIN_SHARED_PREFIX), set(), None)
+    assert calls == [MIN_SHARED_PREFIX]
+
+
+def test_common_prefix_leaves_each_row_a_token() -> None:
+    assert common_prefix([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3, 4, 6]]) == 3
+    assert common_prefix([[1, 2, 3], [1, 2, 3, 4]]) == 2  # the shorter row keeps its last
+    assert common_prefix([[1, 2], [1, 2]]) == 1
+    assert common_prefix([[5], [6]]) == 0
+    assert common_prefix([]) == 0
