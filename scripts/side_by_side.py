@@ -42,11 +42,14 @@ def model_dir(name: str) -> Path:
     shapes = {
         "gpt2_random": (2, 64, 4),  # the test suite's tiny model
         "gpt2_bench": (6, 384, 6),  # the benchmark shape
+        # the same with a 2048-token window: 8-shot GSM8K prompts fit whole (not truncated)
+        "gpt2_bench_2k": (6, 384, 6, 2048),
     }
     if name not in shapes:
         known = ["stories260k", *shapes, "llama_1b"]
         raise SystemExit(f"unknown model {name!r}; choose one of {known}")
-    return random_gpt2_dir(*shapes[name], seed=0)
+    layers, width, heads, *window = shapes[name]
+    return random_gpt2_dir(layers, width, heads, seed=0, n_positions=window[0] if window else 1024)
 
 
 def hf_model_overrides(model: Path, device: str, dtype: str) -> list[str]:

@@ -13,15 +13,18 @@ from mill.model.hf import HFCausalLM
 from mill.model.identity import cache_root
 
 
-def random_gpt2_dir(n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: int = 0) -> Path:
+def random_gpt2_dir(
+    n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: int = 0, n_positions: int = 1024
+) -> Path:
     """Folder of the random model, built on first use."""
     from mill.tools.random_model import build_random_gpt2
 
-    out = cache_root() / "models" / f"random-gpt2-l{n_layer}-d{n_embd}-h{n_head}-s{seed}"
+    window = "" if n_positions == 1024 else f"-p{n_positions}"
+    out = cache_root() / "models" / f"random-gpt2-l{n_layer}-d{n_embd}-h{n_head}{window}-s{seed}"
     if not (out / "model.safetensors").exists():
         tokenizer = Path(str(resources.files("mill.resources").joinpath("tokenizers/gpt2")))
         tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-        build_random_gpt2(tokenizer, tmp, n_layer, n_embd, n_head, seed=seed)
+        build_random_gpt2(tokenizer, tmp, n_layer, n_embd, n_head, n_positions, seed=seed)
         try:
             tmp.replace(out)
         except OSError:  # another process built it first (the same seeded bytes)

@@ -21,8 +21,8 @@ def test_kv_bytes_per_token_follow_the_shape() -> None:
 
 def test_the_budget_is_the_weights_bytes_within_memory_and_bounds() -> None:
     per_token = 2 * 6 * 384 * 4
-    # a small model: the 256 MiB floor
-    assert auto_cache_budget(per_token, 120 << 20, 16 << 30) == (256 << 20) // per_token
+    # a small model: the 512 MiB floor
+    assert auto_cache_budget(per_token, 120 << 20, 16 << 30) == (512 << 20) // per_token
     # a bigger one: as many bytes as its weights
     assert auto_cache_budget(per_token, 600 << 20, 16 << 30) == (600 << 20) // per_token
     # little memory left: an eighth of it, never below the minimum
