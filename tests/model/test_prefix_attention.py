@@ -107,3 +107,33 @@ def test_common_prefix_leaves_each_row_a_token() -> None:
     assert common_prefix([[1, 2], [1, 2]]) == 1
     assert common_prefix([[5], [6]]) == 0
     assert common_prefix([]) == 0
+
+
+def test_the_backend_shares_a_common_prefix_unless_told_not_to(
+    gpt2, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``model.share_prefix`` reaches generation; ``mill.log`` says when a prefix is shared;
+    the generations are the same either way."""
+    import logging
+
+    from mill.model.random import random_gpt2
+    from mill.types import GenerationArgs, OutputType, Request
+
+    shots = "Question: what is two and two?\nAnswer: four.\n\n" * 4
+    questions = ["Is the sky blue?", "Why?", "How many legs has a cat?"]
+    args = GenerationArgs(until=("\n\n",), max_gen_toks=6)
+    reqs = [
+        Request(OutputType.GENERATIVE, "t", i, 0, f"{shots}Question: {q}\nAnswer:", generation=args)
+        for i, q in enumerate(questions)
+    ]
+    with caplog.at_level(logging.INFO, logger="mill.model.hf"):
+        shared = gpt2.generate_until(reqs)
+    assert "3 contexts share their first" in caplog.text
+    caplog.clear()
+    plain_model = random_gpt2(n_layer=2, n_embd=64, seed=0, share_prefix=False)
+    assert not plain_model._forward.can_share_generation_prefix()
+    with caplog.at_level(logging.INFO, logger="mill.model.hf"):
+        plain = plain_model.generate_until(reqs)
+    assert "share their first" not in caplog.text
+    assert [r.output_tokens for r in shared] == [r.output_tokens for r in plain]
+    assert [r.text for r in shared] == [r.text for r in plain]
