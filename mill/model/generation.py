@@ -22,7 +22,7 @@ each stop string. The work differs:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 
 import torch
@@ -156,134 +156,112 @@ def generate_batch(
     if stepper.can_grow_cache() and stepper.can_share_generation_prefix():
         prefix = common_prefix(contexts)
         prefix = prefix if prefix >= MIN_SHARED_PREFIX else 0
-    if prefix:
-        with stepper.shared_prefix(contexts[0][:prefix]) as shared:
-            return _generate(
-                stepper, contexts, truncated, until, max_gen_toks, eos_ids, decode,
-                token_budget, max_rows, pick, shared,
-            )  # fmt: skip
-    return _generate(
-        stepper, contexts, truncated, until, max_gen_toks, eos_ids, decode,
-        token_budget, max_rows, pick, None, choose,
-    )  # fmt: skip
-
-
-def _generate(
-    stepper: Stepper,
-    contexts: list[list[int]],
-    truncated: list[int],
-    until: Sequence[str],
-    max_gen_toks: int,
-    eos_ids: set[int],
-    decode: Callable[[list[int]], str],
-    token_budget: int | None,
-    max_rows: int | None,
-    pick: Callable[[torch.Tensor, list[int]], list[int]],
-    shared: SharedPrefix | None,
-    choose: Callable[[torch.Tensor, list[int]], list[int]] | None = None,
-) -> list[Generated]:
-    """:func:`generate_batch`'s work, over ``shared``'s suffixes when given."""
-    n = len(contexts)
-    skip = 0 if shared is None else shared.length
-    own = [c[skip:] for c in contexts]  # what each row's own cache holds
-    order = sorted(range(n), key=lambda r: (-len(own[r]), r))
-    chunks = list(budget_batches(order, lambda r: (1, len(own[r])), token_budget, max_rows))
-    if len(chunks) > 1 and not stepper.can_grow_cache():
-        out: dict[int, Generated] = {}
-        for chunk in chunks:
-            for r, g in zip(
-                chunk,
-                generate_batch(
-                    stepper,
-                    [contexts[r] for r in chunk],
-                    [truncated[r] for r in chunk],
-                    until,
-                    max_gen_toks,
-                    eos_ids,
-                    decode,
-                    choose=None
-                    if choose is None
-                    else (lambda lg, rows, c=chunk: choose(lg, [c[x] for x in rows])),
-                ),
-                strict=True,
-            ):
-                out[r] = g
-        return [out[r] for r in range(n)]
-
-    device = stepper.device
-    width = len(own[order[0]])
-    capacity = width + max_gen_toks
-    first: list[int] = []
-    merger = stepper.cache_merger(n, width, capacity) if stepper.can_grow_cache() else None
-    masks = torch.zeros((n, capacity), dtype=torch.long)
-    row = 0
-    cache: object = None
-    for chunk in chunks:
-        logits, past, mask, chunk_width = _prefill(stepper, [own[r] for r in chunk], shared)
-        first.extend(pick(logits, list(chunk)))
-        if merger is not None:
-            merger.add(past, chunk_width)  # type: ignore[attr-defined]
-        else:
-            cache = past  # a single chunk: its own (concatenating) cache
-        del past
-        masks[row : row + len(chunk), width - chunk_width : width] = mask
-        row += len(chunk)
-    if merger is not None:
-        cache = merger.cache()  # type: ignore[attr-defined]
-        del merger
-    masks = masks.to(device)
-    need_mask = len({len(c) for c in own}) > 1  # left padding somewhere
-    if shared is not None:  # it masks the padding itself
-        shared.set_pad(torch.tensor([width - len(own[r]) for r in order], device=device))
-        need_mask = False
-    positions = torch.tensor([[len(contexts[r])] for r in order], device=device)
-    next_tokens = first
-
-    stop = _StopCheck(until, decode)
-    generated: list[list[int]] = [[] for _ in range(n)]
-    slots = list(order)  # batch row -> request
-    live = [True] * len(slots)
-    length = width
-    while True:
-        for slot, r in enumerate(slots):
-            if not live[slot]:
-                continue
-            token = next_tokens[slot]
-            generated[r].append(token)
-            if token in eos_ids or len(generated[r]) >= max_gen_toks or stop(generated[r]):
-                live[slot] = False
-        alive = [s for s, is_live in enumerate(live) if is_live]
-        if not alive:
-            break
-        dead = len(slots) - len(alive)
-        if dead and dead * 4 >= len(slots):
-            keep = torch.tensor(alive, device=device)
-            cache = stepper.select_cache(cache, keep)
-            if shared is not None:
-                shared.select(keep)
-            masks, positions = masks[keep], positions[keep]
-            slots = [slots[s] for s in alive]
-            next_tokens = [next_tokens[s] for s in alive]
-            live = [True] * len(slots)
-        if length >= masks.shape[1]:  # only without an in-place cache: grow the mask
-            masks = torch.cat([masks, masks.new_zeros((masks.shape[0], max_gen_toks))], dim=1)
-        masks[:, length] = 1
-        ids = torch.tensor(next_tokens, device=device).unsqueeze(-1)
-        step_mask = masks[:, : length + 1] if need_mask else None
-        logits, cache = stepper.next_logits(ids, step_mask, positions, cache)
-        length += 1
-        positions = positions + 1
-        next_tokens = pick(logits, slots)
-    return [
-        Generated(
-            text=cut_at_stop(decode(generated[r]), until),
-            tokens=generated[r],
-            input_tokens=contexts[r],
-            truncated=truncated[r],
-            padded=width - len(own[r]),
+    with ExitStack() as scope:
+        # a prefix every context starts with: computed once, attended by every row
+        shared = (
+            scope.enter_context(stepper.shared_prefix(contexts[0][:prefix])) if prefix else None
         )
-        for r in range(n)
-    ]
+        n = len(contexts)
+        skip = 0 if shared is None else shared.length
+        own = [c[skip:] for c in contexts]  # what each row's own cache holds
+        order = sorted(range(n), key=lambda r: (-len(own[r]), r))
+        chunks = list(budget_batches(order, lambda r: (1, len(own[r])), token_budget, max_rows))
+        if len(chunks) > 1 and not stepper.can_grow_cache():
+            out: dict[int, Generated] = {}
+            for chunk in chunks:
+                for r, g in zip(
+                    chunk,
+                    generate_batch(
+                        stepper,
+                        [contexts[r] for r in chunk],
+                        [truncated[r] for r in chunk],
+                        until,
+                        max_gen_toks,
+                        eos_ids,
+                        decode,
+                        choose=None
+                        if choose is None
+                        else (lambda lg, rows, c=chunk: choose(lg, [c[x] for x in rows])),
+                    ),
+                    strict=True,
+                ):
+                    out[r] = g
+            return [out[r] for r in range(n)]
+
+        device = stepper.device
+        width = len(own[order[0]])
+        capacity = width + max_gen_toks
+        first: list[int] = []
+        merger = stepper.cache_merger(n, width, capacity) if stepper.can_grow_cache() else None
+        masks = torch.zeros((n, capacity), dtype=torch.long)
+        row = 0
+        cache: object = None
+        for chunk in chunks:
+            logits, past, mask, chunk_width = _prefill(stepper, [own[r] for r in chunk], shared)
+            first.extend(pick(logits, list(chunk)))
+            if merger is not None:
+                merger.add(past, chunk_width)  # type: ignore[attr-defined]
+            else:
+                cache = past  # a single chunk: its own (concatenating) cache
+            del past
+            masks[row : row + len(chunk), width - chunk_width : width] = mask
+            row += len(chunk)
+        if merger is not None:
+            cache = merger.cache()  # type: ignore[attr-defined]
+            del merger
+        masks = masks.to(device)
+        need_mask = len({len(c) for c in own}) > 1  # left padding somewhere
+        if shared is not None:  # it masks the padding itself
+            shared.set_pad(torch.tensor([width - len(own[r]) for r in order], device=device))
+            need_mask = False
+        positions = torch.tensor([[len(contexts[r])] for r in order], device=device)
+        next_tokens = first
+
+        stop = _StopCheck(until, decode)
+        generated: list[list[int]] = [[] for _ in range(n)]
+        slots = list(order)  # batch row -> request
+        live = [True] * len(slots)
+        length = width
+        while True:
+            for slot, r in enumerate(slots):
+                if not live[slot]:
+                    continue
+                token = next_tokens[slot]
+                generated[r].append(token)
+                if token in eos_ids or len(generated[r]) >= max_gen_toks or stop(generated[r]):
+                    live[slot] = False
+            alive = [s for s, is_live in enumerate(live) if is_live]
+            if not alive:
+                break
+            dead = len(slots) - len(alive)
+            if dead and dead * 4 >= len(slots):
+                keep = torch.tensor(alive, device=device)
+                cache = stepper.select_cache(cache, keep)
+                if shared is not None:
+                    shared.select(keep)
+                masks, positions = masks[keep], positions[keep]
+                slots = [slots[s] for s in alive]
+                next_tokens = [next_tokens[s] for s in alive]
+                live = [True] * len(slots)
+            if length >= masks.shape[1]:  # only without an in-place cache: grow the mask
+                masks = torch.cat([masks, masks.new_zeros((masks.shape[0], max_gen_toks))], dim=1)
+            masks[:, length] = 1
+            ids = torch.tensor(next_tokens, device=device).unsqueeze(-1)
+            step_mask = masks[:, : length + 1] if need_mask else None
+            logits, cache = stepper.next_logits(ids, step_mask, positions, cache)
+            length += 1
+            positions = positions + 1
+            next_tokens = pick(logits, slots)
+        return [
+            Generated(
+                text=cut_at_stop(decode(generated[r]), until),
+                tokens=generated[r],
+                input_tokens=contexts[r],
+                truncated=truncated[r],
+                padded=width - len(own[r]),
+            )
+            for r in range(n)
+        ]
 
 
 class SeededSampler:
