@@ -129,6 +129,15 @@ def _prefill(
     return logits, past, mask, width
 
 
+def shared_prefix_length(stepper: Stepper, contexts: Sequence[Sequence[int]]) -> int:
+    """Tokens every one of ``contexts`` starts with, where generation keeps them once for
+    all rows (at least :data:`~mill.model.prefix_attention.MIN_SHARED_PREFIX`; else 0)."""
+    if not (stepper.can_grow_cache() and stepper.can_share_generation_prefix()):
+        return 0
+    prefix = common_prefix(contexts)
+    return prefix if prefix >= MIN_SHARED_PREFIX else 0
+
+
 def generate_batch(
     stepper: Stepper,
     contexts: list[list[int]],
@@ -152,10 +161,7 @@ def generate_batch(
     def pick(logits: torch.Tensor, rows: list[int]) -> list[int]:
         return choose(logits, rows) if choose is not None else logits.argmax(-1).tolist()
 
-    prefix = 0
-    if stepper.can_grow_cache() and stepper.can_share_generation_prefix():
-        prefix = common_prefix(contexts)
-        prefix = prefix if prefix >= MIN_SHARED_PREFIX else 0
+    prefix = shared_prefix_length(stepper, contexts)
     with ExitStack() as scope:
         # a prefix every context starts with: computed once, attended by every row
         shared = (

@@ -362,7 +362,7 @@ class HFCausalLM(TokenizingLM):
         self, requests: Sequence[Request], on_response: OnResponse = _ignore
     ) -> list[Response]:
         from mill.model.batching import budget_batches
-        from mill.model.generation import generate_batch
+        from mill.model.generation import generate_batch, shared_prefix_length
 
         eos_ids = self._eos_ids()
         responses: list[Response | None] = [None] * len(requests)
@@ -374,7 +374,7 @@ class HFCausalLM(TokenizingLM):
         cache_budget = None if self._budget() is None else self.cache_budget
         for (until, max_gen, sampling), group in groups.items():
             # a prefix every context shares is held once per decode batch, not per row
-            shared = self._shared_generation_prefix([j.tokens for j in group])
+            shared = shared_prefix_length(self._forward, [j.tokens for j in group])
             if shared:
                 log.info("generation: %d contexts share their first %d tokens", len(group), shared)
             budget = None if cache_budget is None else max(cache_budget - shared, 1)
@@ -408,17 +408,6 @@ class HFCausalLM(TokenizingLM):
                         )
                         on_response(requests[i], responses[i])
         return [r for r in responses if r is not None]
-
-    def _shared_generation_prefix(self, contexts: list[list[int]]) -> int:
-        """Tokens that every one of ``contexts`` starts with, when generation keeps them
-        once per decode batch (else 0)."""
-        from mill.model.prefix_attention import MIN_SHARED_PREFIX, common_prefix
-
-        forward = self._forward
-        if not (forward.can_grow_cache() and forward.can_share_generation_prefix()):
-            return 0
-        shared = common_prefix(contexts)
-        return shared if shared >= MIN_SHARED_PREFIX else 0
 
     def _eos_ids(self) -> set[int]:
         ids: set[int] = set()
