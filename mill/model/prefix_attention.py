@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 
@@ -35,7 +36,9 @@ MIN_SHARED_PREFIX = 32
 """Rows of a decode batch share their prefix only from this many tokens on (below it the
 extra batch-1 forward and the unfused attention cost more than they save)."""
 
-_ACTIVE: list[SharedPrefix] = []
+_ACTIVE: ContextVar[SharedPrefix | None] = ContextVar("mill_shared_prefix", default=None)
+"""The prefix the running forward attends over, per thread (another model generating in
+another thread never sees it; one model object generates in one thread at a time)."""
 
 
 class SharedPrefix:
@@ -87,14 +90,14 @@ def shared_prefix_attention(
     """``transformers`` attention function: ``query [B, H, q, D]`` over the shared prefix
     (``[1, Hkv, P, D]``) and the rows' own ``key``/``value`` (``[B, Hkv, n, D]``, the
     layer's cache after this step's update). Returns ``[B, q, H, D]``."""
-    if not _ACTIVE:
+    shared = _ACTIVE.get()
+    if shared is None:
         raise RuntimeError(f"attention {NAME!r} used outside mill.model.prefix_attention")
     for unsupported in ("sliding_window", "softcap", "s_aux", "sinks"):
         if kwargs.get(unsupported) is not None:
             raise RuntimeError(f"shared-prefix attention does not support {unsupported}")
     if dropout:
         raise RuntimeError("shared-prefix attention is for inference (dropout must be 0)")
-    shared = _ACTIVE[-1]
     layer = int(module.layer_idx)  # type: ignore[arg-type]
     prefix_k, prefix_v = shared.keys[layer], shared.values[layer]
     rows, heads, q, dim = query.shape
@@ -141,11 +144,11 @@ def activate(config: object, shared: SharedPrefix) -> Iterator[SharedPrefix]:
     register()
     before = config._attn_implementation  # type: ignore[attr-defined]
     config._attn_implementation = NAME  # type: ignore[attr-defined]
-    _ACTIVE.append(shared)
+    token = _ACTIVE.set(shared)
     try:
         yield shared
     finally:
-        _ACTIVE.pop()
+        _ACTIVE.reset(token)
         config._attn_implementation = before  # type: ignore[attr-defined]
 
 
