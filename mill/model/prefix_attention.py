@@ -16,8 +16,12 @@ left padding inside the suffix region, causal order), not from the model: the re
 mask function returns None. Positions are the caller's (``P + j`` for suffix token ``j``),
 so every row sees exactly the positions, keys and values of its full, unshared context.
 
-The softmax is exact (fp32 over the prefix's and the suffix's scores together); results
-differ from ``scaled_dot_product_attention``'s only by floating-point order.
+Prefill of the rows' own tokens runs ``scaled_dot_product_attention`` over the prefix's
+and the row's keys joined for that call; a decoding step computes the scores of the prefix
+(one product for all rows) and of the row's own keys, and one fp32 softmax over both.
+Results differ from unshared generation's only by floating-point order (in half precision
+a step's scores round to the model's dtype before the fp32 softmax, as ``transformers``'
+eager attention's do).
 """
 
 from __future__ import annotations
@@ -104,24 +108,35 @@ def shared_prefix_attention(
     kv_heads, n = key.shape[1], key.shape[2]
     group = heads // kv_heads  # query head h reads kv head h // group (as repeat_kv)
     scale = dim**-0.5 if scaling is None else scaling
-    width = group * q
-    grouped = query.reshape(rows, kv_heads, width, dim)
-    # prefix: one [rows*group*q, D] x [D, P] product per kv head; the prefix is read once
-    flat = grouped.transpose(0, 1).reshape(kv_heads, rows * width, dim)
-    prefix_scores = torch.matmul(flat, prefix_k[0].transpose(-1, -2))
-    prefix_scores = prefix_scores.view(kv_heads, rows, width, -1).transpose(0, 1)
-    own_scores = torch.matmul(grouped, key.transpose(-1, -2))
     allowed = shared.mask(q, n, query.device)  # [rows, q, n]
-    allowed = allowed[:, None, None].expand(rows, 1, group, q, n).reshape(rows, 1, width, n)
-    own_scores = own_scores.masked_fill(~allowed, float("-inf"))
+    length = prefix_k.shape[2]
+    if q > 1:
+        # prefill of the rows' own tokens: the prefix joins each row's keys for this one
+        # call, and the fused kernel never holds the [q, P + n] scores (on GPU)
+        keys = torch.cat([prefix_k.expand(rows, -1, -1, -1), key], dim=2)
+        values = torch.cat([prefix_v.expand(rows, -1, -1, -1), value], dim=2)
+        if group > 1:
+            keys = keys.repeat_interleave(group, dim=1)
+            values = values.repeat_interleave(group, dim=1)
+        full = torch.cat([allowed.new_ones((rows, q, length)), allowed], dim=-1)[:, None]
+        out = torch.nn.functional.scaled_dot_product_attention(
+            query, keys, values, attn_mask=full, scale=scale
+        )
+        return out.transpose(1, 2).contiguous(), None
+    # a decoding step (one query per row): [rows * group, D] x [D, P] per kv head, so the
+    # prefix is read once for all rows; the scores, [rows, heads, P + n], are small
+    grouped = query.reshape(rows, kv_heads, group, dim)
+    flat = grouped.transpose(0, 1).reshape(kv_heads, rows * group, dim)
+    prefix_scores = torch.matmul(flat, prefix_k[0].transpose(-1, -2))
+    prefix_scores = prefix_scores.view(kv_heads, rows, group, length).transpose(0, 1)
+    own_scores = torch.matmul(grouped, key.transpose(-1, -2))
+    own_scores = own_scores.masked_fill(~allowed[:, None], float("-inf"))
     scores = torch.cat([prefix_scores, own_scores], dim=-1).float() * scale
     probs = torch.softmax(scores, dim=-1).to(value.dtype)
-    length = prefix_k.shape[2]
-    prefix_probs = probs[..., :length].transpose(0, 1).reshape(kv_heads, rows * width, length)
-    out = torch.matmul(prefix_probs, prefix_v[0]).view(kv_heads, rows, width, dim).transpose(0, 1)
+    prefix_probs = probs[..., :length].transpose(0, 1).reshape(kv_heads, rows * group, length)
+    out = torch.matmul(prefix_probs, prefix_v[0]).view(kv_heads, rows, group, dim).transpose(0, 1)
     out = out + torch.matmul(probs[..., length:], value)
-    out = out.reshape(rows, kv_heads, group, q, dim).reshape(rows, heads, q, dim)
-    return out.transpose(1, 2).contiguous(), None
+    return out.reshape(rows, 1, heads, dim), None
 
 
 def _no_mask(*args: object, **kwargs: object) -> None:
