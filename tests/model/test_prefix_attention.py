@@ -20,8 +20,14 @@ def _model(kind: str) -> torch.nn.Module:
     small |= {"num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 256}
     configs = {
         "gpt2": lambda: tf.GPT2Config(
-            vocab_size=97, n_embd=64, n_layer=2, n_head=4, n_positions=256
-        ),
+            vocab_size=97,
+            n_embd=64,
+            n_layer=2,
+            n_head=4,
+            n_positions=256,
+            bos_token_id=0,
+            eos_token_id=0,
+        ),  # fmt: skip
         "llama": lambda: tf.LlamaConfig(**small, num_key_value_heads=2),  # grouped queries
         "mistral": lambda: tf.MistralConfig(**small, num_key_value_heads=1, sliding_window=None),
         "qwen2": lambda: tf.Qwen2Config(**small, num_key_value_heads=2),
@@ -82,6 +88,21 @@ def test_shared_prefix_generation_equals_unshared(kind: str, token_budget: int |
         for a, b in zip(steps, got_logits[row], strict=True):
             assert torch.allclose(a, b, atol=1e-5, rtol=0), (kind, row)
     assert model.config._attn_implementation == "sdpa"  # restored after the batch
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+def test_half_precision_steps_stay_close(kind: str) -> None:
+    """bf16: a step's scores round to bf16 before the fp32 softmax (as eager attention's
+    do), so logits move by bf16 rounding, not more."""
+    model = _model(kind).to(torch.bfloat16)
+    contexts = _contexts(40)
+    _, want = _run(HFForward(model, torch.device("cpu"), share_prefix=False), contexts, set(), 20)
+    _, got = _run(HFForward(model, torch.device("cpu"), share_prefix=True), contexts, set(), 20)
+    assert got.keys() == want.keys()
+    for row, steps in want.items():
+        for a, b in zip(steps, got[row], strict=True):
+            assert a.dtype == b.dtype
+            assert torch.allclose(a.float(), b.float(), atol=2e-2, rtol=0), (kind, row)
 
 
 def test_short_or_missing_prefix_is_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
