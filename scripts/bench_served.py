@@ -19,7 +19,8 @@ requests, metrics and output files). Scores are compared per request (log-likeli
     python scripts/bench_served.py                      # 300 docs, 1 request in flight
     python scripts/bench_served.py --limit 50 --concurrency 4 --keep /tmp/bench-served
 
-The lm-eval interpreter is ``$MILL_LMEVAL_PYTHON``, else ``<repo>/.venv-lmeval/bin/python``;
+The lm-eval interpreter is ``driver_common.lmeval_python()`` (``$MILL_LMEVAL_PYTHON``, the dev
+virtualenv, or this interpreter with lm_eval);
 the server's is found as in ``tests/served/servers.py`` (``$MILL_LLAMA_PYTHON``, ...).
 """
 
@@ -38,8 +39,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from driver_common import child_env, timed_run  # noqa: E402
-from side_by_side import compare, lmeval_python, new_workdir  # noqa: E402
+from driver_common import child_env, lmeval_python, timed_run  # noqa: E402
+from side_by_side import compare, new_workdir  # noqa: E402
 from workloads import REPO, SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
 
 from tests.served.servers import (  # noqa: E402

@@ -26,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from side_by_side import compare, lmeval_python, model_dir, new_workdir, run_pair  # noqa: E402
+from driver_common import lmeval_python  # noqa: E402
+from side_by_side import compare, model_dir, new_workdir, run_pair  # noqa: E402
 from workloads import SHARED_DATA, WORKLOADS  # noqa: E402
 
 TARGETS = {

@@ -16,6 +16,23 @@ from pathlib import Path
 from typing import Any
 
 
+def lmeval_python() -> Path:
+    """The interpreter that runs lm-evaluation-harness 0.4.13 for the side-by-side scripts
+    and the parity tests: ``$MILL_LMEVAL_PYTHON``; else the dev virtualenv
+    ``<repo>/.venv-lmeval`` (``setup_lmeval_venv.sh``) where it exists; else this
+    interpreter when it has lm_eval (the ``dev`` extra installs it, with the torch and
+    transformers Mill uses); else the dev virtualenv's path, which callers report missing."""
+    import importlib.util
+    import sys
+
+    if os.environ.get("MILL_LMEVAL_PYTHON"):
+        return Path(os.environ["MILL_LMEVAL_PYTHON"])
+    venv = Path(__file__).resolve().parents[1] / ".venv-lmeval" / "bin" / "python"
+    if not venv.exists() and importlib.util.find_spec("lm_eval") is not None:
+        return Path(sys.executable)
+    return venv
+
+
 def child_env(threads: int, **extra: str) -> dict[str, str]:
     """The environment of a timed child process: offline, ``threads`` threads, no progress
     bars, plus ``extra``."""

@@ -34,8 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver_common import child_env, timed_run  # noqa: E402
-from side_by_side import hf_model_overrides, lmeval_python, model_dir  # noqa: E402
+from driver_common import child_env, lmeval_python, timed_run  # noqa: E402
+from side_by_side import hf_model_overrides, model_dir  # noqa: E402
 from whole_process import (  # noqa: E402
     LMEVAL_BATCH,
     lm_eval_cli,

@@ -2,10 +2,11 @@
 
 For every workload (ARC-Easy 0- and 25-shot, MMLU 5-shot on four subjects, GSM8K 8-shot
 with and without a stop string, WikiText-2) and every model (a seeded random GPT-2 shape
-with the real GPT-2 tokenizer, and the shipped stories260K), run Mill and lm-eval (in its
-own virtualenv, see ``setup_lmeval_venv.sh``; ``$MILL_LMEVAL_PYTHON`` points at its
-python) on the same model folder and the same local data, then compare request by request
-(doc id + choice index): |delta log-likelihood| <= 1e-4, identical is_greedy, identical
+with the real GPT-2 tokenizer, and the shipped stories260K), run Mill and lm-eval (in the
+interpreter ``driver_common.lmeval_python`` names: ``$MILL_LMEVAL_PYTHON``, the dev
+virtualenv of ``setup_lmeval_venv.sh``, or this one with lm_eval installed) on the same
+model folder and the same local data, then compare request by request (doc id + choice
+index): |delta log-likelihood| <= 1e-4, identical is_greedy, identical
 generations, identical per-doc and aggregate metrics. Prints a markdown table; exits 1 on
 any mismatch.
 
@@ -24,13 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from side_by_side import (  # noqa: E402
-    compare,
-    lmeval_python,
-    model_dir,
-    new_workdir,
-    run_pair,
-)
+from driver_common import lmeval_python  # noqa: E402
+from side_by_side import compare, model_dir, new_workdir, run_pair  # noqa: E402
 from workloads import SHARED_DATA, WORKLOADS  # noqa: E402
 
 DEFAULT_MODELS = ["gpt2_random", "stories260k"]

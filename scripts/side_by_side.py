@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -13,8 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from driver_common import child_env, timed_run
-from workloads import REPO, Workload, derive_data
+from driver_common import child_env, lmeval_python, timed_run
+from workloads import Workload, derive_data
 
 HERE = Path(__file__).resolve().parent
 LOGP_TOL = 1e-4
@@ -22,11 +21,6 @@ LOGP_TOL = 1e-4
 ROLLING_REL_TOL = 1e-6
 """Rolling (whole-document) totals: max(LOGP_TOL, this x |total|) (see docs/parity.md)."""
 METRIC_REL_TOL = 1e-6
-
-
-def lmeval_python() -> Path:
-    """The dev virtualenv's interpreter: $MILL_LMEVAL_PYTHON or <repo>/.venv-lmeval."""
-    return Path(os.environ.get("MILL_LMEVAL_PYTHON", REPO / ".venv-lmeval" / "bin" / "python"))
 
 
 def model_dir(name: str) -> Path:

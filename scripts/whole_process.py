@@ -26,8 +26,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver_common import child_env, timed_run  # noqa: E402
-from side_by_side import hf_model_overrides, lmeval_python, model_dir  # noqa: E402
+from driver_common import child_env, lmeval_python, timed_run  # noqa: E402
+from side_by_side import hf_model_overrides, model_dir  # noqa: E402
 from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
 
 PHASES = ("start", "data", "model", "requests", "scoring", "metrics", "report")
@@ -49,12 +49,14 @@ def mill_cmd(args: list[str]) -> list[str]:
 def lmeval_task_dir(workdir: Path, tasks: list[dict[str, Any]]) -> Path:
     """Task YAMLs that include lm-eval's own and override data and shots (as
     lmeval_driver.py writes them), for lm_eval's ``--include_path``."""
-    # lm-eval's own task folder: from the dev virtualenv where it exists (the lm-eval side
-    # runs there), else from this interpreter (the bridge and engine sides need only the
-    # `lm-eval` extra; CI has no dev virtualenv). Both pin lm_eval 0.4.13.
-    python = lmeval_python() if lmeval_python().exists() else Path(sys.executable)
+    # lm-eval's own task folder, from the interpreter the lm-eval side runs in (lm_eval
+    # 0.4.13 there and in this one, which the bridge and engine sides use)
     root = subprocess.run(
-        [str(python), "-c", "import lm_eval, os; print(os.path.dirname(lm_eval.__file__))"],
+        [
+            str(lmeval_python()),
+            "-c",
+            "import lm_eval, os; print(os.path.dirname(lm_eval.__file__))",
+        ],
         capture_output=True,
         text=True,
         check=True,

@@ -1,8 +1,9 @@
 """Mill against the real lm-evaluation-harness 0.4.13 (dev only: ``pytest -m parity``).
 
 Runs ``scripts/parity.py`` for each workload and model on a slice of the real data: lm-eval
-in its own virtualenv (``$MILL_LMEVAL_PYTHON``, default ``<repo>/.venv-lmeval``, created
-by ``scripts/setup_lmeval_venv.sh``), Mill in this interpreter, both on the same model
+in the interpreter ``scripts/driver_common.lmeval_python`` names (``$MILL_LMEVAL_PYTHON``,
+the dev virtualenv ``<repo>/.venv-lmeval``, or this one with the ``dev`` extra's lm_eval),
+Mill in this interpreter, both on the same model
 folder and the same local files. Per request: |delta log-likelihood| <= 1e-4, identical
 is_greedy and generations; per doc and in aggregate: identical metrics. The full-size
 comparison is ``python scripts/parity.py`` (see docs/parity.md).
@@ -20,10 +21,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
-LMEVAL = Path(os.environ.get("MILL_LMEVAL_PYTHON", REPO / ".venv-lmeval" / "bin" / "python"))
 
 sys.path.insert(0, str(REPO / "scripts"))
+from driver_common import lmeval_python  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
+
+LMEVAL = lmeval_python()
 
 pytestmark = [
     pytest.mark.parity,

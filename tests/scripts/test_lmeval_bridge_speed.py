@@ -16,7 +16,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
-LMEVAL = Path(os.environ.get("MILL_LMEVAL_PYTHON", REPO / ".venv-lmeval" / "bin" / "python"))
+sys.path.insert(0, str(REPO / "scripts"))
+from driver_common import lmeval_python  # noqa: E402
+
+LMEVAL = lmeval_python()
 
 
 def _has_lm_eval() -> bool:

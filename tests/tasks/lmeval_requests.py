@@ -2,7 +2,7 @@
 
 Run with the dev-only lm-eval venv (never imported by Mill or its default tests):
 
-    /tmp/lmeval-venv/bin/python tests/tasks/lmeval_requests.py spec.json out.json
+    python tests/tasks/lmeval_requests.py spec.json out.json   # an interpreter with lm_eval 0.4.13
 
 spec.json: {"task": lm-eval task name, "data_files": {split: jsonl}, "overrides": {...},
 "num_fewshot": int, "limit": int, "chat_tokenizer": dir or null, "multiturn": bool}.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,10 @@ from mill.task import Task
 from tests.helpers import make_chat_tokenizer
 
 pytestmark = pytest.mark.parity
-LMEVAL_PYTHON = Path(os.environ.get("MILL_LMEVAL_PYTHON", "/tmp/lmeval-venv/bin/python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from driver_common import lmeval_python  # noqa: E402
+
+LMEVAL_PYTHON = lmeval_python()
 SCRIPT = Path(__file__).with_name("lmeval_requests.py")
 BUNDLED = DataSource("bundled")
 NO_SPLITS = {"training_split": None, "validation_split": None, "test_split": None}
