@@ -85,7 +85,11 @@ class PhaseClock:
         self._last_cpu = cpu
         memory = rss_mib()
         if memory is not None:
-            self.memory[name] = memory
+            # VmHWM can read a MiB lower than an earlier read (the kernel's RSS counters
+            # are approximate, per-CPU deltas folded in lazily; seen once in the fast
+            # tier): "peak so far" stays monotone
+            peak = max([memory[0], *(seen for seen, _ in self.memory.values())])
+            self.memory[name] = (peak, memory[1])
         for i, (known, before) in enumerate(self.phases):
             if known == name:
                 self.phases[i] = (name, before + seconds)
