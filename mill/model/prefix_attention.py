@@ -57,7 +57,7 @@ class SharedPrefix:
         self.keys, self.values = keys, values
         self.length = int(keys[0].shape[2])
         self.pad: torch.Tensor | None = None
-        self._mask: tuple[int, int, torch.Tensor] | None = None
+        self._mask: tuple[tuple[int, int, torch.device], torch.Tensor] | None = None
 
     def set_pad(self, pad: torch.Tensor) -> None:
         self.pad, self._mask = pad, None
@@ -68,16 +68,17 @@ class SharedPrefix:
 
     def mask(self, q: int, n: int, device: torch.device) -> torch.Tensor:
         """``[rows, q, n]``: may query ``n - q + i`` attend to suffix slot ``u``? (not
-        padding, not in the future). The same for every layer of one forward: kept."""
-        if self._mask is not None and self._mask[:2] == (q, n):
-            return self._mask[2]
+        padding, not in the future). The same for every layer of one forward on one
+        device (a model dispatched over GPUs has layers on several): kept."""
+        if self._mask is not None and self._mask[0] == (q, n, device):
+            return self._mask[1]
         assert self.pad is not None
         slots = torch.arange(n, device=device)
         queries = torch.arange(n - q, n, device=device)
         allowed = (slots[None, None, :] >= self.pad.to(device)[:, None, None]) & (
             slots[None, None, :] <= queries[None, :, None]
         )
-        self._mask = (q, n, allowed)
+        self._mask = ((q, n, device), allowed)
         return allowed
 
 
