@@ -216,10 +216,10 @@ def generate_batch(
             cache = merger.cache()  # type: ignore[attr-defined]
             del merger
         masks = masks.to(device)
-        need_mask = len({len(c) for c in own}) > 1  # left padding somewhere
-        if shared is not None:  # it masks the padding itself
+        # left padding somewhere: the model masks it, or the shared prefix's attention does
+        need_mask = shared is None and len({len(c) for c in own}) > 1
+        if shared is not None:
             shared.set_pad(torch.tensor([width - len(own[r]) for r in order], device=device))
-            need_mask = False
         positions = torch.tensor([[len(contexts[r])] for r in order], device=device)
         next_tokens = first
 

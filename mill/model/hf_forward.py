@@ -152,13 +152,13 @@ class HFForward(Forward, Stepper):
     def can_share_generation_prefix(self) -> bool:
         # attention modules that take the attention interface and know their layer; the
         # families whose generations are checked against the unshared path
-        # (tests/model/test_prefix_attention.py)
+        # (tests/model/test_prefix_attention.py). Generation also needs can_grow_cache
+        # (generation.shared_prefix_length checks both).
         config = getattr(self.config, "text_config", None) or self.config
         return (
             self.share_prefix
             and getattr(config, "model_type", None) in SHARED_PREFIX_MODELS
             and getattr(config, "_attn_implementation", None) in ("sdpa", "eager")
-            and self.can_grow_cache()
         )
 
     @contextmanager
