@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from driver_common import child_env, lmeval_python, timed_run  # noqa: E402
+from driver_common import abs_path, child_env, lmeval_python, timed_run  # noqa: E402
 from side_by_side import compare, new_workdir  # noqa: E402
 from workloads import REPO, SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
 
@@ -218,7 +218,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=300, help="docs")
     parser.add_argument("--concurrency", type=int, default=1, help="requests in flight, both")
     parser.add_argument("--threads", type=int, default=1, help="server and client threads")
-    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--data-dir", type=abs_path, default=SHARED_DATA)
     parser.add_argument("--order", choices=["mill-first", "lmeval-first"], default="mill-first")
     parser.add_argument("--keep", type=Path, default=None, help="keep the work folder here")
     parser.add_argument("--json", type=Path, default=None, help="write the row as JSON")

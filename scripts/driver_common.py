@@ -33,6 +33,11 @@ def lmeval_python() -> Path:
     return venv
 
 
+def abs_path(text: str) -> Path:
+    """A path argument made absolute (the drivers run in other working directories)."""
+    return Path(text).resolve()
+
+
 def child_env(threads: int, **extra: str) -> dict[str, str]:
     """The environment of a timed child process: offline, ``threads`` threads, no progress
     bars, plus ``extra``."""

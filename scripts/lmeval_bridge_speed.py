@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver_common import child_env, lmeval_python, timed_run  # noqa: E402
+from driver_common import abs_path, child_env, lmeval_python, timed_run  # noqa: E402
 from side_by_side import hf_model_overrides, model_dir  # noqa: E402
 from whole_process import (  # noqa: E402
     LMEVAL_BATCH,
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--data-dir", type=abs_path, default=SHARED_DATA)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--keep", type=Path, default=None, help="keep every run's folder here")
     parser.add_argument(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from driver_common import abs_path  # noqa: E402
 from side_by_side import run_side  # noqa: E402
 from workloads import SHARED_DATA, WORKLOADS  # noqa: E402
 
@@ -69,7 +70,7 @@ def main() -> int:
         default=["auto", "auto@16384", "4"],
         help="batch sizes; auto@N = auto with token_budget N",
     )
-    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--data-dir", type=abs_path, default=SHARED_DATA)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

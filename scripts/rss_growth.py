@@ -26,6 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
+from driver_common import abs_path  # noqa: E402
+
 from mill.runner.phases import proc_status_mib  # noqa: E402
 
 
@@ -50,7 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="gpt2_bench")
     parser.add_argument("--docs", type=int, default=300)
-    parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--data-dir", type=abs_path, default=REPO.parent / "shared" / "data")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     show("start")

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver_common import child_env, lmeval_python, timed_run  # noqa: E402
+from driver_common import abs_path, child_env, lmeval_python, timed_run  # noqa: E402
 from side_by_side import hf_model_overrides, model_dir  # noqa: E402
 from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
 
@@ -99,10 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--data-dir", type=abs_path, default=SHARED_DATA)
     parser.add_argument("--only", choices=["mill", "lmeval"], default=None)
+    parser.add_argument("--lmeval-batch-size", default=None, help="default: LMEVAL_BATCH")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
+    given = args.lmeval_batch_size
     env = child_env(args.threads)
     env.pop("CI", None)
     model = model_dir(args.model)
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"pretrained={model},dtype={args.dtype}",
                 [t["name"] for t in tasks],
                 include,
-                LMEVAL_BATCH.get(name, 8),
+                (int(given) if given.isdigit() else given) if given else LMEVAL_BATCH.get(name, 8),
                 args.device,
                 workload.limit,
             )
@@ -152,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     phases = {}
                 if code != 0:
-                    print(f"{tag} failed (exit {code}); see {work / (tag + '.log')}")
+                    log = work / f"{tag}.log"
+                    tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+                    print(f"{tag} failed (exit {code}); see {log}; its last lines:\n{tail}")
                     return 1
                 sides[side].append({"wall_s": wall, "peak_rss_kib": rss, "phases": phases})
                 print(f"  {tag}: {wall:.1f} s, peak RSS {rss / 2**20:.2f} GiB", flush=True)
