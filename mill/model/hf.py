@@ -66,6 +66,17 @@ def _placement(device_map: Any, max_memory: Any, offload_folder: str | None) -> 
     return kwargs
 
 
+def _load_placement(device: Any, placement: dict[str, Any]) -> dict[str, Any]:
+    """``from_pretrained``'s placement arguments: the dispatch the user asked for, else, on
+    one accelerator, its weights loaded straight onto it (``device_map={"": device}``, as
+    lm-eval does). Loading on the CPU and then moving the model held a whole host copy of
+    it next to the mapped checkpoint: a 1.1B model peaked at 7.3 GiB of RSS on an H100
+    machine, against lm-eval's 5.5 GiB."""
+    if placement or device.type == "cpu":
+        return placement
+    return {"device_map": {"": str(device)}}
+
+
 def _input_device(model: Any) -> Any:
     """Where input ids go for a dispatched model: its embedding's device (accelerate's
     hooks move them further when the embedding itself is offloaded)."""
@@ -169,7 +180,7 @@ class HFCausalLM(TokenizingLM):
                     revision=revision,
                     dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
                     trust_remote_code=trust_remote_code,
-                    **placement,
+                    **_load_placement(self.device, placement),
                 )
             except (OSError, ValueError) as err:
                 where = "local folder" if local.is_dir() else "hub model"
@@ -193,7 +204,7 @@ class HFCausalLM(TokenizingLM):
                 ) from err
         if placement:  # dispatched over devices by accelerate: never .to() it
             self.device = _input_device(self.model)
-        else:
+        else:  # a no-op where the weights were loaded onto the device
             self.model.to(self.device)
         self.model.eval()
         fused = 0
