@@ -15,7 +15,7 @@ from typing import Any
 
 from mill.errors import ModelError
 from mill.model.base import _ignore
-from mill.model.identity import weights_identity
+from mill.model.identity import start_weights_identity
 from mill.model.tokenizing import GenerationJob, RollingPlan, TokenizingLM, WindowDone
 from mill.types import ChatTemplate, OnResponse, Request, Response
 
@@ -166,6 +166,13 @@ class HFCausalLM(TokenizingLM):
         local = Path(os.path.expanduser(self.pretrained))
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         placement = _placement(device_map, max_memory, offload_folder)
+        # a local folder's files are hashed on another core while the model loads (objects
+        # already in memory have no files: from_transformers says so in the identity)
+        identity = (
+            start_weights_identity(self.pretrained, revision)
+            if _loaded is None
+            else (lambda commit: {"commit": commit, "weights_fingerprint": None})
+        )
         if _loaded is not None:  # from_transformers: objects the caller already holds
             self.model, self.tokenizer = _loaded
         else:
@@ -223,7 +230,7 @@ class HFCausalLM(TokenizingLM):
             "pretrained": self.pretrained,
             "revision": revision,
             # commit and every byte of weights, tokenizer files and generation config
-            **weights_identity(self.pretrained, revision, commit),
+            **identity(commit),
             "dtype": self.dtype,
             "max_length": self.max_length,
             "max_gen_toks": self.max_gen_toks,

@@ -19,8 +19,9 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,40 @@ def hub_snapshot(repo_id: str, revision: str | None) -> Path | None:
     except Exception:  # not a valid repo id: no snapshot to hash
         return None
     return Path(found).parent if isinstance(found, str) else None
+
+
+def start_weights_identity(
+    pretrained: str, revision: str | None
+) -> Callable[[str | None], dict[str, Any]]:
+    """:func:`weights_identity`, begun now for a local folder: its files are hashed in a
+    background thread while the caller loads the model, and the returned function (of the
+    commit the loader reports) waits for the digest. File reads and ``hashlib`` release the
+    GIL, so on a first run of a checkpoint (nothing remembered yet: a 4.7 GB file took
+    4.8 s to hash here) the hashing runs on another core beside the imports and the load
+    instead of after them. A hub model's snapshot folder is known only after loading: its
+    identity is computed when the function is called."""
+    local = Path(os.path.expanduser(pretrained))
+    if not local.is_dir():
+        return lambda commit: weights_identity(pretrained, revision, commit)
+    done: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            done["digest"] = _combine(model_files(local))
+        except BaseException as err:  # re-raised in the caller's thread
+            done["error"] = err
+
+    # a daemon: a load that fails does not wait for the hash before Mill exits
+    thread = threading.Thread(target=work, name="mill-fingerprint", daemon=True)
+    thread.start()
+
+    def finish(commit: str | None) -> dict[str, Any]:
+        thread.join()
+        if "error" in done:
+            raise done["error"]
+        return {"commit": commit, "weights_fingerprint": done["digest"]}
+
+    return finish
 
 
 def weights_identity(pretrained: str, revision: str | None, commit: str | None) -> dict[str, Any]:

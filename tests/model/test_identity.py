@@ -212,3 +212,39 @@ def test_a_second_model_load_takes_digests_from_the_memo(memo: Path, tmp_path: P
     assert {k: v for k, v in second.items() if k != "weights_fingerprint"} == {
         k: v for k, v in first.items() if k != "weights_fingerprint"
     }
+
+
+def test_a_local_folder_is_hashed_beside_the_load(
+    memo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """start_weights_identity hashes in its own thread (so a first run's hashing overlaps
+    the imports and the load) and gives what weights_identity gives."""
+    import threading
+
+    folder = _copy_model(0, tmp_path / "m")
+    hashed_in: list[str] = []
+    real = identity._sha256
+
+    def recording(path: Path) -> str:
+        hashed_in.append(threading.current_thread().name)
+        return real(path)
+
+    monkeypatch.setattr(identity, "_sha256", recording)
+    finish = identity.start_weights_identity(str(folder), None)
+    got = finish("abc")
+    assert hashed_in and set(hashed_in) == {"mill-fingerprint"}  # nothing remembered yet
+    assert got == {**identity.weights_identity(str(folder), None, None), "commit": "abc"}
+    assert got["weights_fingerprint"] == identity.folder_digest(folder) != "abc"
+    assert len(_rows(memo)) == len(identity.model_files(folder))  # remembered by the thread
+
+
+def test_a_failed_background_hash_fails_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(files: list[Path]) -> str:
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(identity, "_combine", broken)
+    finish = identity.start_weights_identity(str(_copy_model(0, tmp_path / "m")), None)
+    with pytest.raises(OSError, match="disk went away"):
+        finish(None)
