@@ -96,18 +96,12 @@ class MMLU(Task):
         "dev": "mmlu/dev/{subject}_dev.csv",
     }
     LOCAL_BUILDER = "csv"
+    LOCAL_TEXT_COLUMNS = _CSV_COLUMNS  # as text: no number/NaN guessing ("None", "0.50")
     SAMPLE_SPLIT = "test"
     FEWSHOT_SPLIT = "dev"
     SUBJECTS = list(SUBJECT_CATEGORIES)
     OUTPUT_TYPE = OutputType.LOGPROBS
     METRICS = ["acc"]
-
-    def _local_builder_kwargs(self) -> dict[str, Any]:
-        import datasets
-
-        # every column as text: no number/NaN guessing on answers such as "None" or "0.50"
-        features = datasets.Features({c: datasets.Value("string") for c in _CSV_COLUMNS})
-        return {"features": features, "keep_default_na": False}
 
     def _load_split(self, split: str, source: DataSource, subject: str) -> list[dict[str, Any]]:
         return [{**row, "subject": subject} for row in super()._load_split(split, source, subject)]

@@ -38,17 +38,12 @@ class OpenBookQA(Task):
     DATASET_REVISION = "388097ea7776314e93a529163e0fea805b8a6454"
     LOCAL_FILES = {"test": "openbookqa/test.tsv"}
     LOCAL_BUILDER = "csv"
+    LOCAL_TEXT_COLUMNS = _TSV_COLUMNS  # as text: no number/NaN guessing
     LOCAL_BUILDER_KWARGS = {"sep": "\t"}
     SAMPLE_SPLIT = "test"
     FEWSHOT_SPLIT = "train"
     OUTPUT_TYPE = OutputType.LOGPROBS
     METRICS = ["acc", "acc_norm"]
-
-    def _local_builder_kwargs(self) -> dict[str, Any]:
-        import datasets
-
-        features = datasets.Features({c: datasets.Value("string") for c in _TSV_COLUMNS})
-        return {"features": features, "keep_default_na": False}
 
     def _adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
         labels, texts = split_choices(row["Choices"])

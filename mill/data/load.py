@@ -4,21 +4,32 @@ Hub and local files go through the same call: the hub by path/name/revision, loc
 by a builder (``json``, ``csv``, ``text``) and ``data_files``. The task adapts a local
 file's schema to the hub's one afterwards, so prompts never depend on the source.
 
-One shortcut: a local JSON-lines file whose rows all have one shape (the same keys in the
-same order, one JSON type per value, no integer/float mix) is read with :mod:`json`
-directly (:func:`read_uniform_jsonl`). ``datasets``' ``json`` builder returns exactly these
-rows for such a file (pyarrow infers one column type per key and ``to_list`` gives the
-values back), and importing ``datasets`` plus its ``load_dataset`` machinery costs about
-two seconds of CPU, more than anything else in loading the bundled samples. Any other
-file (a JSON array, mixed types, missing keys, bytes that are not UTF-8, a builder
-argument) goes through ``datasets`` as before, with its errors and diagnosis.
+Two shortcuts, because importing ``datasets`` plus its ``load_dataset`` machinery costs
+about two seconds of CPU, more than anything else in loading local data:
+
+* a local JSON-lines file whose rows all have one shape (the same keys in the same order,
+  one JSON type per value, no integer/float mix) is read with :mod:`json` directly
+  (:func:`read_uniform_jsonl`). ``datasets``' ``json`` builder returns exactly these rows
+  for such a file (pyarrow infers one column type per key and ``to_list`` gives the values
+  back);
+* a local CSV/TSV file whose columns the task reads as text (``DatasetSpec.text_columns``:
+  MMLU, OpenBookQA) is read with :mod:`csv` (:func:`read_text_csv`): with string features
+  and ``keep_default_na=False`` pandas guesses no numbers and no missing values, so the
+  rows are the fields as written.
+
+Any other file (a JSON array, mixed types, missing keys, bytes that are not UTF-8, a
+header that is not the expected columns, a ragged or empty field, a builder argument)
+goes through ``datasets`` as before, with its errors and diagnosis.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -74,6 +85,10 @@ class DatasetSpec:
     local_builder: str = "json"
     """``datasets`` builder for local files: json, csv or text."""
     builder_kwargs: dict[str, Any] = field(default_factory=dict)
+    text_columns: tuple[str, ...] = ()
+    """Local CSV/TSV files: their columns, every one read as text exactly as written (no
+    number or missing-value guessing: ``datasets`` gets string features and
+    ``keep_default_na=False``)."""
     data_files: dict[str, str] = field(default_factory=dict)
     """The user's own files (absolute or relative paths): used whatever the data source."""
 
@@ -225,6 +240,61 @@ def read_uniform_jsonl(path: Path) -> list[dict[str, Any]] | None:
     return rows or None
 
 
+def read_text_csv(
+    path: Path, columns: Sequence[str], sep: str = ","
+) -> list[dict[str, str]] | None:
+    """The rows of a CSV (or, with ``sep``, TSV) file whose header is ``columns``, every
+    field as text; None unless the file is plain: UTF-8 without a byte-order mark or NUL,
+    well-formed quoting (:mod:`csv`'s strict mode), every row as many fields as the
+    header, no empty field. For such a file these are the rows ``datasets.load_dataset(
+    "csv", ..., features=<strings>, keep_default_na=False).to_list()`` returns, in order
+    (``tests/data/test_load.py`` compares the two on every shared CSV/TSV file and on
+    edge cases). None: let ``datasets`` read the file (and explain its errors)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if text.startswith("\ufeff") or "\x00" in text:
+        return None
+    rows: list[dict[str, str]] = []
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True)
+        header = next(reader, None)
+        if header != list(columns) or len(set(header)) != len(header):
+            return None
+        for fields in reader:
+            if not fields:  # a blank line: pandas skips it too
+                continue
+            if len(fields) != len(header) or "" in fields:
+                return None
+            rows.append(dict(zip(header, fields, strict=True)))
+    except csv.Error:
+        return None
+    return rows or None
+
+
+def _direct(spec: DatasetSpec, path: Path) -> list[dict[str, Any]] | None:
+    """The rows of a local file read without ``datasets`` (the shortcuts above), or None."""
+    if spec.local_builder == "json" and not spec.builder_kwargs:
+        return read_uniform_jsonl(path)
+    if spec.local_builder == "csv" and spec.text_columns:
+        sep = spec.builder_kwargs.get("sep", ",")
+        if set(spec.builder_kwargs) <= {"sep"} and isinstance(sep, str) and len(sep) == 1:
+            return read_text_csv(path, spec.text_columns, sep)
+    return None
+
+
+def _builder_kwargs(spec: DatasetSpec) -> dict[str, Any]:
+    """``load_dataset``'s arguments for a local file: the spec's, plus string features
+    and no missing-value guessing for ``text_columns``."""
+    if not spec.text_columns or spec.local_builder != "csv":
+        return dict(spec.builder_kwargs)
+    import datasets
+
+    features = datasets.Features({c: datasets.Value("string") for c in spec.text_columns})
+    return {"features": features, "keep_default_na": False, **spec.builder_kwargs}
+
+
 def load_rows(
     spec: DatasetSpec, split: str, source: DataSource, subject: str = "default"
 ) -> LoadedSplit:
@@ -239,11 +309,7 @@ def load_rows(
         where = f"data file {path} ({spec.path} split {split!r})"
         if path.stat().st_size == 0:
             raise DatasetUnavailable(f"{where} is empty; point the task at a file with rows")
-        direct = (
-            read_uniform_jsonl(path)
-            if spec.local_builder == "json" and not spec.builder_kwargs
-            else None
-        )
+        direct = _direct(spec, path)
         if direct is not None:
             origin = {"file": str(path), "sha256": _sha256(path)}
             return LoadedSplit(rows=direct, origin=origin, local=True)
@@ -255,7 +321,7 @@ def load_rows(
                 spec.local_builder,
                 data_files={split: str(path)},
                 split=split,
-                **spec.builder_kwargs,
+                **_builder_kwargs(spec),
             )
             rows = ds.to_list()  # pyarrow takes bytes that are not UTF-8 and fails here
         except Exception as err:  # datasets raises many types; all mean "bad file"

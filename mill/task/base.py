@@ -59,6 +59,9 @@ class Task:
     LOCAL_FILES: ClassVar[dict[str, str]] = {}
     LOCAL_BUILDER: ClassVar[str] = "json"
     LOCAL_BUILDER_KWARGS: ClassVar[dict[str, Any]] = {}
+    LOCAL_TEXT_COLUMNS: ClassVar[tuple[str, ...]] = ()
+    """Local CSV/TSV files: their columns, all read as text as written (see
+    :attr:`mill.data.load.DatasetSpec.text_columns`)."""
     LOCAL_SIDE_FILES: ClassVar[dict[str, dict[str, str]]] = {}
     """split -> {field: file}: line-aligned text files whose lines become a field of each
     local row (PIQA's ``valid-labels.lst``). Override one with
@@ -118,6 +121,7 @@ class Task:
             local_files=dict(overrides.pop("local_files", self.LOCAL_FILES)),
             local_builder=overrides.pop("builder", self.LOCAL_BUILDER),
             builder_kwargs=dict(overrides.pop("builder_kwargs", self.LOCAL_BUILDER_KWARGS)),
+            text_columns=tuple(self.LOCAL_TEXT_COLUMNS),
             data_files={
                 k: v for k, v in (overrides.pop("data_files", {}) or {}).items() if v is not None
             },
