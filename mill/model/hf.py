@@ -166,6 +166,7 @@ class HFCausalLM(TokenizingLM):
         local = Path(os.path.expanduser(self.pretrained))
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         placement = _placement(device_map, max_memory, offload_folder)
+        loading = _load_placement(self.device, placement)
         # a local folder's files are hashed on another core while the model loads (objects
         # already in memory have no files: from_transformers says so in the identity)
         identity = (
@@ -187,7 +188,7 @@ class HFCausalLM(TokenizingLM):
                     revision=revision,
                     dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
                     trust_remote_code=trust_remote_code,
-                    **_load_placement(self.device, placement),
+                    **loading,
                 )
             except (OSError, ValueError) as err:
                 where = "local folder" if local.is_dir() else "hub model"
@@ -211,7 +212,7 @@ class HFCausalLM(TokenizingLM):
                 ) from err
         if placement:  # dispatched over devices by accelerate: never .to() it
             self.device = _input_device(self.model)
-        else:  # a no-op where the weights were loaded onto the device
+        elif not loading:  # on the CPU; a model loaded onto its accelerator stays put
             self.model.to(self.device)
         self.model.eval()
         fused = 0
