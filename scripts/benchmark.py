@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver_common import abs_path, lmeval_python  # noqa: E402
+from driver_common import abs_path, lmeval_batch, lmeval_python  # noqa: E402
 from side_by_side import compare, model_dir, new_workdir, run_pair  # noqa: E402
 from workloads import SHARED_DATA, WORKLOADS  # noqa: E402
 
@@ -59,7 +59,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (both sides)")
     parser.add_argument("--dtype", default="float32", help="float32, bfloat16, float16")
     parser.add_argument("--data-dir", type=abs_path, default=SHARED_DATA)
-    parser.add_argument("--lmeval-batch-size", default=None, help="default: LMEVAL_BATCH")
+    parser.add_argument(
+        "--lmeval-batch-size", type=lmeval_batch, default=None, help="default: LMEVAL_BATCH"
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int, default=None, help="docs per workload (override)")
     parser.add_argument("--mill-override", action="append", default=[], help="extra Mill override")
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.limit is not None:
             workload = workload.with_limit(args.limit)
         given = args.lmeval_batch_size
-        batch = (int(given) if given.isdigit() else given) if given else LMEVAL_BATCH.get(name, 8)
+        batch = given if given is not None else LMEVAL_BATCH.get(name, 8)
         rounds = []
         for r in range(args.repeat):  # alternate the sides: machine drift hits both
             tag = f"{name}/{r}" if args.repeat > 1 else name

@@ -38,6 +38,12 @@ def abs_path(text: str) -> Path:
     return Path(text).resolve()
 
 
+def lmeval_batch(text: str) -> int | str:
+    """lm-eval's ``--batch_size`` from a command-line argument: a number, or a word such as
+    ``auto`` as given."""
+    return int(text) if text.isdigit() else text
+
+
 def child_env(threads: int, **extra: str) -> dict[str, str]:
     """The environment of a timed child process: offline, ``threads`` threads, no progress
     bars, plus ``extra``."""

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver_common import abs_path, lmeval_python  # noqa: E402
+from driver_common import abs_path, lmeval_batch, lmeval_python  # noqa: E402
 from side_by_side import compare, model_dir, new_workdir, run_pair  # noqa: E402
 from workloads import SHARED_DATA, WORKLOADS  # noqa: E402
 
@@ -38,7 +38,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS)
     parser.add_argument("--limit", type=int, default=None, help="docs per workload (override)")
     parser.add_argument("--data-dir", type=abs_path, default=SHARED_DATA)
-    parser.add_argument("--lmeval-batch-size", default="16")
+    parser.add_argument("--lmeval-batch-size", type=lmeval_batch, default="16")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (both sides)")
     parser.add_argument(
@@ -76,9 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             f"parity: unknown workloads {unknown}; choose from {list(WORKLOADS)}", file=sys.stderr
         )
         return 2
-    batch = (
-        int(args.lmeval_batch_size) if args.lmeval_batch_size.isdigit() else args.lmeval_batch_size
-    )
+    batch = args.lmeval_batch_size
     rows, report = [], []
     for model_name in args.models:
         model = model_dir(model_name)

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver_common import abs_path, child_env, lmeval_python, timed_run  # noqa: E402
+from driver_common import abs_path, child_env, lmeval_batch, lmeval_python, timed_run  # noqa: E402
 from side_by_side import hf_model_overrides, model_dir  # noqa: E402
 from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
 
@@ -101,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data-dir", type=abs_path, default=SHARED_DATA)
     parser.add_argument("--only", choices=["mill", "lmeval"], default=None)
-    parser.add_argument("--lmeval-batch-size", default=None, help="default: LMEVAL_BATCH")
+    parser.add_argument(
+        "--lmeval-batch-size", type=lmeval_batch, default=None, help="default: LMEVAL_BATCH"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     given = args.lmeval_batch_size
@@ -131,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"pretrained={model},dtype={args.dtype}",
                 [t["name"] for t in tasks],
                 include,
-                (int(given) if given.isdigit() else given) if given else LMEVAL_BATCH.get(name, 8),
+                given if given is not None else LMEVAL_BATCH.get(name, 8),
                 args.device,
                 workload.limit,
             )

@@ -248,7 +248,7 @@ def read_text_csv(
     well-formed quoting (:mod:`csv`'s strict mode), every row as many fields as the
     header, no empty field. For such a file these are the rows ``datasets.load_dataset(
     "csv", ..., features=<strings>, keep_default_na=False).to_list()`` returns, in order
-    (``tests/data/test_load.py`` compares the two on every shared CSV/TSV file and on
+    (``tests/data/test_load_csv.py`` compares the two on every shared CSV/TSV file and on
     edge cases). None: let ``datasets`` read the file (and explain its errors)."""
     try:
         text = path.read_bytes().decode("utf-8")
