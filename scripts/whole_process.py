@@ -4,9 +4,13 @@ Each round starts the ``mill`` command line and ``lm_eval``'s own command line (
 dev virtualenv) as fresh processes on the same model folder, data and prompts (the
 workloads of ``workloads.py``), and times each from start to exit; the sides alternate
 so machine drift hits both. Mill's phases come from the ``phases:`` line of its
-``mill.log``; peak RSS is each child's ``ru_maxrss``. Prints a markdown table with the
-median of the rounds and the ratio, and (``--demo``) the wall time of the offline demo
-``mill``.
+``mill.log``; peak RSS is each child's ``ru_maxrss``. Next to Mill, each round also times
+``floor_driver.py``: a process that only imports torch and ``transformers`` and loads the
+same tokenizer and model, the least any harness built on ``transformers``' model classes
+spends outside scoring. Prints a markdown table with the median of the rounds, the ratio,
+Mill's own time (wall minus scoring minus the floor) and the ratio a harness with Mill's
+scoring and nothing but the floor besides would reach; and (``--demo``) the wall time of
+the offline demo ``mill``.
 
     python scripts/whole_process.py --workloads arc_easy_0shot --rounds 3 --demo 3
 """
@@ -24,7 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
 from driver_common import abs_path, child_env, lmeval_batch, lmeval_python, timed_run  # noqa: E402
 from side_by_side import hf_model_overrides, model_dir  # noqa: E402
@@ -102,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=abs_path, default=SHARED_DATA)
     parser.add_argument("--only", choices=["mill", "lmeval"], default=None)
     parser.add_argument(
+        "--no-floor", action="store_true", help="do not time floor_driver.py next to Mill"
+    )
+    parser.add_argument(
         "--lmeval-batch-size", type=lmeval_batch, default=None, help="default: LMEVAL_BATCH"
     )
     parser.add_argument("--json", type=Path, default=None)
@@ -110,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     env = child_env(args.threads)
     env.pop("CI", None)
     model = model_dir(args.model)
+    wanted = {"mill", "floor", "lmeval"} if args.only is None else {args.only}
+    if args.only == "mill":
+        wanted.add("floor")
+    if args.no_floor:
+        wanted.discard("floor")
     work = Path(tempfile.mkdtemp(prefix="mill-whole-"))
     report: list[dict[str, Any]] = []
     rows = []
@@ -137,18 +150,21 @@ def main(argv: list[str] | None = None) -> int:
                 args.device,
                 workload.limit,
             )
-        sides: dict[str, list[dict[str, Any]]] = {"mill": [], "lmeval": []}
+        sides: dict[str, list[dict[str, Any]]] = {"mill": [], "floor": [], "lmeval": []}
         for r in range(args.rounds):
-            order = ["mill", "lmeval"] if r % 2 == 0 else ["lmeval", "mill"]
-            for side in order:
-                if args.only and side != args.only:
-                    continue
+            order = [s for s in ("mill", "floor", "lmeval") if s in wanted]
+            for side in order if r % 2 == 0 else order[::-1]:
                 tag = f"{name}.{side}.{r}"
                 if side == "mill":
                     run_dir = work / tag
                     cmd = mill_cmd([*overrides, f"hydra.run.dir={run_dir}"])
                     wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, work)
                     phases = mill_phases(run_dir) if code == 0 else {}
+                elif side == "floor":
+                    cmd = [sys.executable, str(HERE / "floor_driver.py"), str(model)]
+                    cmd += ["--device", args.device, "--dtype", args.dtype]
+                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, work)
+                    phases = {}
                 else:
                     out = work / tag
                     wall, code, rss = timed_run(
@@ -162,9 +178,10 @@ def main(argv: list[str] | None = None) -> int:
                     return 1
                 sides[side].append({"wall_s": wall, "peak_rss_kib": rss, "phases": phases})
                 print(f"  {tag}: {wall:.1f} s, peak RSS {rss / 2**20:.2f} GiB", flush=True)
-        entry: dict[str, Any] = {"workload": name, "limit": workload.limit, **sides}
-        report.append(entry)
         med = {s: statistics.median(x["wall_s"] for x in v) for s, v in sides.items() if v}
+        entry: dict[str, Any] = {"workload": name, "limit": workload.limit, **sides}
+        entry["median_wall_s"] = med
+        report.append(entry)
         if sides["mill"]:
             phase_med = {
                 p: statistics.median(x["phases"].get(p, 0.0) for x in sides["mill"]) for p in PHASES
@@ -172,6 +189,15 @@ def main(argv: list[str] | None = None) -> int:
             outside = sum(v for p, v in phase_med.items() if p != "scoring")
             cells = " | ".join(f"{phase_med[p]:.2f}" for p in PHASES)
             ratio = f"{med['lmeval'] / med['mill']:.1f}x" if "lmeval" in med else "-"
+            floor = own = bound = "-"
+            if "floor" in med:
+                scoring = phase_med["scoring"]
+                entry["floor_s"] = med["floor"]
+                entry["mill_own_s"] = med["mill"] - scoring - med["floor"]
+                floor, own = f"{entry['floor_s']:.2f}", f"{entry['mill_own_s']:.2f}"
+                if "lmeval" in med:
+                    entry["ratio_at_floor"] = med["lmeval"] / (med["floor"] + scoring)
+                    bound = f"{entry['ratio_at_floor']:.1f}x"
             lm = f"{med['lmeval']:.1f}" if "lmeval" in med else "-"
             rss = max(x["peak_rss_kib"] for x in sides["mill"]) / 2**20
             lm_rss = (
@@ -180,8 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                 else "-"
             )
             rows.append(
-                f"| {name} ({workload.limit} docs) | {cells} | {outside:.2f} | "
-                f"{med['mill']:.1f} | {lm} | {ratio} | {rss:.2f} | {lm_rss} |"
+                f"| {name} ({workload.limit} docs) | {cells} | {outside:.2f} | {floor} | {own} | "
+                f"{med['mill']:.1f} | {lm} | {ratio} | {bound} | {rss:.2f} | {lm_rss} |"
             )
     demo = []
     for r in range(args.demo):
@@ -194,11 +220,17 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"model {args.model}, {args.dtype} on {args.device}, {args.threads} threads")
     print(
-        "| workload | " + " | ".join(PHASES) + " | Mill outside scoring s | Mill wall s "
-        "| lm-eval wall s | ratio | Mill peak RSS GiB | lm-eval peak RSS GiB |"
+        "| workload | " + " | ".join(PHASES) + " | Mill outside scoring s | floor s "
+        "| Mill own s | Mill wall s | lm-eval wall s | ratio | ratio at the floor "
+        "| Mill peak RSS GiB | lm-eval peak RSS GiB |"
     )
-    print("|---|" + "---|" * (len(PHASES) + 6))
+    print("|---|" + "---|" * (len(PHASES) + 9))
     print("\n".join(rows))
+    print(
+        "floor: floor_driver.py's wall time (import torch and transformers, load the tokenizer "
+        "and model, exit); Mill own: Mill's wall minus its scoring minus the floor; ratio at "
+        "the floor: lm-eval's wall over (floor + Mill's scoring)"
+    )
     if demo:
         walls = [d["wall_s"] for d in demo]
         print(f"demo `mill`: median {statistics.median(walls):.2f} s wall of {len(walls)}")

@@ -1,0 +1,92 @@
+"""scripts/whole_process.py times the floor (floor_driver.py) next to Mill and lm-eval, and
+its columns are computed from what it timed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = REPO / "scripts"
+DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
+sys.path.insert(0, str(SCRIPTS))
+from driver_common import lmeval_python  # noqa: E402
+
+LMEVAL = lmeval_python()
+
+pytestmark = pytest.mark.slow  # starts mill, lm_eval and the floor driver as processes
+
+
+def _model() -> Path:
+    from side_by_side import model_dir
+
+    return model_dir("gpt2_random")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_floor_driver_loads_the_model_as_mill_does(dtype: str) -> None:
+    import torch
+    import transformers
+
+    model = _model()
+    cmd = [sys.executable, str(SCRIPTS / "floor_driver.py"), str(model), "--dtype", dtype]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    expected = transformers.AutoModelForCausalLM.from_pretrained(model)
+    params = sum(p.numel() for p in expected.parameters())
+    tokens = len(transformers.AutoTokenizer.from_pretrained(model))
+    assert proc.stdout.strip() == (
+        f"loaded {type(expected).__name__} ({params} parameters, {getattr(torch, dtype)}, cpu) "
+        f"and GPT2Tokenizer ({tokens} tokens)"
+    )
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}")
+def test_the_table_puts_the_floor_next_to_mill(tmp_path: Path) -> None:
+    out = tmp_path / "whole.json"
+    sides = [] if LMEVAL.exists() else ["--only", "mill"]
+    cmd = [sys.executable, str(SCRIPTS / "whole_process.py"), "--model", "gpt2_random"]
+    cmd += ["--workloads", "arc_easy_0shot", "--limit", "3", "--data-dir", str(DATA)]
+    cmd += [*sides, "--json", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    (entry,) = json.loads(out.read_text())["workloads"]
+    (mill,), (floor,) = entry["mill"], entry["floor"]
+    assert mill["wall_s"] > 0 and floor["wall_s"] > 0 and floor["peak_rss_kib"] > 0
+    scoring = mill["phases"]["scoring"]
+    assert entry["floor_s"] == floor["wall_s"]
+    assert entry["mill_own_s"] == pytest.approx(mill["wall_s"] - scoring - floor["wall_s"])
+    row = next(x for x in proc.stdout.splitlines() if x.startswith("| arc_easy_0shot"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    header = next(x for x in proc.stdout.splitlines() if x.startswith("| workload"))
+    names = [c.strip() for c in header.strip("|").split("|")]
+    got = dict(zip(names, cells, strict=True))
+    assert got["floor s"] == f"{floor['wall_s']:.2f}"
+    assert got["Mill own s"] == f"{entry['mill_own_s']:.2f}"
+    if LMEVAL.exists():
+        (lm,) = entry["lmeval"]
+        assert entry["ratio_at_floor"] == pytest.approx(
+            lm["wall_s"] / (floor["wall_s"] + scoring)
+        )
+        assert got["ratio at the floor"] == f"{entry['ratio_at_floor']:.1f}x"
+    else:
+        assert got["ratio at the floor"] == "-"
+    assert re.search(r"^floor: floor_driver\.py's wall time", proc.stdout, re.M)
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}")
+def test_no_floor_leaves_it_out(tmp_path: Path) -> None:
+    out = tmp_path / "whole.json"
+    cmd = [sys.executable, str(SCRIPTS / "whole_process.py"), "--model", "gpt2_random"]
+    cmd += ["--workloads", "arc_easy_0shot", "--limit", "2", "--data-dir", str(DATA)]
+    cmd += ["--only", "mill", "--no-floor", "--json", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    (entry,) = json.loads(out.read_text())["workloads"]
+    assert len(entry["mill"]) == 1 and entry["floor"] == [] and "floor_s" not in entry
