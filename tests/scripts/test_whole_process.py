@@ -71,9 +71,7 @@ def test_the_table_puts_the_floor_next_to_mill(tmp_path: Path) -> None:
     assert got["Mill own s"] == f"{entry['mill_own_s']:.2f}"
     if LMEVAL.exists():
         (lm,) = entry["lmeval"]
-        assert entry["ratio_at_floor"] == pytest.approx(
-            lm["wall_s"] / (floor["wall_s"] + scoring)
-        )
+        assert entry["ratio_at_floor"] == pytest.approx(lm["wall_s"] / (floor["wall_s"] + scoring))
         assert got["ratio at the floor"] == f"{entry['ratio_at_floor']:.1f}x"
     else:
         assert got["ratio at the floor"] == "-"
