@@ -132,13 +132,22 @@ def draw_in_two(jobs: Sequence[Callable[[], bytes]]) -> list[bytes]:
     return theirs + mine
 
 
-def _main() -> int:
-    # the imports are the work done ahead, while the run loads its model
+def preload() -> None:
+    """Import what drawing a run's report needs, so that none of it is imported after the
+    run hands over its folder (the child does this while the run loads its model)."""
     import matplotlib.backends.backend_agg  # noqa: F401
     import matplotlib.figure  # noqa: F401
     import matplotlib.lines  # noqa: F401
+    import omegaconf  # noqa: F401 - RunFolder reads resolved.yaml with it
+    import PIL.Image
 
-    from mill.report import html, plots  # noqa: F401
+    from mill.report import html, plots, rebuild  # noqa: F401
+
+    PIL.Image.preinit()  # the image plugins Agg's PNG writer would load on its first save
+
+
+def _main() -> int:
+    preload()  # the work done ahead, while the run loads its model
     from mill.report.rebuild import write_run_report
 
     line = sys.stdin.readline()

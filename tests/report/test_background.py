@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -99,3 +100,31 @@ def test_what_the_fork_fails_to_draw_is_drawn_here() -> None:
 
     assert draw_in_two([fragile, lambda: b"second"]) == [b"drawn here", b"second"]
     assert draw_in_two([lambda: b"alone"]) == [b"alone"]  # one job: no fork
+
+
+@pytest.mark.slow  # a fresh interpreter, so that sys.modules starts empty
+def test_after_preload_drawing_imports_nothing(single_run: Path, tmp_path: Path) -> None:
+    """What the child imports while the run loads its model is all drawing needs: after
+    the run hands over its folder, no import is left on its critical path."""
+    folder = tmp_path / "run"
+    shutil.copytree(single_run, folder)
+    _undraw(folder)
+    script = (
+        "import sys\n"
+        "from mill.report.background import draw_in_two, preload\n"
+        "preload()\n"
+        "from mill.report.rebuild import write_run_report\n"
+        "before = set(sys.modules)\n"
+        f"write_run_report({str(folder)!r}, finished=False, draw=draw_in_two)\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
+    assert set(_drawn(folder)) == {
+        "report.html",
+        "plots/scores.png",
+        "plots/calibration_arc_easy.png",
+    }
