@@ -206,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                 else "-"
             )
             rows.append(
-                f"| {name} ({workload.limit} docs) | {cells} | {outside:.2f} | {floor} | {own} | "
+                f"| {name} ({workload.limit or 'all'} docs) | {cells} | {outside:.2f} | "
+                f"{floor} | {own} | "
                 f"{med['mill']:.1f} | {lm} | {ratio} | {bound} | {rss:.2f} | {lm_rss} |"
             )
     demo: list[dict[str, Any]] = []
