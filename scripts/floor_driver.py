@@ -22,7 +22,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model_dir")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto (as Mill)")
     parser.add_argument("--dtype", default="float32")
     args = parser.parse_args(argv)
     import torch
@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     from mill.model.hf import _load_placement
 
     transformers.utils.logging.disable_progress_bar()
+    if args.device == "auto":  # model.device=auto, Mill's default (the demo's)
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
     device = torch.device(args.device)
     tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir)
     model = transformers.AutoModelForCausalLM.from_pretrained(

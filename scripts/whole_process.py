@@ -51,6 +51,12 @@ def mill_cmd(args: list[str]) -> list[str]:
     return [*([str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]), *args]
 
 
+def floor_cmd(model: Path, device: str, dtype: str) -> list[str]:
+    """``floor_driver.py`` on ``model`` as Mill loads it."""
+    script = HERE / "floor_driver.py"
+    return [sys.executable, str(script), str(model), "--device", device, "--dtype", dtype]
+
+
 def lmeval_task_dir(workdir: Path, tasks: list[dict[str, Any]]) -> Path:
     """Task YAMLs that include lm-eval's own and override data and shots (as
     lmeval_driver.py writes them), for lm_eval's ``--include_path``."""
@@ -161,8 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                     wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, work)
                     phases = mill_phases(run_dir) if code == 0 else {}
                 elif side == "floor":
-                    cmd = [sys.executable, str(HERE / "floor_driver.py"), str(model)]
-                    cmd += ["--device", args.device, "--dtype", args.dtype]
+                    cmd = floor_cmd(model, args.device, args.dtype)
                     wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, work)
                     phases = {}
                 else:
@@ -219,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         demo.append({"wall_s": wall, "code": code, "phases": mill_phases(run_dir)})
         print(f"  demo {r}: {wall:.1f} s (exit {code})", flush=True)
-        if "floor" in wanted:  # the demo's model (stories260K, fp32, CPU)
-            cmd = [sys.executable, str(HERE / "floor_driver.py"), str(model_dir("stories260k"))]
+        if "floor" in wanted:  # the demo's model as conf/model/hf.yaml loads it
+            cmd = floor_cmd(model_dir("stories260k"), "auto", "float32")
             floor_wall, code, _ = timed_run(cmd, work / f"demo.floor.{r}.log", env, work)
             if code != 0:
                 print(f"demo floor failed (exit {code}); see {work / f'demo.floor.{r}.log'}")

@@ -29,20 +29,22 @@ def _model() -> Path:
     return model_dir("gpt2_random")
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_the_floor_driver_loads_the_model_as_mill_does(dtype: str) -> None:
+@pytest.mark.parametrize(("dtype", "device"), [("float32", "cpu"), ("bfloat16", "auto")])
+def test_the_floor_driver_loads_the_model_as_mill_does(dtype: str, device: str) -> None:
     import torch
     import transformers
 
     model = _model()
     cmd = [sys.executable, str(SCRIPTS / "floor_driver.py"), str(model), "--dtype", dtype]
+    cmd += ["--device", device]
+    where = "cuda:0" if device == "auto" and torch.cuda.is_available() else "cpu"
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     expected = transformers.AutoModelForCausalLM.from_pretrained(model)
     params = sum(p.numel() for p in expected.parameters())
     tokens = len(transformers.AutoTokenizer.from_pretrained(model))
     assert proc.stdout.strip() == (
-        f"loaded {type(expected).__name__} ({params} parameters, {getattr(torch, dtype)}, cpu) "
+        f"loaded {type(expected).__name__} ({params} parameters, {getattr(torch, dtype)}, {where}) "
         f"and GPT2Tokenizer ({tokens} tokens)"
     )
 
@@ -53,10 +55,14 @@ def test_the_table_puts_the_floor_next_to_mill(tmp_path: Path) -> None:
     sides = [] if LMEVAL.exists() else ["--only", "mill"]
     cmd = [sys.executable, str(SCRIPTS / "whole_process.py"), "--model", "gpt2_random"]
     cmd += ["--workloads", "arc_easy_0shot", "--limit", "3", "--data-dir", str(DATA)]
-    cmd += [*sides, "--json", str(out)]
+    cmd += [*sides, "--demo", "1", "--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    (entry,) = json.loads(out.read_text())["workloads"]
+    timed = json.loads(out.read_text())
+    (entry,) = timed["workloads"]
+    (demo,), (demo_floor,) = timed["demo"], timed["demo_floor"]
+    assert demo["code"] == 0 and demo_floor > 0
+    assert re.search(r"^demo floor: median \d+\.\d\d s", proc.stdout, re.M)
     (mill,), (floor,) = entry["mill"], entry["floor"]
     assert mill["wall_s"] > 0 and floor["wall_s"] > 0 and floor["peak_rss_kib"] > 0
     scoring = mill["phases"]["scoring"]
