@@ -28,12 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import transformers
 
-    from mill.model.hf import _load_placement
+    from mill.model.hf import _load_placement, resolve_device
 
     transformers.utils.logging.disable_progress_bar()
-    if args.device == "auto":  # model.device=auto, Mill's default (the demo's)
-        args.device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(args.device)
+    device = resolve_device(args.device)  # auto: Mill's default (the demo's)
     tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir)
     model = transformers.AutoModelForCausalLM.from_pretrained(
         args.model_dir, dtype=getattr(torch, args.dtype), **_load_placement(device, {})

@@ -66,6 +66,15 @@ def _placement(device_map: Any, max_memory: Any, offload_folder: str | None) -> 
     return kwargs
 
 
+def resolve_device(device: str) -> Any:
+    """``model.device`` as a torch device: ``auto`` is CUDA where there is one, else the CPU."""
+    import torch
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
 def _load_placement(device: Any, placement: dict[str, Any]) -> dict[str, Any]:
     """``from_pretrained``'s placement arguments: the dispatch the user asked for, else, on
     one accelerator, its weights loaded straight onto it (``device_map={"": device}``, as
@@ -155,9 +164,7 @@ class HFCausalLM(TokenizingLM):
         self.batch_size = batch_size
         self.max_gen_toks = int(max_gen_toks)
         self.share_prefix = bool(share_prefix)
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device = torch.device(device)
+        self.device = resolve_device(device)
         on_cpu = self.device.type == "cpu"
         self.token_budget = int(token_budget or (4096 if on_cpu else 16384))
         # generation's prefill chunks: on CPU the default is smaller (see _prefill_budget)

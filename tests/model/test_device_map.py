@@ -116,3 +116,13 @@ def test_on_cuda_the_weights_never_stop_on_the_host() -> None:
     got = [r.logprob for r in model.loglikelihood(_requests())]
     want = [r.logprob for r in plain.loglikelihood(_requests())]
     assert got == pytest.approx(want, abs=1e-4)
+
+
+def test_auto_is_cuda_where_there_is_one_else_the_cpu() -> None:
+    import torch
+
+    from mill.model.hf import resolve_device
+
+    assert resolve_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("cuda:1") == torch.device("cuda", 1)  # named, never probed
