@@ -17,7 +17,6 @@ loses its target delimiter (as lm-eval). A LOGPROBS continuation is
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any, ClassVar
 
 from mill.data.load import DatasetSpec, DataSource, load_rows
@@ -219,11 +218,6 @@ class Task:
         """Preprocess the rows of a split (lm-eval ``process_docs``); identity by default."""
         return rows
 
-    def _local_builder_kwargs(self) -> dict[str, Any]:
-        """Extra ``datasets`` builder arguments for local files that cannot live in a class
-        attribute (e.g. ``Features`` objects, built only when data loads)."""
-        return {}
-
     def subject_groups(self) -> dict[str, list[str]]:
         """Named groups of subjects aggregated micro and macro (e.g. MMLU's categories);
         none by default."""
@@ -231,11 +225,7 @@ class Task:
 
     # ----- loading ------------------------------------------------------------------------
     def _load_split(self, split: str, source: DataSource, subject: str) -> list[dict[str, Any]]:
-        spec = self.dataset
-        extra = self._local_builder_kwargs()
-        if extra:
-            spec = replace(spec, builder_kwargs={**spec.builder_kwargs, **extra})
-        loaded = load_rows(spec, split, source, subject)
+        loaded = load_rows(self.dataset, split, source, subject)
         self.origins[f"{subject}/{split}"] = loaded.origin
         rows: list[dict[str, Any]] = [strict(r) for r in loaded.rows]
         if loaded.local:
