@@ -129,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         wanted.add("floor")
     if args.no_floor:
         wanted.discard("floor")
+    order = [side for side in ("mill", "floor", "lmeval") if side in wanted]
     work = Path(tempfile.mkdtemp(prefix="mill-whole-"))
     report: list[dict[str, Any]] = []
     rows = []
@@ -158,7 +159,6 @@ def main(argv: list[str] | None = None) -> int:
             )
         sides: dict[str, list[dict[str, Any]]] = {"mill": [], "floor": [], "lmeval": []}
         for r in range(args.rounds):
-            order = [s for s in ("mill", "floor", "lmeval") if s in wanted]
             for side in order if r % 2 == 0 else order[::-1]:
                 tag = f"{name}.{side}.{r}"
                 if side == "mill":
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         demo.append({"wall_s": wall, "code": code, "phases": mill_phases(run_dir)})
         print(f"  demo {r}: {wall:.1f} s (exit {code})", flush=True)
-        if "floor" in wanted:  # the demo's model as conf/model/hf.yaml loads it
+        if "floor" in order:  # the demo's model as conf/model/hf.yaml loads it
             cmd = floor_cmd(model_dir("stories260k"), "auto", "float32")
             floor_wall, code, _ = timed_run(cmd, work / f"demo.floor.{r}.log", env, work)
             if code != 0:
