@@ -9,15 +9,16 @@ aggregates metrics per task and per task group.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from mill.data.load import DataSource
-from mill.errors import ConfigError
+from mill.errors import ConfigError, MillError
 from mill.metrics.base import DocResponses, Metric
 from mill.metrics.groups import aggregate_members, row
 from mill.model.base import LanguageModel
@@ -33,7 +34,10 @@ from mill.results import (
     Truncation,
 )
 from mill.task.base import Task, TaskGroup
-from mill.types import Doc, DocOutput, OutputType, Request, Response
+from mill.task.chat import plain_conversation
+from mill.types import Doc, DocOutput, GenerationArgs, OutputType, Request, Response
+
+log = logging.getLogger("mill")
 
 DISPATCH_ORDER = (OutputType.LOGPROBS, OutputType.PERPLEXITY, OutputType.GENERATIVE)
 
@@ -174,6 +178,10 @@ class Collector:
         self.write_sample = write_sample
         self.progress = progress
         self.results = {task.name: TaskResult(task.name) for task in tasks}
+        self.next_round: list[Request] = []
+        """Requests built from this round's responses (a multi-turn task's next turn)."""
+        self.to_judge: dict[DocKey, DocResponses] = {}
+        """Docs whose answers are complete and wait for the judge."""
 
     def __call__(self, request: Request, response: Response) -> None:
         key = (request.task, request.subject, request.doc_id)
@@ -182,12 +190,29 @@ class Collector:
         self.progress.advance()
         if any(v is None for v in slots.values()):
             return
+        task = self.by_task[request.task]
+        doc = self.plan.docs[key]
         responses = DocResponses(
             (slots[k] for k in sorted(slots) if k[0] == "choice"),  # type: ignore[misc]
             (slots[k] for k in sorted(slots) if k[0] == "unconditioned"),  # type: ignore[misc]
+            (slots[k] for k in sorted(slots, key=_turn_order) if k[0].startswith(TURN)),  # type: ignore[misc]
         )
-        self.fold(self.by_task[request.task], self.plan.docs[key], responses)
+        follow_up = getattr(task, "follow_up", None)  # multi-turn tasks: the next turn
+        more = follow_up(doc, responses.answers()) if follow_up is not None else []
+        if more:
+            slots.update({(r.role, r.index): None for r in more})
+            self.next_round.extend(more)
+            return
+        if any(is_judged(m) for m in self.metrics[task.name]):
+            self.to_judge[key] = responses
+            return
+        self.fold(task, doc, responses)
         del self.plan.pending[key]
+
+    def take_round(self) -> list[Request]:
+        """The next round's requests (and forget them)."""
+        out, self.next_round = self.next_round, []
+        return out
 
     def fold(self, task: Task, doc: Doc, responses: DocResponses) -> None:
         """Score one complete doc, keep its values and write its sample record."""
@@ -210,7 +235,185 @@ class Collector:
         extra = getattr(task, "sample_extra", None)  # lm-eval tasks: their doc and filters
         if extra is not None:
             record.extra = extra(doc)
+        if responses.turns or responses.judgments:
+            record.extra = {**(record.extra or {}), "turns": responses.answers()}
+        judged = getattr(responses, "judged", None)
+        if judged:
+            record.extra = {**(record.extra or {}), "judgments": judged}
         self.write_sample(record)
+
+
+TURN = "turn"
+"""Role prefix of a multi-turn task's later turns: ``turn2``, ``turn3`` ... (turn 1 is the
+ordinary ``choice`` request)."""
+
+
+def _turn_order(slot: tuple[str, int]) -> tuple[int, int]:
+    role, index = slot
+    tail = role[len(TURN) :]
+    return (int(tail) if role.startswith(TURN) and tail.isdigit() else 0, index)
+
+
+def is_judged(metric: Metric) -> bool:
+    """Whether ``metric`` is scored by a judge model (:mod:`mill.metrics.judge`)."""
+    return bool(getattr(metric, "judged", False))
+
+
+class JudgeFailed(MillError):
+    """More judgments than ``judge.max_invalid`` allows did not parse."""
+
+
+@dataclass
+class Judging:
+    """The judge of a run: ``load`` builds the judge model (the runner releases the
+    candidate model first), ``max_invalid`` the share of invalid judgments that ends
+    the run, ``generation`` the judge's generation arguments."""
+
+    load: Callable[[], LanguageModel]
+    max_invalid: float = 0.1
+    generation: GenerationArgs = field(default_factory=lambda: GenerationArgs(max_gen_toks=2048))
+    conversation_format: str | None = None
+    """Set by :func:`judge`: ``chat_template``, ``messages`` (the server's template) or
+    ``plain_text`` (:func:`mill.task.chat.plain_conversation`)."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Set by :func:`judge`: judgments, invalid, retried."""
+
+
+def require_judge(metrics: dict[str, list[Metric]], judging: Judging | None) -> None:
+    """Refuse judged metrics without a judge (before any model loads)."""
+    needs_judge = [m.name for ms in metrics.values() for m in ms if is_judged(m)]
+    if needs_judge and judging is None:
+        raise ConfigError(
+            f"metric {needs_judge[0]!r} is scored by a judge model; add judge=<model> "
+            "(e.g. judge=stories260k or judge=openai_chat judge.base_url=...)"
+        )
+
+
+JUDGE_ROLE = "judge"
+
+
+def judge_request(
+    key: DocKey,
+    metric: str,
+    prompt: Any,
+    generation: GenerationArgs,
+    chat: Any,
+    messages: bool,
+) -> Request:
+    """The request that sends one judge prompt: through the judge's chat template, as
+    messages for a server that applies its own, else in the plain-text format."""
+    turns = [{"role": r, "content": c} for r, c in prompt.messages]
+    context = chat(turns, True) if chat is not None else plain_conversation(turns)
+    return Request(
+        OutputType.GENERATIVE,
+        task=key[0],
+        subject=key[1],
+        doc_id=key[2],
+        index=0,
+        context=context,
+        generation=generation,
+        role=f"{JUDGE_ROLE}/{metric}/{prompt.key}",
+        messages=prompt.messages if messages else None,
+    )
+
+
+def judge(
+    collector: Collector,
+    judging: Judging,
+    dispatch_fn: Callable[[LanguageModel, Sequence[Request], Callable[..., None]], None],
+    progress: Progress,
+) -> None:
+    """Judge every doc waiting in ``collector``, then score and record them.
+
+    One round sends every judge prompt; a reply that does not parse is sent once more
+    at a new seed when the judge samples (else it stays invalid); invalid judgments
+    never count as grades. More than ``max_invalid`` of them ends the run, naming the
+    first."""
+    if not collector.to_judge:
+        return
+    model = judging.load()
+    messages = model.takes_messages()
+    chat = None if messages else model.chat_template()
+    judging.conversation_format = (
+        "messages" if messages else "chat_template" if chat is not None else "plain_text"
+    )
+    if judging.conversation_format == "plain_text":
+        log.warning(
+            "the judge has no chat template: its prompts use Mill's plain-text conversation "
+            "format (### System / ### User / ### Assistant; docs/judging.md)"
+        )
+    sent: dict[str, tuple[DocKey, Any, int, Any]] = {}
+    requests = []
+    for key in sorted(collector.to_judge):
+        doc = collector.plan.docs[key]
+        answers = collector.to_judge[key].answers()
+        for metric in collector.metrics[key[0]]:
+            if not is_judged(metric):
+                continue
+            prompts = metric.judge_prompts(doc, answers)
+            collector.to_judge[key].judgments[metric.name] = [None] * len(prompts)
+            for i, prompt in enumerate(prompts):
+                request = judge_request(
+                    key, metric.name, prompt, judging.generation, chat, messages
+                )
+                sent[request.id] = (key, metric, i, prompt)
+                requests.append(request)
+    replies: dict[str, Response] = {}
+
+    def on_reply(request: Request, response: Response) -> None:
+        replies[request.id] = response
+        progress.advance()
+
+    progress.phase("judging", len(requests))
+    dispatch_fn(model, requests, on_reply)
+    retry = []
+    for request in requests:
+        _, metric, _, _ = sent[request.id]
+        args = request.generation
+        if metric.parse(replies[request.id].text or "") is None and args and args.do_sample:
+            again = replace(request, index=1, generation=replace(args, seed=args.seed + 1))
+            sent[again.id] = sent[request.id]
+            retry.append(again)
+    if retry:
+        progress.phase("judging (retries)", len(retry))
+        dispatch_fn(model, retry, on_reply)
+    progress.done()
+    judged: dict[DocKey, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
+    first_invalid: str | None = None
+    invalid = 0
+    for request in [*requests, *retry]:
+        key, metric, i, prompt = sent[request.id]
+        text = replies[request.id].text or ""
+        parsed = metric.parse(text)
+        records = judged[key].setdefault(metric.name, [])
+        if request.index == 0:
+            records.append({"key": prompt.key, "template": prompt.template})
+        record = next(r for r in records if r["key"] == prompt.key)
+        record.update({"reply": text, "judgment": parsed, "attempts": request.index + 1})
+        collector.to_judge[key].judgments[metric.name][i] = parsed
+    for key, by_metric in judged.items():
+        for metric_name, records in by_metric.items():
+            for record in records:
+                if record["judgment"] is None:
+                    invalid += 1
+                    if first_invalid is None:
+                        first_invalid = (
+                            f"{key[0]}/{key[2]} {metric_name} {record['key']}: "
+                            f"{record['reply'][:80]!r}"
+                        )
+    total = sum(len(r) for m in judged.values() for r in m.values())
+    judging.counts = {"judgments": total, "invalid": invalid, "retried": len(retry)}
+    if total and invalid / total > judging.max_invalid:
+        raise JudgeFailed(
+            f"{invalid} of {total} judgments did not parse (more than judge.max_invalid="
+            f"{judging.max_invalid}); the first: {first_invalid}; use a judge that follows "
+            "the rubric's format, or raise judge.max_invalid"
+        )
+    for key in sorted(collector.to_judge):
+        responses = collector.to_judge.pop(key)
+        responses.judged = judged[key]  # type: ignore[attr-defined]
+        collector.fold(collector.by_task[key[0]], collector.plan.docs[key], responses)
+        del collector.plan.pending[key]
 
 
 def aggregate(
@@ -264,18 +467,31 @@ def evaluate(
     dispatch_fn: Callable[
         [LanguageModel, Sequence[Request], Callable[[Request, Response], None]], None
     ] = dispatch,
+    judging: Judging | None = None,
 ) -> dict[str, TaskResult]:
     """Evaluate ``tasks`` on ``model``; returns per-task aggregates.
 
     :func:`build_requests`; then ``dispatch_fn`` sends the requests to the model (the
-    runner's hook for sharding them across processes; it must call ``on_response`` once
-    per request, in any order) with a :class:`Collector` as ``on_response``; then
-    :func:`aggregate`."""
+    runner's hook for sharding them across processes and caching them; it must call
+    ``on_response`` once per request, in any order, on every rank) with a
+    :class:`Collector` as ``on_response``. Requests come in rounds: a multi-turn task's
+    next turn is built from the previous turn's responses and sent through ``dispatch_fn``
+    again, until no doc asks for more; then judged metrics send their judge prompts to
+    the judge (:func:`judge`). Then :func:`aggregate`."""
+    require_judge(metrics, judging)
     plan = build_requests(tasks, metrics, model, source, progress)
     collector = Collector(tasks, metrics, plan, write_sample, progress)
     progress.phase("scoring requests", len(plan.requests))
     dispatch_fn(model, plan.requests, collector)
+    turn = 1
+    while collector.next_round:
+        turn += 1
+        more = collector.take_round()
+        progress.phase(f"scoring requests (turn {turn})", len(more))
+        dispatch_fn(model, more, collector)
     progress.done()
+    if judging is not None:
+        judge(collector, judging, dispatch_fn, progress)
     return aggregate(tasks, metrics, collector.results, bootstrap_iters, seed)
 
 

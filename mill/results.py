@@ -59,6 +59,11 @@ class MetricValue:
     higher_is_better: bool | None = _doc(
         "direction of the metric; absent inside group micro/macro rows", None
     )
+    details: dict[str, Any] | None = _doc(
+        "judged metrics: n_invalid (judgments that did not parse), per-turn scores, CI "
+        "bounds, position_bias; absent for other metrics",
+        None,
+    )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MetricValue:
@@ -68,12 +73,15 @@ class MetricValue:
             stderr=data.get("stderr"),
             n=int(data.get("n", 0)),
             higher_is_better=data.get("higher_is_better"),
+            details=data.get("details"),
         )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"value": self.value, "stderr": self.stderr, "n": self.n}
         if self.higher_is_better is not None:
             out["higher_is_better"] = self.higher_is_better
+        if self.details is not None:
+            out["details"] = self.details
         return out
 
     @property
@@ -274,6 +282,12 @@ class Results:
         "the server reported them; absent for in-process backends",
         None,
     )
+    judge: dict[str, Any] | None = _doc(
+        "judged runs: the judge's identity, its settings, the rubric templates' sha256, the "
+        "conversation format, judgment counts (and, for `mill judge`, the source run); "
+        "absent for runs without a judge",
+        None,
+    )
     schema_version: int = _doc("version of this schema", SCHEMA_VERSION)
 
     @classmethod
@@ -293,6 +307,7 @@ class Results:
             truncation=Truncation.from_dict(data.get("truncation") or {}),
             seconds=float(data.get("seconds", 0.0)),
             usage=None if data.get("usage") is None else dict(data["usage"]),
+            judge=None if data.get("judge") is None else dict(data["judge"]),
             schema_version=version,
         )
 
@@ -308,6 +323,8 @@ class Results:
         }
         if self.usage is not None:
             out["usage"] = self.usage
+        if self.judge is not None:
+            out["judge"] = self.judge
         return out
 
     @classmethod
@@ -374,6 +391,7 @@ class Manifest:
     tasks: dict[str, Any] | None = _doc("task -> settings", None)
     truncation: dict[str, Any] | None = _doc("as in results.json", None)
     ranks: list[dict[str, Any]] | None = _doc("per-process request and cache counts", None)
+    judge: dict[str, Any] | None = _doc("judged runs: as in results.json", None)
     error: str | None = _doc("first line of the error, for a failed run", None)
     traceback: str | None = _doc("traceback of a failure that is Mill's own bug", None)
     seconds: float | None = _doc("wall-clock seconds, once finished", None)

@@ -23,13 +23,26 @@ SampleValue = Any
 class DocResponses(list[Response]):
     """A doc's responses in request order: one per choice (LOGPROBS), one per repeat
     (GENERATIVE) or one (PERPLEXITY). ``unconditioned`` holds the context-free responses
-    of PMI, one per choice, when a selected metric asked for them."""
+    of PMI, one per choice, when a selected metric asked for them. ``turns`` holds the
+    later turns of a multi-turn task (turn 2, 3 ... of the first repeat), ``judgments``
+    a judged metric's parsed judgments (metric name -> one per judge prompt, None when
+    the reply did not parse)."""
 
     def __init__(
-        self, responses: Iterable[Response], unconditioned: Iterable[Response] = ()
+        self,
+        responses: Iterable[Response],
+        unconditioned: Iterable[Response] = (),
+        turns: Iterable[Response] = (),
     ) -> None:
         super().__init__(responses)
         self.unconditioned: list[Response] = list(unconditioned)
+        self.turns: list[Response] = list(turns)
+        self.judgments: dict[str, list[Any]] = {}
+
+    def answers(self) -> list[str]:
+        """The generated text of every turn (the first repeat's), in turn order."""
+        first = [self[0].text or ""] if self else []
+        return first + [r.text or "" for r in self.turns]
 
 
 class Metric:

@@ -24,13 +24,18 @@ class Member(Protocol):
 
 
 def row(metric: Metric, values: Sequence[Any], iters: int, seed: int) -> dict[str, Any]:
-    """One aggregated row: value, stderr, n, direction."""
-    return {
+    """One aggregated row: value, stderr, n, direction (and a judged metric's details:
+    n_invalid, per-turn scores, CI bounds)."""
+    out = {
         "value": metric.aggregate(values) if values else None,
         "stderr": metric.stderr(values, iters=iters, seed=seed),
         "n": len(values),
         "higher_is_better": metric.higher_is_better,
     }
+    details = getattr(metric, "details", None)
+    if details is not None and values:
+        out["details"] = details(values, iters=iters, seed=seed)
+    return out
 
 
 def aggregate_members(

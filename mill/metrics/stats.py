@@ -108,3 +108,45 @@ def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
     if n10 + n01 == 0:
         return n10, n01, 1.0
     return n10, n01, float(binomtest(n01, n10 + n01, 0.5).pvalue)
+
+
+def bootstrap_ci(
+    values: Sequence[T],
+    statistic: Callable[[list[T]], float],
+    *,
+    iters: int,
+    seed: int,
+    level: float = 0.95,
+) -> tuple[float | None, float | None]:
+    """Percentile bootstrap interval of ``statistic``: the ``(1 - level) / 2`` and
+    ``(1 + level) / 2`` quantiles (numpy's linear interpolation) of its values over
+    ``iters`` resamples of ``values`` drawn as :func:`bootstrap_stderr` draws them;
+    (None, None) when n < 2 or iters < 2."""
+    n = len(values)
+    if n < 2 or iters < 2:
+        return None, None
+    rng = np.random.default_rng(seed)
+    items = list(values)
+    stats = [statistic([items[i] for i in rng.integers(0, n, size=n)]) for _ in range(iters)]
+    finite = np.array([s for s in stats if math.isfinite(s)])
+    if len(finite) < 2:
+        return None, None
+    tail = (1 - level) / 2
+    return float(np.quantile(finite, tail)), float(np.quantile(finite, 1 - tail))
+
+
+def cohen_kappa(a: Sequence[object], b: Sequence[object]) -> tuple[float, float | None]:
+    """Cohen's kappa of two raters' labels on the same items, ``(p_o - p_e) / (1 - p_e)``
+    with p_o the observed agreement and p_e the agreement expected from each rater's
+    label shares, and its large-sample stderr ``sqrt(p_o (1 - p_o) / (n (1 - p_e)^2))``
+    (Cohen 1960); kappa is 1 (stderr None) when p_e = 1."""
+    n = len(a)
+    if n == 0 or n != len(b):
+        raise ValueError("cohen_kappa needs two equally long, non-empty label lists")
+    p_o = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    labels = set(a) | set(b)
+    p_e = sum((list(a).count(k) / n) * (list(b).count(k) / n) for k in labels)
+    if p_e >= 1:
+        return 1.0, None
+    kappa = (p_o - p_e) / (1 - p_e)
+    return float(kappa), float(math.sqrt(p_o * (1 - p_o) / (n * (1 - p_e) ** 2)))

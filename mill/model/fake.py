@@ -9,7 +9,9 @@ compared exactly. Its "tokens" are the UTF-8 bytes of the text.
   ``u = sha256(seed, context, continuation)`` mapped to [0, 1); greedy when ``u < 0.25``.
 * ``loglikelihood_rolling``: the same over the whole text with an empty context.
 * ``generate_until``: a number (``u`` scaled to 0-99) as text, cut at the first stop
-  string, at most ``max_gen_toks`` bytes; ``answer`` replaces it when given.
+  string, at most ``max_gen_toks`` bytes; ``answer`` replaces it when given, and
+  ``replies`` (a scripted judge: {substring: reply}) when a key occurs in the context,
+  the first such key in order.
 
 Never use it for a reported number: its scores mean nothing.
 """
@@ -27,10 +29,17 @@ from mill.types import OnResponse, Request, Response
 class FakeLM(LanguageModel):
     """A torch-free :class:`LanguageModel` with deterministic answers (see module doc)."""
 
-    def __init__(self, name: str = "fake", seed: int = 0, answer: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str = "fake",
+        seed: int = 0,
+        answer: str | None = None,
+        replies: dict[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.seed = int(seed)
         self.answer = answer
+        self.replies = dict(replies or {})
 
     def _unit(self, *parts: str) -> float:
         blob = "\x00".join([str(self.seed), *parts]).encode()
@@ -72,7 +81,9 @@ class FakeLM(LanguageModel):
     ) -> list[Response]:
         def generate(request: Request) -> Response:
             args = request.generation
-            text = self.answer
+            text = next(
+                (r for key, r in self.replies.items() if key in request.context), self.answer
+            )
             if text is None:
                 sampled = request.id if args is not None and args.do_sample else ""
                 text = f" {int(100 * self._unit(request.context, sampled))}"
@@ -91,4 +102,7 @@ class FakeLM(LanguageModel):
         return self._answer(requests, on_response, generate)
 
     def identity(self) -> dict[str, Any]:
-        return {"class": "FakeLM", "name": self.name, "seed": self.seed, "answer": self.answer}
+        out = {"class": "FakeLM", "name": self.name, "seed": self.seed, "answer": self.answer}
+        if self.replies:
+            out["replies"] = self.replies
+        return out

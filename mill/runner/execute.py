@@ -163,7 +163,7 @@ def execute(
     Raises MillError on bad input (the same error on every rank), after rank 0 marked the
     manifest failed.
     """
-    from mill.evaluator import evaluate, to_results
+    from mill.evaluator import evaluate, require_judge, to_results
     from mill.instantiate import instantiate
     from mill.report.background import ReportHelper
     from mill.report.console import interactive, make_console
@@ -196,6 +196,7 @@ def execute(
     cache_dir: Path | None = None
     sinks: list[Sink] = []
     results: Results | None = None
+    judge_record: Any = None
     # rank 0 draws the plots in a child that imports matplotlib while the model loads
     drawer = ReportHelper() if main else None
     try:
@@ -206,6 +207,30 @@ def execute(
         sinks = agree(dist, lambda: build_sinks(cfg.get("sink"), allow))
         sinks = sinks if main else []
         clock.mark("data")
+        judging = None
+        if cfg.get("judge") is not None:
+            from mill.runner.judge import build_judging
+
+            def release_candidate() -> None:  # the candidate's weights go before the judge's
+                inner = getattr(model, "inner", model)
+                getattr(inner, "release", lambda: None)()
+
+            def judge_loaded() -> None:
+                clock.mark("judge model")
+                phase["name"] = "judging"
+
+            judging, judge_record = build_judging(
+                cfg,
+                allow,
+                dist,
+                lambda: cache_dir,
+                release_candidate,
+                metrics,
+                judge_loaded,
+                err_console if main else None,
+            )
+        require_judge(metrics, judging)
+
         log.info(
             "tasks: %s; data: %s",
             ", ".join(f"{t.name} ({t.describe()['num_fewshot']}-shot)" for t in tasks),
@@ -236,6 +261,7 @@ def execute(
             folder.write_manifest(manifest)
         dispatcher = ShardedDispatch(dist)
         clock.mark("model")
+        phase = {"name": "scoring"}
 
         def dispatch(model: Any, requests: Any, on_response: Any) -> None:
             log.info("%d requests built; scoring this rank's share", len(requests))
@@ -246,7 +272,7 @@ def execute(
                 fault("response")
 
             dispatcher(model, requests, delivered)
-            clock.mark("scoring")
+            clock.mark(phase["name"])
 
         per_task = evaluate(
             tasks,
@@ -258,7 +284,12 @@ def execute(
             bootstrap_iters=iters,
             seed=seed,
             dispatch_fn=dispatch,
+            judging=judging,
         )
+        if judge_record is not None and judging is not None:
+            judge_record.finish(judging, metrics)
+            if main:
+                manifest.judge = judge_record.manifest()
         log.info("scored %d requests on rank %d", dispatcher.local_requests, dist.rank)
         local = {"requests": dispatcher.local_requests}
         if isinstance(model, CachedModel):
@@ -291,6 +322,8 @@ def execute(
         usage = getattr(model, "usage_summary", None)  # API backends: what the server did
         if callable(usage):
             results.usage = usage()
+        if manifest.judge is not None:
+            results.judge = manifest.judge
         folder.close_samples(success=True)
         fault("samples_closed")
         clock.mark("metrics")
@@ -339,6 +372,8 @@ def execute(
             drawer.close()
         if store is not None:
             store.close()
+        if judge_record is not None:
+            judge_record.close()
         if main:
             if not success:
                 with contextlib.suppress(OSError):  # a full disk fails the close's flush too

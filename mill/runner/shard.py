@@ -6,6 +6,8 @@ fingerprint of the ids and contents checks it). Requests are assigned by doc: th
 goes to rank ``k % world_size``, so all choices of a question stay together and share one
 context pass. Rank 0 folds its own responses as they finish, then every other rank's
 responses arrive in one gather; the evaluator's aggregates do not depend on that order.
+Every other rank receives every response too, after the gather, so that the evaluator's
+next round (a multi-turn task's next turn, a judge's prompts) is built alike on all ranks.
 Models and tasks never see ranks: this is the only place that does.
 """
 
@@ -96,7 +98,7 @@ class ShardedDispatch:
             if dist.is_main:
                 self.truncation.add(request, response)
                 on_response(request, response)
-            else:
+            if dist.world_size > 1:
                 kept.append(response)
 
         failure = None
@@ -112,11 +114,10 @@ class ShardedDispatch:
         failures = [f for f, _ in gathered if f is not None]
         if failures:
             raise _decode(failures[0])
-        if not dist.is_main:
-            return
         by_id = {r.id: r for r in requests}
-        for _, responses in gathered[1:]:
+        for _, responses in gathered if not dist.is_main else gathered[1:]:
             for response in responses:
                 request = by_id[response.request_id]
-                self.truncation.add(request, response)
+                if dist.is_main:
+                    self.truncation.add(request, response)
                 on_response(request, response)

@@ -66,3 +66,18 @@ def render_chat(messages: Sequence[Message], template: ChatTemplate, multiturn: 
     """Render through a chat template, few-shot examples as separate turns or collapsed."""
     turns = [m.to_dict() for m in messages] if multiturn else single_turn(messages)
     return template(turns, True)
+
+
+PLAIN_ROLES = {"system": "System", "user": "User", "assistant": "Assistant"}
+
+
+def plain_conversation(turns: Sequence[dict[str, str]]) -> str:
+    """A conversation for a model without a chat template (base models, stories260k):
+    each turn as ``### <Role>:`` on its own line, then its content and a blank line; the
+    text ends with ``### Assistant:`` and a newline, where the model answers. A system
+    turn comes first as ``### System:``. Mill records this format in the manifest and
+    warns once when it is used."""
+    parts = [
+        f"### {PLAIN_ROLES.get(t['role'], t['role'].title())}:\n{t['content']}\n\n" for t in turns
+    ]
+    return "".join(parts) + "### Assistant:\n"

@@ -1,0 +1,178 @@
+"""The judge of a run: its config (``judge=<model config>``), loading it after the
+candidate model is released, its response cache, and what the manifest records of it.
+
+A judge config is a model config (``conf/judge/<name>.yaml`` reuses ``conf/model/<name>``
+through the defaults list) plus the judge's own settings (``conf/judge_base.yaml``):
+``max_invalid``, ``num_concurrent`` (passed to a backend that takes it: the served
+backends' asyncio client), ``revision`` and ``generation``. Judge calls go through the
+response cache like the candidate's, keyed by the judge's identity (plus
+``judge.revision``); the rubric's text is in every prompt, so the template is part of
+every cached request's key.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from mill.errors import ConfigError
+from mill.evaluator import Judging, is_judged
+from mill.instantiate import instantiate, resolve_target
+from mill.metrics.base import Metric
+from mill.runner.dist import Dist, agree
+from mill.types import GenerationArgs
+
+log = logging.getLogger("mill")
+
+JUDGE_SETTINGS = ("max_invalid", "num_concurrent", "generation", "revision")
+"""Keys of a judge config that are the judge's, not its model's."""
+
+
+def judge_settings(node: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the model config to instantiate, the judge settings) of a ``judge`` node;
+    ConfigError for a bad setting."""
+    body = OmegaConf.to_container(node, resolve=True)
+    assert isinstance(body, dict)
+    settings = {k: body.pop(k) for k in JUDGE_SETTINGS if k in body}
+    max_invalid = settings.get("max_invalid", 0.1)
+    if not isinstance(max_invalid, (int, float)) or not 0 <= float(max_invalid) <= 1:
+        raise ConfigError(f"judge.max_invalid={max_invalid!r} must be a share in [0, 1]")
+    concurrent = settings.get("num_concurrent", 1)
+    if not isinstance(concurrent, int) or concurrent < 1:
+        raise ConfigError(f"judge.num_concurrent={concurrent!r} must be a whole number >= 1")
+    gen = dict(settings.get("generation") or {})
+    unknown = set(gen) - set(GenerationArgs.__dataclass_fields__)
+    if unknown:
+        raise ConfigError(
+            f"judge.generation has unknown keys {sorted(unknown)}; use max_gen_toks, "
+            "do_sample, temperature, seed"
+        )
+    gen.setdefault("max_gen_toks", 2048)
+    settings["generation"] = GenerationArgs(**gen)
+    accepts = _parameters(str(body.get("_target_") or ""))
+    if "num_concurrent" in accepts:
+        body["num_concurrent"] = concurrent
+    if "revision" in accepts:  # a hub revision (HF) or a served model's label
+        body["revision"] = settings.get("revision")
+    return body, settings
+
+
+def _parameters(target: str) -> set[str]:
+    try:
+        return set(inspect.signature(resolve_target(target)).parameters)
+    except Exception:  # an unimportable target fails later, at instantiation, in one line
+        return set()
+
+
+@dataclass
+class JudgeRecord:
+    """What a run records of its judge (``judge`` in the manifest and results.json)."""
+
+    identity: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    templates: dict[str, dict[str, str]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    conversation_format: str | None = None
+    cache: dict[str, Any] | None = None
+    store: Any = None
+    model: Any = None
+
+    def finish(self, judging: Judging, metrics: dict[str, list[Metric]]) -> None:
+        self.counts = dict(judging.counts)
+        self.conversation_format = judging.conversation_format
+        if self.model is not None and hasattr(self.model, "stats") and self.cache is not None:
+            self.cache.update(self.model.stats())
+
+    def manifest(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "identity": self.identity,
+            "settings": self.settings,
+            "templates": self.templates,
+            "conversation_format": self.conversation_format,
+            "judgments": self.counts,
+        }
+        if self.cache is not None:
+            out["cache"] = self.cache
+        return out
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+
+def template_hashes(metrics: dict[str, list[Metric]]) -> dict[str, dict[str, str]]:
+    """Judged metric -> rubric role -> sha256 of its template."""
+    return {
+        m.name: m.template_hashes()  # type: ignore[attr-defined]
+        for ms in metrics.values()
+        for m in ms
+        if is_judged(m)
+    }
+
+
+def build_judging(
+    cfg: DictConfig,
+    allow: list[str],
+    dist: Dist,
+    cache_dir: Callable[[], Path | None],
+    release_candidate: Callable[[], None],
+    metrics: dict[str, list[Metric]],
+    on_loaded: Callable[[], None] = lambda: None,
+    console: Any = None,
+) -> tuple[Judging, JudgeRecord]:
+    """The run's :class:`Judging` (its ``load`` releases the candidate, builds the judge
+    behind its own response cache) and the record the manifest keeps of it."""
+    from mill.runner.cache import CachedModel
+
+    body, settings = judge_settings(cfg.judge)
+    record = JudgeRecord(
+        settings={
+            "max_invalid": settings.get("max_invalid", 0.1),
+            "num_concurrent": settings.get("num_concurrent", 1),
+            "generation": {**settings["generation"].__dict__, "until": []},
+            "revision": settings.get("revision"),
+        },
+        templates=template_hashes(metrics),
+    )
+
+    def load() -> Any:
+        from mill.runner.execute import _open_store
+
+        release_candidate()
+        if console is not None:
+            console.print(f"[mill] loading judge {body.get('name', '')}")
+        log.info("loading judge %s", body.get("name", ""))
+        model = agree(dist, lambda: instantiate(OmegaConf.create(body), allow))
+        identity = dict(model.identity())
+        if settings.get("revision") is not None:
+            identity["judge_revision"] = settings["revision"]
+        record.identity = identity
+        folder = cache_dir()
+        if folder is not None and not identity.get("in_memory"):
+            store = None
+            for turn in (True, False):  # rank 0 creates the database, then the others
+                opened = agree(
+                    dist,
+                    lambda t=turn: _open_store(folder, identity) if dist.is_main is t else None,
+                )
+                store = opened or store
+            record.store = store
+            record.cache = {"dir": str(folder), "entries_before": store.count()}
+            model = CachedModel(model, store)
+        record.model = model
+        on_loaded()
+        return model
+
+    judging = Judging(
+        load=load,
+        max_invalid=float(settings.get("max_invalid", 0.1)),
+        generation=settings["generation"],
+    )
+    return judging, record

@@ -1,0 +1,211 @@
+"""Open-ended questions answered by the model and scored by a judge model.
+
+``judged``: the user's own question file, JSON lines of ``{"id", "turns": [str, ...],
+"reference"?: [str, ...], "category"?: str}`` (FastChat's ``question_id`` is read as
+``id``). ``mt_bench``: FastChat's 80 two-turn questions (``mill/resources/data/mt_bench``).
+
+Each turn is a generation: turn 1 from the first question, turn k from the conversation so
+far (the model's own earlier answers), built by :meth:`JudgedTask.follow_up` once turn
+k - 1 is answered (the evaluator's request rounds). The conversation goes through the
+model's chat template; a model without one gets Mill's plain-text conversation format
+(:func:`mill.task.chat.plain_conversation`), named in the task's settings as
+``conversation_format``. Categories are the task's subjects (per-category scores).
+Pairwise metrics read the baseline's answers (``baseline``: FastChat ``model_answer``
+JSON lines, ``{"question_id", "choices": [{"turns": [...]}]}``, or ``{"id", "turns"}``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from mill.data.load import DataSource
+from mill.errors import TaskError
+from mill.task import Task
+from mill.task.chat import plain_conversation
+from mill.types import ChatTemplate, Doc, GenerationArgs, OutputType, Request
+
+log = logging.getLogger("mill")
+
+
+def read_jsonl(path: str | Path, what: str) -> list[dict[str, Any]]:
+    """The rows of a JSON-lines file; one line naming the file and line when it is bad."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise TaskError(f"cannot read the {what} {path}: {err.strerror}; fix the path") from err
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as err:
+            raise TaskError(f"{path}:{n}: not JSON ({err}); fix the {what}") from err
+        if not isinstance(row, dict):
+            raise TaskError(f"{path}:{n}: a {what} line must be a JSON object")
+        rows.append(row)
+    return rows
+
+
+def _row_id(row: dict[str, Any]) -> str:
+    return str(row.get("id", row.get("question_id", "")))
+
+
+def _answer_turns(row: dict[str, Any]) -> list[str]:
+    """An answer row's turns: FastChat's ``choices[0].turns`` or plain ``turns``."""
+    if row.get("choices"):
+        return [str(t) for t in row["choices"][0]["turns"]]
+    return [str(t) for t in row.get("turns") or []]
+
+
+class JudgedTask(Task):
+    """A multi-turn generative task whose metrics are judged (see the module doc)."""
+
+    NAME = "judged"
+    OUTPUT_TYPE = OutputType.GENERATIVE
+    METRICS = ["judge_score"]
+    GENERATION = GenerationArgs(max_gen_toks=1024)
+
+    def __init__(
+        self,
+        questions: str = "",
+        references: str | None = None,
+        baseline: str | None = None,
+        max_turns: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("chat_template", True)
+        super().__init__(**kwargs)
+        if not questions:
+            raise TaskError(
+                f"task {self.name!r} needs its question file: task.questions=/path/q.jsonl "
+                '(JSON lines of {"id", "turns": [...], "reference"?: [...], "category"?})'
+            )
+        self.questions = str(questions)
+        rows = read_jsonl(self.questions, "question file")
+        refs = (
+            {_row_id(r): _answer_turns(r) for r in read_jsonl(references, "reference answers")}
+            if references
+            else {}
+        )
+        base = (
+            {_row_id(r): _answer_turns(r) for r in read_jsonl(baseline, "baseline answers")}
+            if baseline
+            else {}
+        )
+        self.references, self.baseline = references, baseline
+        self.max_turns = max_turns
+        self.rows: list[dict[str, Any]] = []
+        for n, row in enumerate(rows, 1):
+            turns = row.get("turns")
+            if (
+                not isinstance(turns, list)
+                or not turns
+                or not all(isinstance(t, str) for t in turns)
+            ):
+                raise TaskError(
+                    f"{self.questions}: question {n} has no 'turns' (a list of strings); "
+                    'each line needs {"id", "turns": [str, ...]}'
+                )
+            if max_turns is not None:
+                turns = turns[: int(max_turns)]
+            rid = _row_id(row) or str(n)
+            item = {"id": rid, "turns": turns, "category": str(row.get("category") or "default")}
+            reference = row.get("reference") or refs.get(rid)
+            if reference:
+                item["reference"] = [str(t) for t in reference]
+            if rid in base:
+                item["baseline"] = base[rid]
+            self.rows.append(item)
+        if self.limit is not None:
+            self.rows = self.rows[: self.limit]
+        categories = list(dict.fromkeys(r["category"] for r in self.rows))
+        self.SUBJECTS = categories  # the task's subjects are the file's categories
+        self.subjects = categories
+        self._format = "plain_text"
+
+    def prepare(self, source: DataSource) -> None:
+        return None  # rows are read and checked when the task is built
+
+    def _conversation(self, turns: Sequence[tuple[str, str]]) -> tuple[str, Any]:
+        """(context, messages) of a conversation for the model being evaluated."""
+        msgs = [("system", self.system_prompt)] if self.system_prompt else []
+        msgs += list(turns)
+        dicts = [{"role": r, "content": c} for r, c in msgs]
+        if self._hand_messages:
+            return plain_conversation(dicts), tuple(msgs)
+        if self._chat is not None:
+            return self._chat(dicts, True), None
+        return plain_conversation(dicts), None
+
+    def docs(
+        self, source: DataSource, chat: ChatTemplate | None = None, messages: bool = False
+    ) -> Iterator[Doc]:
+        self._chat = chat if self.chat_template else None
+        self._hand_messages = messages
+        self._format = "messages" if messages else "chat_template" if self._chat else "plain_text"
+        if self._format == "plain_text":
+            log.warning(
+                "task %s: the model has no chat template; its conversations use Mill's "
+                "plain-text format (### User / ### Assistant; docs/judging.md)",
+                self.name,
+            )
+        for doc_id, item in enumerate(self.rows):
+            context, msgs = self._conversation([("user", item["turns"][0])])
+            yield Doc(
+                task=self.name,
+                id=doc_id,
+                subject=item["category"],
+                context=context,
+                gold=tuple(item["reference"]) if "reference" in item else None,
+                item=item,
+                messages=msgs,
+            )
+
+    def follow_up(self, doc: Doc, answers: Sequence[str]) -> list[Request]:
+        """The next turn's request, from the conversation so far; [] after the last."""
+        turns = doc.item["turns"]
+        k = len(answers)
+        if k >= len(turns):
+            return []
+        conversation: list[tuple[str, str]] = []
+        for question, answer in zip(turns, answers, strict=False):
+            conversation += [("user", question), ("assistant", answer)]
+        context, msgs = self._conversation([*conversation, ("user", turns[k])])
+        return [
+            Request(
+                OutputType.GENERATIVE,
+                task=self.name,
+                subject=doc.subject,
+                doc_id=doc.id,
+                index=0,
+                context=context,
+                generation=self.generation,
+                role=f"turn{k + 1}",
+                messages=msgs,
+            )
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        out.update(
+            questions=self.questions,
+            references=self.references,
+            baseline=self.baseline,
+            max_turns=self.max_turns,
+            conversation_format=self._format,
+        )
+        return out
+
+
+class MTBench(JudgedTask):
+    """MT-Bench: FastChat's questions and rubrics; math, reasoning and coding graded
+    against GPT-4's reference answers (``mt_bench_score``)."""
+
+    NAME = "mt_bench"
+    METRICS = ["mt_bench_score"]

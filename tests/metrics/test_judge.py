@@ -1,0 +1,241 @@
+"""Judged metrics on the fake model scripted as a judge: parsing, MT-Bench's swap rule,
+ties, the bootstrap CI, invalid replies and aggregation, against hand-computed values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mill.errors import ConfigError
+from mill.evaluator import JudgeFailed
+from mill.metrics.judge import JudgeScore, PairwiseWinRate, swap_rule
+from mill.metrics.stats import bootstrap_ci, cohen_kappa
+from mill.runner.job import run_job
+from tests.helpers import write_jsonl
+
+SINGLE = {"single": {"system_prompt": "Judge.", "prompt_template": "Q: {question}\nA: {answer}"}}
+
+
+def test_grades_parse_with_fastchats_pattern_and_its_backup() -> None:
+    metric = JudgeScore(templates=SINGLE)
+    assert metric.parse("Fine work. Rating: [[7.5]]") == 7.5
+    assert metric.parse("Rating: [4]") == 4.0  # one_score_pattern_backup
+    assert metric.parse("[[9]] then [2]") == 9.0  # the double brackets win
+    assert metric.parse("no grade here") is None
+    pair = PairwiseWinRate(
+        templates={"single": {"prompt_template": "{question}{answer_a}{answer_b}"}}
+    )
+    assert [pair.parse(t) for t in ("[[A]]", "x [[C]] y", "[[D]]", "A")] == ["A", "C", None, None]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "outcome", "changed"),
+    [
+        ("A", "B", 1.0, False),  # candidate wins as A and as B
+        ("B", "A", 0.0, False),  # loses both ways
+        ("C", "C", 0.5, False),  # a tie both ways
+        ("A", "A", 0.5, True),  # A wins whatever A is: order-dependent -> tie
+        ("B", "B", 0.5, True),
+        ("A", "C", 0.5, True),
+        ("A", None, None, False),  # an invalid verdict: no outcome
+    ],
+)
+def test_mt_benchs_swap_rule(first, second, outcome, changed) -> None:
+    assert swap_rule(first, second) == (outcome, changed)
+
+
+def test_bootstrap_ci_of_two_values_spans_both() -> None:
+    # the mean of a resample of [0, 1] is 0, 0.5 or 1 with p = 1/4, 1/2, 1/4: the 2.5%
+    # and 97.5% quantiles are 0 and 1
+    assert bootstrap_ci([0.0, 1.0], lambda v: sum(v) / len(v), iters=2000, seed=1) == (0.0, 1.0)
+    assert bootstrap_ci([1.0, 1.0, 1.0], lambda v: sum(v) / len(v), iters=50, seed=1) == (1.0, 1.0)
+    assert bootstrap_ci([1.0], lambda v: v[0], iters=50, seed=1) == (None, None)
+
+
+def test_cohen_kappa_by_hand() -> None:
+    # 10 items: agree on 7 (4 yes, 3 no); a says yes 6 times, b 5 times
+    a = ["y", "y", "y", "y", "n", "n", "n", "y", "y", "n"]
+    b = ["y", "y", "y", "y", "n", "n", "n", "n", "n", "y"]
+    p_o, p_e = 0.7, 0.6 * 0.5 + 0.4 * 0.5
+    kappa, se = cohen_kappa(a, b)
+    assert kappa == pytest.approx((p_o - p_e) / (1 - p_e)) == pytest.approx(0.4)
+    assert se == pytest.approx((p_o * (1 - p_o) / (10 * (1 - p_e) ** 2)) ** 0.5)
+    assert cohen_kappa(["y", "y"], ["y", "y"]) == (1.0, None)
+
+
+@pytest.mark.parametrize(
+    ("templates", "patterns", "message"),
+    [
+        ({"single": {"prompt_template": "Q: {question}"}}, None, "lacks answer"),
+        (
+            {"single": {"prompt_template": "{question}{answer}{extra}"}},
+            None,
+            "does not fill: extra",
+        ),
+        (SINGLE, [r"\[\[\d+\]\]"], "no group"),
+        (SINGLE, [r"Score: (\d+)"], "cannot match a grade"),
+        (SINGLE, [r"(["], "is invalid"),
+        ({"multi": SINGLE["single"], **SINGLE}, None, "unknown judge template role"),
+    ],
+)
+def test_bad_rubrics_are_refused_in_one_line(templates, patterns, message) -> None:
+    with pytest.raises(ConfigError, match=message) as err:
+        JudgeScore(templates=templates, patterns=patterns)
+    assert "\n" not in str(err.value)
+
+
+def _questions(tmp_path: Path) -> Path:
+    return write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "a", "turns": ["What is ALPHA?", "And BETA?"], "category": "writing"},
+            {"id": "b", "turns": ["What is GAMMA?", "And DELTA?"], "category": "math"},
+        ],
+    )
+
+
+def _judged(compose, folder: Path, *overrides: str, replies: dict | None = None):
+    cfg = compose("model=fake", "judge=fake", "report.progress=never", *overrides)
+    if replies is not None:  # set here: Hydra's override grammar cannot quote every prompt
+        cfg.judge.replies = replies
+    return run_job(cfg, folder)
+
+
+# The multi-turn prompt of turn 2 repeats turn 1's question: the first key found wins.
+GRADES = '+judge.replies={BETA: "Rating: [[6]]", ALPHA: "[[8]]", DELTA: "no grade", GAMMA: "[3]"}'
+
+
+def test_single_grades_mean_per_turn_per_category_and_n_invalid(compose, tmp_path) -> None:
+    q = _questions(tmp_path)
+    results = _judged(
+        compose,
+        tmp_path / "run",
+        "task=judged",
+        f"task.questions={q}",
+        GRADES,
+        "judge.max_invalid=0.25",
+    )
+    row = results.tasks["judged"].metrics["judge_score"]
+    # valid grades 8, 6 (doc a), 3 (doc b turn 1); doc b turn 2 is invalid
+    assert row.value == pytest.approx((8 + 6 + 3) / 3)
+    assert row.details == {"n_invalid": 1, "turn_1": 5.5, "turn_2": 6.0}
+    assert results.tasks["judged"].subjects["writing"]["judge_score"].value == 7.0
+    assert results.tasks["judged"].subjects["math"]["judge_score"].value == 3.0
+    judge = results.judge
+    assert judge["judgments"] == {"judgments": 4, "invalid": 1, "retried": 0}
+    assert judge["identity"]["class"] == "FakeLM" and judge["conversation_format"] == "plain_text"
+    assert set(judge["templates"]["judge_score"]) == {
+        "single",
+        "multi_turn",
+        "single_reference",
+        "multi_turn_reference",
+    }
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["judge"] == judge
+    lines = [
+        json.loads(x) for x in (tmp_path / "run/samples/judged.jsonl").read_text().splitlines()
+    ]
+    b = next(x for x in lines if x["doc_id"] == 1)
+    assert b["metrics"]["judge_score"] == [3.0, None]
+    assert [j["reply"] for j in b["extra"]["judgments"]["judge_score"]] == ["[3]", "no grade"]
+    # math is not reference-guided in judge_score; its turn-2 prompt saw turn 1's answer
+    assert len(b["extra"]["turns"]) == 2
+
+
+def test_too_many_invalid_judgments_end_the_run_naming_the_first(compose, tmp_path) -> None:
+    q = _questions(tmp_path)
+    with pytest.raises(
+        JudgeFailed, match=r"1 of 4 judgments did not parse .*judged/1 judge_score t2: 'no grade'"
+    ):
+        _judged(compose, tmp_path / "run", "task=judged", f"task.questions={q}", GRADES)
+    assert not (tmp_path / "run" / "results.json").exists()
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "failed"
+
+
+def test_a_sampling_judge_retries_an_invalid_reply_once_at_a_new_seed(compose, tmp_path) -> None:
+    q = _questions(tmp_path)
+    results = _judged(
+        compose,
+        tmp_path / "run",
+        "task=judged",
+        f"task.questions={q}",
+        GRADES,
+        "judge.generation.do_sample=true",
+        "judge.generation.temperature=1.0",
+        "judge.max_invalid=0.25",
+    )
+    # the fake judge is scripted: the retry gets the same invalid reply
+    assert results.judge["judgments"] == {"judgments": 4, "invalid": 1, "retried": 1}
+
+
+def test_pairwise_win_rate_ties_position_bias_and_ci(compose, tmp_path) -> None:
+    q = write_jsonl(tmp_path / "q.jsonl", [{"id": str(i), "turns": [f"Q{i}"]} for i in range(1, 5)])
+    base = write_jsonl(
+        tmp_path / "base.jsonl", [{"id": str(i), "turns": [f"BASE{i}"]} for i in range(1, 5)]
+    )
+    # "B's Answer]\nBASE" is the candidate-first order (ab), "A's Answer]\nBASE" the swap
+    script = {
+        "B's Answer]\nBASE1": "[[A]]",
+        "A's Answer]\nBASE1": "[[B]]",  # win
+        "B's Answer]\nBASE2": "[[A]]",
+        "A's Answer]\nBASE2": "[[A]]",  # order-dependent: tie
+        "B's Answer]\nBASE3": "[[B]]",
+        "A's Answer]\nBASE3": "[[A]]",  # loss
+        "B's Answer]\nBASE4": "[[C]]",
+        "A's Answer]\nBASE4": "[[C]]",  # tie
+    }
+    results = _judged(
+        compose,
+        tmp_path / "run",
+        "task=judged",
+        f"task.questions={q}",
+        f"task.baseline={base}",
+        "+metrics=[win_rate]",
+        "runner.bootstrap_iters=200",
+        replies=script,
+    )
+    row = results.tasks["judged"].metrics["win_rate"]
+    assert row.value == (1 + 0.5 + 0 + 0.5) / 4
+    details = row.details
+    assert {k: details[k] for k in ("wins", "ties", "losses", "n_invalid")} == {
+        "wins": 1,
+        "ties": 2,
+        "losses": 1,
+        "n_invalid": 0,
+    }
+    assert details["position_bias"] == 0.25
+    assert 0.0 <= details["ci_low"] < 0.5 < details["ci_high"] <= 1.0
+    assert (details["ci_low"], details["ci_high"]) == bootstrap_ci(
+        [((o, c, 0),) for o, c in ((1.0, False), (0.5, True), (0.0, False), (0.5, False))],
+        PairwiseWinRate(
+            templates={"single": {"prompt_template": "{question}{answer_a}{answer_b}"}}
+        ).aggregate,
+        iters=200,
+        seed=1234,
+    )
+
+
+def test_pairwise_without_baseline_and_judged_metric_without_judge_are_refused(
+    compose, tmp_path
+) -> None:
+    q = _questions(tmp_path)
+    with pytest.raises(ConfigError, match="no baseline answer"):
+        _judged(
+            compose, tmp_path / "a", "task=judged", f"task.questions={q}", "+metrics=[win_rate]"
+        )
+    cfg = compose("model=fake", "task=judged", f"task.questions={q}", "report.progress=never")
+    with pytest.raises(ConfigError, match="scored by a judge model; add judge=<model>"):
+        run_job(cfg, tmp_path / "b")
+
+
+def test_judge_configs_reuse_the_model_configs(compose) -> None:
+    assert "judge" not in compose()
+    cfg = compose("judge=stories260k", "judge.max_invalid=1.0")
+    assert cfg.judge.pretrained == compose().model.pretrained
+    assert cfg.judge._target_ == "mill.model.hf.HFCausalLM"
+    assert cfg.judge.max_invalid == 1.0 and cfg.judge.num_concurrent == 1
+    served = compose("judge=openai_completions", "judge.base_url=http://127.0.0.1:1/v1")
+    assert served.judge._target_ == "mill.model.openai_api.OpenAICompletions"
+    assert served.judge.base_url == "http://127.0.0.1:1/v1" and served.judge.max_invalid == 0.1
