@@ -50,6 +50,11 @@ class LanguageModel(ABC):
         instead), or None when it can. Checked before any request is sent."""
         return None
 
+    def release(self) -> None:
+        """Free what the model holds (weights, device memory) once the run needs it no
+        more: the candidate model before a judge loads. The model answers nothing after."""
+        return None
+
     @abstractmethod
     def identity(self) -> dict[str, Any]:
         """What identifies this model's scores: weights, revision, dtype, scoring options."""

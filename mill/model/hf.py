@@ -311,6 +311,18 @@ class HFCausalLM(TokenizingLM):
             return int(limit)
         return 2048
 
+    def release(self) -> None:
+        """Drop the weights and the forward's references to them; empty the CUDA cache."""
+        import gc
+
+        self.model = None  # type: ignore[assignment]
+        self._forward = None  # type: ignore[assignment]
+        gc.collect()
+        if self.device.type == "cuda":
+            import torch
+
+            torch.cuda.empty_cache()
+
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
 

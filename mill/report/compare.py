@@ -196,6 +196,24 @@ def check_settings(
         )
 
 
+def judge_difference(run_a: RunFolder, run_b: RunFolder) -> str | None:
+    """How the judges of two judged runs differ (one line), or None when both were judged
+    by the same judge (identity and rubrics) or neither was judged."""
+    ja, jb = run_a.results.judge, run_b.results.judge
+    if ja is None and jb is None:
+        return None
+    if ja is None or jb is None:
+        judged = "a" if ja is not None else "b"
+        return f"only {judged} was judged"
+    parts = []
+    if ja.get("identity") != jb.get("identity"):
+        name = lambda j: j.get("identity", {}).get("name") or j.get("identity", {}).get("class")  # noqa: E731
+        parts.append(f"judge a={name(ja)!r}, b={name(jb)!r} (identities differ)")
+    if ja.get("templates") != jb.get("templates"):
+        parts.append("the rubrics' templates differ")
+    return "; ".join(parts) or None
+
+
 def compare_runs(
     run_a: RunFolder,
     run_b: RunFolder,
@@ -206,8 +224,17 @@ def compare_runs(
     tasks: Sequence[str] | None = None,
     ignore: Sequence[str] = (),
     labels: tuple[str, str] = ("A", "B"),
+    allow_different_judges: bool = False,
 ) -> list[Paired]:
-    """Every shared task x metric of two runs (ReportInputError on anything unusable)."""
+    """Every shared task x metric of two runs (ReportInputError on anything unusable, and
+    on judged scores made by different judges unless ``allow_different_judges``)."""
+    differs = judge_difference(run_a, run_b)
+    if differs and not allow_different_judges:
+        raise ReportInputError(
+            f"cannot compare judged scores made by different judges: {differs}; judge both "
+            "runs' answers with one judge (mill judge run=... judge=...), or compare anyway "
+            "with allow_different_judges=true"
+        )
     if iters < 1:
         raise ReportInputError(f"iters={iters}: give a positive number of bootstrap resamples")
     if not 0 < alpha < 1:
@@ -324,9 +351,10 @@ def compare_command(cfg: Any) -> None:
     ignore = _names(cfg.get("ignore_settings"))
     iters, seed, alpha = int(cfg.iters), int(cfg.seed), float(cfg.alpha)
     labels = _labels(run_a, run_b)
+    allow_judges = bool(cfg.get("allow_different_judges", False))
     rows = compare_runs(
         run_a, run_b, iters=iters, seed=seed, alpha=alpha, tasks=tasks, ignore=ignore,
-        labels=labels,
+        labels=labels, allow_different_judges=allow_judges,
     )  # fmt: skip
     console = make_console(stderr=False, mode=str(cfg.get("progress", "auto")), record=True)
     only_a = [t for t in run_a.task_names if t not in run_b.task_names]
@@ -334,6 +362,9 @@ def compare_command(cfg: Any) -> None:
     console.print(f"A = {labels[0]}: {run_a.path}", soft_wrap=True)
     console.print(f"B = {labels[1]}: {run_b.path}", soft_wrap=True)
     console.print(compare_table(rows, f"{labels[1]} (B) - {labels[0]} (A)", alpha))
+    differs = judge_difference(run_a, run_b)
+    if differs:  # allowed: allow_different_judges=true
+        console.print(f"judged by different judges (allow_different_judges=true): {differs}")
     for row in rows:
         console.print(row.verdict, soft_wrap=True)
     if only_a or only_b:

@@ -239,3 +239,25 @@ def test_judge_configs_reuse_the_model_configs(compose) -> None:
     served = compose("judge=openai_completions", "judge.base_url=http://127.0.0.1:1/v1")
     assert served.judge._target_ == "mill.model.openai_api.OpenAICompletions"
     assert served.judge.base_url == "http://127.0.0.1:1/v1" and served.judge.max_invalid == 0.1
+
+
+def test_compare_refuses_scores_of_different_judges_unless_allowed(compose, tmp_path) -> None:
+    from mill.report.compare import compare_runs
+    from mill.report.load import ReportInputError
+    from mill.report.load import RunFolder
+
+    q = _questions(tmp_path)
+    runs = []
+    for name, grade in (("a", "[[8]]"), ("b", "[[4]]")):
+        _judged(
+            compose,
+            tmp_path / name,
+            "task=judged",
+            f"task.questions={q}",
+            replies={"What": f"Rating: {grade}"},
+        )
+        runs.append(RunFolder.open(str(tmp_path / name)))
+    with pytest.raises(ReportInputError, match="different judges: judge a='fake', b='fake'"):
+        compare_runs(*runs, iters=100, seed=1, alpha=0.05)
+    rows = compare_runs(*runs, iters=100, seed=1, alpha=0.05, allow_different_judges=True)
+    assert [(r.metric, r.a, r.b) for r in rows] == [("judge_score", 8.0, 4.0)]
