@@ -243,8 +243,7 @@ def test_judge_configs_reuse_the_model_configs(compose) -> None:
 
 def test_compare_refuses_scores_of_different_judges_unless_allowed(compose, tmp_path) -> None:
     from mill.report.compare import compare_runs
-    from mill.report.load import ReportInputError
-    from mill.report.load import RunFolder
+    from mill.report.load import ReportInputError, RunFolder
 
     q = _questions(tmp_path)
     runs = []
