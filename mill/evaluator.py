@@ -237,6 +237,8 @@ class Collector:
             record.extra = extra(doc)
         if responses.turns or responses.judgments:
             record.extra = {**(record.extra or {}), "turns": responses.answers()}
+            if "id" in doc.item:  # the question's own id (FastChat's question_id)
+                record.extra["id"] = doc.item["id"]
         judged = getattr(responses, "judged", None)
         if judged:
             record.extra = {**(record.extra or {}), "judgments": judged}

@@ -326,6 +326,16 @@ def execute(
             results.judge = manifest.judge
         folder.close_samples(success=True)
         fault("samples_closed")
+        if judge_record is not None:  # FastChat's model_judgment files, from the samples
+            from mill.runner.judge import write_fastchat_judgments
+
+            write_fastchat_judgments(
+                folder,
+                tasks,
+                metrics,
+                str(cfg.model.get("name", "model")),
+                str(cfg.judge.get("name", "judge")),
+            )
         clock.mark("metrics")
         manifest.datasets = {t.name: t.origins for t in tasks}
         manifest.tasks = {t.name: t.describe() for t in tasks}
