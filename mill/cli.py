@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -66,6 +67,11 @@ def _job(cfg: DictConfig) -> float | None:
             OmegaConf.select(cfg, "report.progress", default="auto")
         )
     try:
+        if cfg.get("command") == "judge":  # mill -cn judge: a finished run's answers judged
+            from mill.runner.judge import judge_command
+
+            results = judge_command(cfg, output_dir, HydraConfig.instance().cfg)
+            return None if results is None else _first_value(results)
         if "command" in cfg:  # mill -cn compare / -cn report (mill.report.command)
             from mill.report.command import run_command
 
@@ -118,6 +124,11 @@ def _job(cfg: DictConfig) -> float | None:
         return None
     if results is None:  # a rank other than 0 under the user's own launcher
         return None
+    return _first_value(results)
+
+
+def _first_value(results: Any) -> Any:
+    """The first metric's value (Hydra's return value of a job, for sweepers)."""
     first = next(iter(results.tasks.values())).metrics
     return next(iter(first.values())).value if first else None
 
@@ -146,6 +157,9 @@ def main() -> None:
     from mill.errors import MillError, storage_error
 
     argv = sys.argv[1:]
+    if argv[:1] == ["judge"]:  # `mill judge run=... judge=...` is `mill -cn judge ...`
+        sys.argv[1:2] = ["-cn", "judge"]
+        argv = sys.argv[1:]
     # composition errors reach this function as exceptions, printed below as one line
     os.environ["HYDRA_FULL_ERROR"] = "1"
     if launched_world_size() > 1:

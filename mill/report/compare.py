@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from mill.metrics.stats import Statistic, mcnemar_exact, paired_bootstrap
+from mill.metrics.stats import Statistic, cohen_kappa, mcnemar_exact, paired_bootstrap
 from mill.record import SampleRecord
 from mill.report.load import ReportInputError, RunFolder, flatten
 from mill.report.numbers import number
@@ -214,6 +214,84 @@ def judge_difference(run_a: RunFolder, run_b: RunFolder) -> str | None:
     return "; ".join(parts) or None
 
 
+def same_answers(run_a: RunFolder, run_b: RunFolder) -> bool:
+    """Whether both runs judged the same saved answers (two ``mill judge`` runs of one
+    source run: the same sha256 of its results.json)."""
+    ma, mb = run_a.results.model, run_b.results.model
+    return ma.get("class") == mb.get("class") == "SavedAnswers" and ma.get(
+        "source_results_sha256"
+    ) == mb.get("source_results_sha256")
+
+
+@dataclass
+class Agreement:
+    """How often two judges agree on the same answers, for one task and judged metric."""
+
+    task: str
+    metric: str
+    n: int
+    rate: float
+    rate_stderr: float | None
+    kappa: float
+    kappa_stderr: float | None
+
+
+def _judgment_labels(value: Any) -> list[Any]:
+    """A doc's judgments as labels, one per turn: the grade (single grading) or the
+    outcome after the swap rule (pairwise); None for an invalid one."""
+    return [v[0] if isinstance(v, (list, tuple)) else v for v in value]
+
+
+def agreement(run_a: RunFolder, run_b: RunFolder) -> list[Agreement]:
+    """Per task and judged metric: the share of (question, turn) judgments both judges
+    gave alike, with its binomial stderr, and Cohen's kappa with its stderr; judgments
+    either judge left invalid are left out."""
+    out = []
+    for task in [t for t in run_a.task_names if t in run_b.task_names]:
+        docs_a, docs_b = _by_doc(run_a, task), _by_doc(run_b, task)
+        keys = sorted(set(docs_a) & set(docs_b))
+        for name, row in run_a.results.tasks[task].metrics.items():
+            if row.details is None or name not in run_b.results.tasks[task].metrics:
+                continue
+            pairs = [
+                (x, y)
+                for k in keys
+                for x, y in zip(
+                    _judgment_labels(docs_a[k].metrics[name]),
+                    _judgment_labels(docs_b[k].metrics[name]),
+                    strict=False,
+                )
+                if x is not None and y is not None
+            ]
+            if not pairs:
+                continue
+            a, b = [x for x, _ in pairs], [y for _, y in pairs]
+            rate = sum(x == y for x, y in pairs) / len(pairs)
+            kappa, kappa_se = cohen_kappa(a, b)
+            rate_se = (rate * (1 - rate) / len(pairs)) ** 0.5 if len(pairs) > 1 else None
+            out.append(Agreement(task, name, len(pairs), rate, rate_se, kappa, kappa_se))
+    if not out:
+        raise ReportInputError("cannot measure agreement: the two judgings share no judgment")
+    return out
+
+
+def agreement_table(rows: Sequence[Agreement], title: str) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.ASCII, safe_box=True)
+    for col in ("task", "metric"):
+        table.add_column(col, no_wrap=True)
+    for col in ("n", "agreement", "stderr", "kappa", "stderr"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for r in rows:
+        table.add_row(
+            r.task, r.metric, str(r.n), number(r.rate), number(r.rate_stderr),
+            number(r.kappa), number(r.kappa_stderr),
+        )  # fmt: skip
+    return table
+
+
 def compare_runs(
     run_a: RunFolder,
     run_b: RunFolder,
@@ -347,6 +425,13 @@ def compare_command(cfg: Any) -> None:
     run_a, run_b = RunFolder.open(str(cfg.a)), RunFolder.open(str(cfg.b))
     if run_a.path.resolve() == run_b.path.resolve():
         raise ReportInputError(f"a and b are the same folder ({run_a.path}); give two runs")
+    if same_answers(run_a, run_b):  # two judgings of one run's answers: judge agreement
+        console = make_console(stderr=False, mode=str(cfg.get("progress", "auto")), record=True)
+        console.print(f"A = {run_a.path}", soft_wrap=True)
+        console.print(f"B = {run_b.path}", soft_wrap=True)
+        source = run_a.results.model.get("source_run")
+        console.print(agreement_table(agreement(run_a, run_b), f"judge agreement on {source}"))
+        return
     tasks = _names(cfg.get("tasks")) or None
     ignore = _names(cfg.get("ignore_settings"))
     iters, seed, alpha = int(cfg.iters), int(cfg.seed), float(cfg.alpha)

@@ -260,3 +260,60 @@ def test_compare_refuses_scores_of_different_judges_unless_allowed(compose, tmp_
         compare_runs(*runs, iters=100, seed=1, alpha=0.05)
     rows = compare_runs(*runs, iters=100, seed=1, alpha=0.05, allow_different_judges=True)
     assert [(r.metric, r.a, r.b) for r in rows] == [("judge_score", 8.0, 4.0)]
+
+
+def _compose_judge(*overrides: str):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module("mill.conf", version_base="1.3"):
+            return hydra_compose("judge", overrides=list(overrides))
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def test_mill_judge_rejudges_saved_answers_and_compare_reports_agreement(compose, tmp_path) -> None:
+    from mill.report.compare import agreement, same_answers
+    from mill.report.load import ReportInputError, RunFolder
+    from mill.runner.judge import judge_command
+
+    q = _questions(tmp_path)
+    source = tmp_path / "source"
+    _judged(compose, source, "task=judged", f"task.questions={q}", replies={"What": "[[1]]"})
+    scripts = {
+        "j1": {"BETA": "[[6]]", "ALPHA": "[[8]]", "What": "[[3]]"},
+        "j2": {"BETA": "[[5]]", "ALPHA": "[[8]]", "What": "[[3]]"},
+    }
+    for name, script in scripts.items():
+        cfg = _compose_judge(f"run={source}", "judge=fake", "report.progress=never")
+        cfg.judge.replies = script
+        results = judge_command(cfg, tmp_path / name)
+        model = results.model
+        assert model["class"] == "SavedAnswers" and model["source_run"] == str(source)
+        assert model["source_model"]["class"] == "FakeLM"
+        log = (
+            (tmp_path / name / "mill.log").read_text()
+            if (tmp_path / name / "mill.log").exists()
+            else None
+        )
+        assert log is None or "loading model" not in log
+    one = RunFolder.open(tmp_path / "j1")
+    two = RunFolder.open(tmp_path / "j2")
+    assert one.results.tasks["judged"].metrics["judge_score"].value == (8 + 6 + 3 + 3) / 4
+    assert same_answers(one, two)
+    [row] = agreement(one, two)
+    # judgments (8, 6, 3, 3) and (8, 5, 3, 3): p_o = 3/4, p_e = (1/4)^2 + (2/4)^2 = 5/16
+    assert (row.n, row.rate) == (4, 0.75)
+    assert row.kappa == pytest.approx((0.75 - 5 / 16) / (1 - 5 / 16))
+    assert row.rate_stderr == pytest.approx((0.75 * 0.25 / 4) ** 0.5)
+
+    # a folder that is not a finished run, a run without its answers: one line each
+    cfg = _compose_judge(f"run={tmp_path / 'nothing'}", "judge=fake")
+    with pytest.raises(ReportInputError, match="is not a folder"):
+        judge_command(cfg, tmp_path / "x")
+    (source / "samples" / "judged.jsonl").unlink()
+    with pytest.raises(ReportInputError, match="answers of judged are missing"):
+        judge_command(_compose_judge(f"run={source}", "judge=fake"), tmp_path / "y")
