@@ -70,24 +70,12 @@ class JudgedTask(Task):
     OUTPUT_TYPE = OutputType.GENERATIVE
     METRICS = ["judge_score"]
     GENERATION = GenerationArgs(max_gen_toks=1024)
+    NEEDS_QUESTIONS = True
 
-    def __init__(
-        self,
-        questions: str = "",
-        references: str | None = None,
-        baseline: str | None = None,
-        max_turns: int | None = None,
-        **kwargs: Any,
+    def _read(
+        self, rows: list[dict[str, Any]], references: str | None, baseline: str | None
     ) -> None:
-        kwargs.setdefault("chat_template", True)
-        super().__init__(**kwargs)
-        if not questions:
-            raise TaskError(
-                f"task {self.name!r} needs its question file: task.questions=/path/q.jsonl "
-                '(JSON lines of {"id", "turns": [...], "reference"?: [...], "category"?})'
-            )
-        self.questions = str(questions)
-        rows = read_jsonl(self.questions, "question file")
+        """Check the question rows and attach their references and baseline answers."""
         refs = (
             {_row_id(r): _answer_turns(r) for r in read_jsonl(references, "reference answers")}
             if references
@@ -98,9 +86,8 @@ class JudgedTask(Task):
             if baseline
             else {}
         )
-        self.references, self.baseline = references, baseline
-        self.max_turns = max_turns
-        self.rows: list[dict[str, Any]] = []
+        max_turns = self.max_turns
+        self.rows = []
         for n, row in enumerate(rows, 1):
             turns = row.get("turns")
             if (
@@ -127,6 +114,28 @@ class JudgedTask(Task):
         categories = list(dict.fromkeys(r["category"] for r in self.rows))
         self.SUBJECTS = categories  # the task's subjects are the file's categories
         self.subjects = categories
+
+    def __init__(
+        self,
+        questions: str = "",
+        references: str | None = None,
+        baseline: str | None = None,
+        max_turns: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("chat_template", True)
+        super().__init__(**kwargs)
+        if not questions and type(self).NEEDS_QUESTIONS:
+            raise TaskError(
+                f"task {self.name!r} needs its question file: task.questions=/path/q.jsonl "
+                '(JSON lines of {"id", "turns": [...], "reference"?: [...], "category"?})'
+            )
+        self.questions = str(questions)
+        self.references, self.baseline = references, baseline
+        self.max_turns = max_turns
+        self.rows: list[dict[str, Any]] = []
+        if questions:
+            self._read(read_jsonl(self.questions, "question file"), references, baseline)
         self._format = "plain_text"
 
     def prepare(self, source: DataSource) -> None:
@@ -209,3 +218,42 @@ class MTBench(JudgedTask):
 
     NAME = "mt_bench"
     METRICS = ["mt_bench_score"]
+
+
+def _arena_answer(row: dict[str, Any]) -> list[str]:
+    """An Arena-Hard answer row's text (``messages[-1].content.answer``)."""
+    content = row["messages"][-1]["content"]
+    return [str(content["answer"] if isinstance(content, dict) else content)]
+
+
+class ArenaHard(JudgedTask):
+    """Arena-Hard-Auto v0.1: 500 prompts judged pairwise against gpt-4-0314's answers
+    (``arena_hard_score``). ``data=local data.dir=...`` reads ``arena_hard/`` there (the
+    full set); ``data=bundled`` the shipped excerpt."""
+
+    NAME = "arena_hard"
+    METRICS = ["arena_hard_score"]
+    NEEDS_QUESTIONS = False
+    SUBJECTS = ["arena-hard-v0.1"]
+    FOLDER = "arena_hard"
+
+    def prepare(self, source: DataSource) -> None:
+        root = source.root
+        if root is None:
+            raise TaskError(
+                f"task {self.name!r} reads Arena-Hard's files: use data=local data.dir=<folder "
+                "with arena_hard/> or data=bundled (an excerpt)"
+            )
+        folder = root / self.FOLDER
+        questions = read_jsonl(folder / "question.jsonl", "Arena-Hard question file")
+        answers = read_jsonl(folder / "model_answer_gpt-4-0314.jsonl", "baseline answers")
+        baseline = {str(r["uid"]): _arena_answer(r) for r in answers}
+        rows = [
+            {"id": str(q["uid"]), "turns": [str(q["prompt"])], "category": str(q["category"])}
+            for q in questions
+        ]
+        self.questions = str(folder / "question.jsonl")
+        self._read(rows, None, None)
+        for item in self.rows:
+            if item["id"] in baseline:
+                item["baseline"] = baseline[item["id"]]

@@ -459,3 +459,108 @@ def baseline(doc: Doc) -> list[str]:
     """The baseline's answers of ``doc`` (``baseline`` of its row), one per turn."""
     base = doc.item.get("baseline") or []
     return [str(b) for b in base]
+
+
+ARENA_PATTERNS = (r"\[\[([AB<>=]+)\]\]", r"\[([AB<>=]+)\]")
+"""Arena-Hard v0.1's ``regex_patterns`` (``config/arena-hard-v0.1.yaml``)."""
+
+ARENA_VERDICTS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
+
+
+def arena_battles(verdict: str, candidate_is_a: bool, weight: int = 3) -> tuple[float, int]:
+    """One Arena-Hard judgment as (the candidate's outcome, battles): a strong verdict
+    (``>>``) counts ``weight`` battles, a weak one and a tie one; outcome 1 win, 0.5 tie,
+    0 loss."""
+    if verdict == "A=B":
+        return TIE, 1
+    a_wins = verdict.startswith("A")
+    won = a_wins if candidate_is_a else not a_wins
+    return (WIN if won else LOSS), (weight if ">>" in verdict else 1)
+
+
+class ArenaHardScore(JudgedMetric):
+    """Arena-Hard-Auto v0.1's score: every question judged twice, the baseline as
+    assistant A (game 1) then as B (game 2); each valid verdict is a battle, a strong one
+    (``A>>B``, ``B>>A``) three. The Bradley-Terry fit over the battles of two players,
+    without a prior, has the closed form p = sum(w * outcome) / sum(w) (ties as half:
+    the logistic score equation sum w (y - p) = 0), so the score is the candidate's
+    weighted win rate against the baseline; ``ci_low``/``ci_high`` are the 5% and 95%
+    quantiles over 100 bootstrap rounds of the battles (Arena-Hard's ``show_result.py``);
+    ``position_bias`` the share of questions whose two verdicts favour the same position;
+    stderr: bootstrap over questions."""
+
+    name = "arena_hard_score"
+    default_patterns = ARENA_PATTERNS
+    sample_reply = "My final verdict is [[A>B]]"
+    what = "verdict"
+    required: ClassVar[dict[str, set[str]]] = {"single": {"QUESTION", "ANSWER_A", "ANSWER_B"}}
+
+    def __init__(self, *args: Any, weight: int = 3, rounds: int = 100, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.weight = int(weight)
+        self.rounds = int(rounds)
+
+    def check_doc(self, doc: Doc) -> str | None:
+        if not baseline(doc):
+            return (
+                f"doc {doc.id} of task {doc.task!r} has no baseline answer; Arena-Hard "
+                "judges against the baseline's answers"
+            )
+        return None
+
+    def parse(self, text: str) -> str | None:
+        for regex in self.patterns:  # Arena-Hard's get_score: upper-cased, the first pattern
+            found = {m for m in regex.findall(text.upper()) if m}  # that matches decides
+            if not found:
+                continue
+            verdict = found.pop().strip("\n") if len(found) == 1 else None
+            return verdict if verdict in ARENA_VERDICTS else None
+        return None
+
+    def judge_prompts(self, doc: Doc, answers: Sequence[str]) -> list[JudgePrompt]:
+        template = self.templates["single"]
+        question, base = questions(doc)[0], baseline(doc)[0]
+        return [
+            JudgePrompt(
+                key,
+                template.render({"QUESTION": question, "ANSWER_A": a, "ANSWER_B": b}),
+                template.name,
+            )
+            for key, a, b in (("g1", base, answers[0]), ("g2", answers[0], base))
+        ]
+
+    def fold(self, judgments: list[Any]) -> tuple[Any, ...]:
+        """(battles: [(outcome, weight)], same position favoured twice, n invalid)."""
+        first, second = judgments
+        battles = []
+        if first is not None:
+            battles.append(arena_battles(first, candidate_is_a=False, weight=self.weight))
+        if second is not None:
+            battles.append(arena_battles(second, candidate_is_a=True, weight=self.weight))
+        biased = (
+            first is not None
+            and second is not None
+            and "=" not in first + second
+            and first[0] == second[0]
+        )
+        return (tuple(battles), biased, int(first is None) + int(second is None))
+
+    @staticmethod
+    def _rate(battles: Sequence[tuple[float, int]]) -> float:
+        total = sum(w for _, w in battles)
+        return sum(o * w for o, w in battles) / total if total else math.nan
+
+    def aggregate(self, values: Sequence[Any]) -> float:
+        return self._rate([b for v in values for b in v[0]])
+
+    def details(self, values: Sequence[Any], *, iters: int, seed: int) -> dict[str, Any]:
+        battles = [b for v in values for b in v[0]]
+        low, high = bootstrap_ci(battles, self._rate, iters=self.rounds, seed=seed, level=0.90)
+        judged = [v for v in values if v[2] == 0]
+        return {
+            "n_invalid": sum(v[2] for v in values),
+            "ci_low": low,
+            "ci_high": high,
+            "battles": sum(w for _, w in battles),
+            "position_bias": mean([float(v[1]) for v in judged]),
+        }

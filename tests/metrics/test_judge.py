@@ -317,3 +317,49 @@ def test_mill_judge_rejudges_saved_answers_and_compare_reports_agreement(compose
     (source / "samples" / "judged.jsonl").unlink()
     with pytest.raises(ReportInputError, match="answers of judged are missing"):
         judge_command(_compose_judge(f"run={source}", "judge=fake"), tmp_path / "y")
+
+
+def _arena() -> object:
+    from mill.metrics.config import metric_config
+
+    import mill.cli  # noqa: F401  (the mill_resource resolver)
+    from mill.instantiate import instantiate
+
+    return instantiate(metric_config("arena_hard_score"))
+
+
+def test_arena_hard_verdicts_parse_as_its_get_score() -> None:
+    metric = _arena()
+    assert metric.parse("My final verdict is: [[a>>b]]") == "A>>B"  # upper-cased
+    assert metric.parse("[[B>A]] ... [[B>A]]") == "B>A"
+    assert metric.parse("[[A>B]] or [[B>A]]") is None  # two distinct verdicts: none
+    assert metric.parse("verdict [A=B]") == "A=B"  # the backup pattern
+    assert metric.parse("[[A]]") is None
+
+
+def test_arena_hard_score_on_the_bundled_excerpt(compose, tmp_path) -> None:
+    args = ("task=arena_hard", "task.limit=3", "judge.max_invalid=1.0")
+    first = _judged(compose, tmp_path / "answers", *args)  # the fake candidate's answers
+    samples = (tmp_path / "answers/samples/arena_hard.jsonl").read_text().splitlines()
+    answers = {json.loads(x)["doc_id"]: json.loads(x)["extra"]["turns"][0] for x in samples}
+    assert len(set(answers.values())) == 3 and first.judge["judgments"]["invalid"] == 6
+    # game 1 has the baseline as A (the candidate's answer follows "B's Answer"), game 2
+    # the candidate as A. doc 0: B>>A (a strong win: 3 battles), A>B (a win: 1);
+    # doc 1: A>B (a loss: 1), A>B (a win: 1), the same position favoured twice;
+    # doc 2: A=B (a tie: 1), then an invalid verdict
+    verdicts = [("B>>A", "A>B"), ("A>B", "A>B"), ("A=B", "no verdict")]
+    script = {}
+    for doc, (g1, g2) in enumerate(verdicts):
+        script[f"B's Answer|>\n{answers[doc]}\n"] = f"[[{g1}]]"
+        script[f"A's Answer|>\n{answers[doc]}\n"] = f"[[{g2}]]"
+    results = _judged(compose, tmp_path / "run", *args, replies=script)
+    row = results.tasks["arena_hard"].metrics["arena_hard_score"]
+    # battles (outcome, weight): (1, 3), (1, 1), (0, 1), (1, 1), (0.5, 1) -> 5.5 / 7
+    assert row.value == pytest.approx(5.5 / 7)
+    assert row.details["battles"] == 7 and row.details["n_invalid"] == 1
+    assert row.details["position_bias"] == 0.5  # doc 1 of the two fully judged docs
+    battles = [(1.0, 3), (1.0, 1), (0.0, 1), (1.0, 1), (0.5, 1)]
+    metric = _arena()
+    assert (row.details["ci_low"], row.details["ci_high"]) == bootstrap_ci(
+        battles, metric._rate, iters=100, seed=1234, level=0.90
+    )
