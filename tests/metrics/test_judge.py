@@ -320,10 +320,9 @@ def test_mill_judge_rejudges_saved_answers_and_compare_reports_agreement(compose
 
 
 def _arena() -> object:
-    from mill.metrics.config import metric_config
-
     import mill.cli  # noqa: F401  (the mill_resource resolver)
     from mill.instantiate import instantiate
+    from mill.metrics.config import metric_config
 
     return instantiate(metric_config("arena_hard_score"))
 
