@@ -119,6 +119,28 @@ def _tokenizer_digest(tokenizer: str, revision: str | None) -> str:
         ) from err
 
 
+def same_server_model(
+    first: dict[str, Any] | None, body: dict[str, Any], label: str, base_url: str
+) -> dict[str, Any]:
+    """The ``model`` and ``system_fingerprint`` a response names (those it has), checked
+    against the run's first response: a server that starts answering with another model
+    or build mid-run stops the run (ModelError naming both), since its scores (or a
+    judge's grades) would stop being comparable."""
+    seen = {k: body[k] for k in ("model", "system_fingerprint") if body.get(k) is not None}
+    if first is None:
+        return seen
+    changed = {k for k in set(first) | set(seen) if first.get(k) != seen.get(k)}
+    if changed:
+        was = ", ".join(f"{k}={first.get(k)!r}" for k in sorted(changed))
+        now = ", ".join(f"{k}={seen.get(k)!r}" for k in sorted(changed))
+        raise ModelError(
+            f"{label}: the server at {base_url} changed mid-run: first {was}, now {now}; "
+            "its answers are no longer comparable. Pin the served model and rerun "
+            "(runner.resume=true keeps the answers cached before the change)"
+        )
+    return first
+
+
 class RemoteTokenizer:
     """The served model's own tokenizer, over HTTP (``model.tokenizer=remote``): vLLM's and
     SGLang's ``/tokenize`` + ``/detokenize``, llama.cpp's ``llama-server``'s (other fields,
@@ -285,6 +307,9 @@ class OpenAICompletions(TokenizingLM):
             None if str(prompt_ids) == "auto" else str(prompt_ids).lower() == "true"
         )
         self.usage: dict[str, Usage] = {}
+        self.served: dict[str, Any] | None = None
+        """The first response's ``model`` and ``system_fingerprint`` (see
+        :func:`same_server_model`)."""
 
         entry = self._model_entry(model)
         self.model = str(entry["id"])
@@ -409,6 +434,7 @@ class OpenAICompletions(TokenizingLM):
                     f"{len(call.prompts)} prompts (server model.base_url={self.base_url})"
                 )
             ordered = sorted(choices, key=lambda c: int(c.get("index", 0)))
+            self.served = same_server_model(self.served, body, call.label, self.base_url)
             self.usage.setdefault(call.task, Usage()).add(body, len(call.prompts))
             finish(call, ordered)
 
