@@ -99,6 +99,7 @@ def evaluate(
     config: DictConfig | None = None,
     metrics: Sequence[str] | None = None,
     limit: int | None = None,
+    judge: str | None = None,
     output_dir: str | Path | None = None,
     on_sample: Callable[[SampleRecord], None] | None = None,
     progress: bool = False,
@@ -116,6 +117,8 @@ def evaluate(
         config: an already composed config (:func:`compose`) instead of overrides.
         metrics: metric names: ``+metrics=[...]``.
         limit: docs per task: ``task.limit=<n>``.
+        judge: a judge config name (``stories260k``, ``openai_chat``): ``judge=<name>``,
+            for judged tasks (``judge.*`` settings go in ``overrides``).
         output_dir: write an experiment folder there, as ``mill`` does (read it back with
             :func:`mill.load`); None writes nothing.
         on_sample: called with each doc's :class:`~mill.record.SampleRecord` (no folder).
@@ -127,6 +130,7 @@ def evaluate(
         *named,
         *([f"+metrics=[{','.join(metrics)}]"] if metrics else []),
         *([f"task.limit={int(limit)}"] if limit is not None else []),
+        *([f"judge={judge}"] if judge else []),
     ]
     if config is not None:
         if extra or overrides:
@@ -210,6 +214,13 @@ def _evaluate_in_memory(
             make_console(stderr=True, mode=mode), interactive(mode), float(cfg.report.every_s)
         )
     dispatcher = ShardedDispatch(Dist())  # one process: counts truncated contexts
+    judging, record = None, None
+    if cfg.get("judge") is not None:  # judged tasks: no folder, so no cache either
+        from mill.runner.judge import build_judging
+
+        judging, record = build_judging(
+            cfg, allow, Dist(), lambda: None, lambda: None, metrics
+        )  # the model is the caller's or this call's: freed when the call returns
     per_task = run_evaluation(
         tasks,
         metrics,
@@ -220,6 +231,7 @@ def _evaluate_in_memory(
         bootstrap_iters=settings.bootstrap_iters,
         seed=settings.seed,
         dispatch_fn=dispatcher,
+        judging=judging,
     )
     results = to_results(
         tasks,
@@ -233,6 +245,9 @@ def _evaluate_in_memory(
         bootstrap_iters=settings.bootstrap_iters,
         seed=settings.seed,
     )
+    if record is not None and judging is not None:
+        record.finish(judging, metrics)
+        results.judge = record.manifest()
     if sinks:  # no folder: settings and metrics, no artifacts
         send(sinks, sink_record(None, results, resolved))
     return results

@@ -17,18 +17,13 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from mill.files import register_resource_resolver
 from mill.runner.dist import launched_rank, launched_world_size
 from mill.runner.logs import to_file
 
 _failures: list[str] = []
 _sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end
 log = logging.getLogger("mill")
-
-
-def _resource(path: str) -> str:
-    from importlib import resources
-
-    return str(resources.files("mill.resources").joinpath(path))
 
 
 def _path_name(value: str, setting: str) -> str:
@@ -39,8 +34,7 @@ def _path_name(value: str, setting: str) -> str:
     return check_name(value, setting)
 
 
-if not OmegaConf.has_resolver("mill_resource"):
-    OmegaConf.register_new_resolver("mill_resource", _resource)
+register_resource_resolver()
 if not OmegaConf.has_resolver("mill_name"):
     OmegaConf.register_new_resolver("mill_name", _path_name)
 

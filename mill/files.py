@@ -49,3 +49,20 @@ def job_order(path: Path) -> tuple[int, str]:
     then by name; folders without a number come last."""
     match = _JOB_NUMBER.match(path.name)
     return (int(match.group(1)) if match else 1 << 30, path.name)
+
+
+def resource_path(path: str) -> str:
+    """The path of a file shipped in ``mill/resources`` (the ``${mill_resource:...}``
+    config resolver)."""
+    from importlib import resources
+
+    return str(resources.files("mill.resources").joinpath(path))
+
+
+def register_resource_resolver() -> None:
+    """Register ``${mill_resource:<path>}`` with OmegaConf (once per process): the CLI's
+    composition and every process that loads a built-in config (workers too)."""
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("mill_resource"):
+        OmegaConf.register_new_resolver("mill_resource", resource_path)

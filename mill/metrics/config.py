@@ -12,6 +12,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import ConfigError
+from mill.files import register_resource_resolver
 from mill.instantiate import instantiate
 from mill.metrics.base import Metric
 
@@ -21,6 +22,7 @@ def metric_config(name: str) -> DictConfig:
     path = resources.files("mill.conf").joinpath("metrics", f"{name}.yaml")
     if not path.is_file():
         raise ConfigError(f"no built-in metric config named {name!r}")
+    register_resource_resolver()  # ${mill_resource:...} in a worker process too
     loaded = OmegaConf.create(path.read_text())
     assert isinstance(loaded, DictConfig)
     return loaded[name]

@@ -211,9 +211,11 @@ def execute(
         if cfg.get("judge") is not None:
             from mill.runner.judge import build_judging
 
+            built_here = model is None  # a caller's in-memory model is never released
+
             def release_candidate() -> None:  # the candidate's weights go before the judge's
-                inner = getattr(model, "inner", model)
-                getattr(inner, "release", lambda: None)()
+                if built_here and model is not None:
+                    getattr(model, "inner", model).release()
 
             def judge_loaded() -> None:
                 clock.mark("judge model")

@@ -362,3 +362,15 @@ def test_arena_hard_score_on_the_bundled_excerpt(compose, tmp_path) -> None:
     assert (row.details["ci_low"], row.details["ci_high"]) == bootstrap_ci(
         battles, metric._rate, iters=100, seed=1234, level=0.90
     )
+
+
+def test_the_python_api_takes_judge(tmp_path) -> None:
+    import mill
+
+    q = _questions(tmp_path)
+    overrides = [f"task.questions={q}", "judge.max_invalid=1.0", "+judge.replies={What: '[[7]]'}"]
+    results = mill.evaluate("judged", "fake", judge="fake", overrides=overrides)
+    row = results.tasks["judged"].metrics["judge_score"]
+    assert row.value == 7.0 and row.details["n_invalid"] == 0
+    assert results.judge["identity"]["class"] == "FakeLM"
+    assert results.judge["judgments"] == {"judgments": 4, "invalid": 0, "retried": 0}
