@@ -362,6 +362,11 @@ def execute(
             out_console.print(usage_table(results.usage))
         if skipped:
             out_console.print(skipped_warning(skipped), markup=False, highlight=False)
+        if results.judge:
+            from mill.runner.judge import judge_lines
+
+            for line in judge_lines(results):
+                out_console.print(line, markup=False, highlight=False, soft_wrap=True)
         folder.write_text("report.txt", out_console.export_text())
         fault("report_text")
         assert drawer is not None

@@ -134,6 +134,11 @@ def test_single_grades_mean_per_turn_per_category_and_n_invalid(compose, tmp_pat
     }
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["judge"] == judge
+    report = (tmp_path / "run" / "report.txt").read_text()
+    assert "judge: fake (class=FakeLM); conversation format: plain_text" in report
+    single = judge["templates"]["judge_score"]["single"][:12]
+    assert "judge templates of judge_score (sha256): " in report and single in report
+    assert "judged judge_score: 1 invalid judgment(s)" in report
     lines = [
         json.loads(x) for x in (tmp_path / "run/samples/judged.jsonl").read_text().splitlines()
     ]
