@@ -216,6 +216,7 @@ def execute(
             def release_candidate() -> None:  # the candidate's weights go before the judge's
                 if built_here and model is not None:
                     getattr(model, "inner", model).release()
+                    log.info("released the candidate model before loading the judge")
 
             def judge_loaded() -> None:
                 clock.mark("judge model")

@@ -74,6 +74,9 @@ def test_stories260k_judge_invalid_replies_cache_and_resume_after_sigkill(tmp_pa
     )
     assert re.search(r"the first: judged/\d judge_score t\d: ", error[0])
 
+    # the candidate's weights are released before the judge loads
+    log = (folder / "mill.log").read_text()
+    assert log.rindex("released the candidate model") < log.rindex("loading judge stories260k")
     # the phase clock: the judge's load and the judging are phases of their own
-    phases = [x for x in (folder / "mill.log").read_text().splitlines() if "phases:" in x]
+    phases = [x for x in log.splitlines() if "phases:" in x]
     assert "judge model" in phases[-1] and "judging" in phases[-1]
