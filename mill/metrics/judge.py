@@ -298,6 +298,20 @@ def _turn_fields(doc: Doc, turn: int, ref: bool, answers: Mapping[str, Sequence[
     return out
 
 
+def rubric_fields(answers: tuple[str, ...]) -> dict[str, set[str]]:
+    """The fields each rubric role must use, FastChat's names: ``question`` and the
+    answers for the first turn, ``question_k`` and ``<answer>_k`` for both turns of a
+    multi-turn one, plus ``ref_answer_k`` where reference-guided."""
+    first = {"question", *answers}
+    both = {f"{name}_{k}" for name in ("question", *answers) for k in (1, 2)}
+    return {
+        "single": first,
+        "single_reference": first | {"ref_answer_1"},
+        "multi_turn": both,
+        "multi_turn_reference": both | {"ref_answer_1", "ref_answer_2"},
+    }
+
+
 class JudgeScore(JudgedMetric):
     """judge_score = mean of the valid grades over every (doc, turn): the judge's reply
     parsed by the first of ``patterns`` that matches (FastChat's ``[[rating]]``); stderr
@@ -308,19 +322,7 @@ class JudgeScore(JudgedMetric):
     default_patterns = RATING_PATTERNS
     sample_reply = "Rating: [[5]]"
     what = "grade"
-    required: ClassVar[dict[str, set[str]]] = {
-        "single": {"question", "answer"},
-        "single_reference": {"question", "answer", "ref_answer_1"},
-        "multi_turn": {"question_1", "answer_1", "question_2", "answer_2"},
-        "multi_turn_reference": {
-            "question_1",
-            "answer_1",
-            "question_2",
-            "answer_2",
-            "ref_answer_1",
-            "ref_answer_2",
-        },
-    }
+    required: ClassVar[dict[str, set[str]]] = rubric_fields(("answer",))
 
     def parse(self, text: str) -> float | None:
         found = _first_match(self.patterns, text)
@@ -379,28 +381,7 @@ class PairwiseWinRate(JudgedMetric):
     default_patterns = VERDICT_PATTERNS
     sample_reply = "Verdict: [[A]]"
     what = "verdict"
-    required: ClassVar[dict[str, set[str]]] = {
-        "single": {"question", "answer_a", "answer_b"},
-        "single_reference": {"question", "answer_a", "answer_b", "ref_answer_1"},
-        "multi_turn": {
-            "question_1",
-            "answer_a_1",
-            "answer_b_1",
-            "question_2",
-            "answer_a_2",
-            "answer_b_2",
-        },
-        "multi_turn_reference": {
-            "question_1",
-            "answer_a_1",
-            "answer_b_1",
-            "question_2",
-            "answer_a_2",
-            "answer_b_2",
-            "ref_answer_1",
-            "ref_answer_2",
-        },
-    }
+    required: ClassVar[dict[str, set[str]]] = rubric_fields(("answer_a", "answer_b"))
 
     def check_doc(self, doc: Doc) -> str | None:
         if len(baseline(doc)) < len(questions(doc)):

@@ -107,16 +107,14 @@ def _judged(compose, folder: Path, *overrides: str, replies: dict | None = None)
 GRADES = '+judge.replies={BETA: "Rating: [[6]]", ALPHA: "[[8]]", DELTA: "no grade", GAMMA: "[3]"}'
 
 
+def _graded(compose, tmp_path, *extra: str):
+    """The two-question file judged with GRADES."""
+    q = f"task.questions={_questions(tmp_path)}"
+    return _judged(compose, tmp_path / "run", "task=judged", q, GRADES, *extra)
+
+
 def test_single_grades_mean_per_turn_per_category_and_n_invalid(compose, tmp_path) -> None:
-    q = _questions(tmp_path)
-    results = _judged(
-        compose,
-        tmp_path / "run",
-        "task=judged",
-        f"task.questions={q}",
-        GRADES,
-        "judge.max_invalid=0.25",
-    )
+    results = _graded(compose, tmp_path, "judge.max_invalid=0.25")
     row = results.tasks["judged"].metrics["judge_score"]
     # valid grades 8, 6 (doc a), 3 (doc b turn 1); doc b turn 2 is invalid
     assert row.value == pytest.approx((8 + 6 + 3) / 3)
@@ -150,23 +148,18 @@ def test_single_grades_mean_per_turn_per_category_and_n_invalid(compose, tmp_pat
 
 
 def test_too_many_invalid_judgments_end_the_run_naming_the_first(compose, tmp_path) -> None:
-    q = _questions(tmp_path)
     with pytest.raises(
         JudgeFailed, match=r"1 of 4 judgments did not parse .*judged/1 judge_score t2: 'no grade'"
     ):
-        _judged(compose, tmp_path / "run", "task=judged", f"task.questions={q}", GRADES)
+        _graded(compose, tmp_path)
     assert not (tmp_path / "run" / "results.json").exists()
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "failed"
 
 
 def test_a_sampling_judge_retries_an_invalid_reply_once_at_a_new_seed(compose, tmp_path) -> None:
-    q = _questions(tmp_path)
-    results = _judged(
+    results = _graded(
         compose,
-        tmp_path / "run",
-        "task=judged",
-        f"task.questions={q}",
-        GRADES,
+        tmp_path,
         "judge.generation.do_sample=true",
         "judge.generation.temperature=1.0",
         "judge.max_invalid=0.25",
