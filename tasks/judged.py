@@ -257,3 +257,11 @@ class ArenaHard(JudgedTask):
         for item in self.rows:
             if item["id"] in baseline:
                 item["baseline"] = baseline[item["id"]]
+        self._source = source
+
+    def docs(
+        self, source: DataSource, chat: ChatTemplate | None = None, messages: bool = False
+    ) -> Iterator[Doc]:
+        if getattr(self, "_source", None) != source:  # read from this source's folder
+            self.prepare(source)
+        yield from super().docs(source, chat, messages)
