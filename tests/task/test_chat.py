@@ -57,8 +57,10 @@ def test_every_task_renders_plain_and_chat(compose, chat, name: str, multiturn: 
                 assert ctx.endswith("<|end|>\n<|assistant|>\n")
                 turns = ctx.count("<|user|>")
                 assert turns == (len(c.fewshot_ids) + 1 if multiturn else 1)
-            # the question itself is in both renderings
-            last_line = p.context.rstrip().splitlines()[-1]
+            # the question itself is in both renderings (a judged task's plain-text
+            # conversation ends with its "### Assistant:" cue, after the question)
+            lines = [x for x in p.context.rstrip().splitlines() if not x.startswith("### ")]
+            last_line = [x for x in lines if x][-1]
             assert last_line in c.context
             plain_reqs, chat_reqs = plain_task.requests(p), chat_task.requests(c)
             if plain_task.OUTPUT_TYPE is OutputType.LOGPROBS and name != "lambada_openai":
