@@ -40,10 +40,12 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
 
+    from mill.instantiate import checked_composition
+
     _register_resolvers()
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_module("mill.conf", version_base="1.3"):
+        with checked_composition(), initialize_config_module("mill.conf", version_base="1.3"):
             return hydra_compose("mill", overrides=list(overrides))
     except HydraException as err:
         from mill.runner.config_errors import describe

@@ -144,6 +144,7 @@ def main() -> None:
     from omegaconf.errors import OmegaConfBaseException
 
     from mill.errors import MillError, storage_error
+    from mill.instantiate import checked_composition
 
     argv = sys.argv[1:]
     # composition errors reach this function as exceptions, printed below as one line
@@ -151,8 +152,9 @@ def main() -> None:
     if launched_world_size() > 1:
         _under_launcher(argv)
     try:
-        _job()
-    except (HydraException, yaml.YAMLError, OmegaConfBaseException) as err:
+        with checked_composition():  # Hydra's own hooks pass the allow-list first
+            _job()
+    except (HydraException, yaml.YAMLError, OmegaConfBaseException, MillError) as err:
         from mill.runner.config_errors import describe
 
         # a Mill check inside an interpolation (${mill_name:...} in the run folder's name)
