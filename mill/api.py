@@ -150,6 +150,9 @@ def evaluate(
             name = getattr(lm.inner, "name", None) or type(lm.inner).__name__
             cfg.model = {"name": str(name), "in_memory": True}
         if output_dir is not None:
+            from mill.experiment.folder import check_folder
+
+            check_folder(Path(output_dir), "output_dir")
             if on_sample is not None:
                 raise ConfigError("on_sample is for runs without output_dir; read the folder")
             from mill.runner.job import run_job

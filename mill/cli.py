@@ -165,8 +165,16 @@ def main() -> None:
         raise SystemExit(2) from None
     except (OSError, ValueError) as err:
         # Hydra making the run folder or opening mill.log in it: a full disk or a
-        # read-only folder gets one line too
+        # read-only folder gets one line too, and so does a file where the folder goes
         storage = storage_error(err)
+        if storage is None and isinstance(err, (FileExistsError, NotADirectoryError)):
+            from mill.experiment.folder import check_folder
+
+            try:
+                sweep = any(a in ("-m", "--multirun") for a in argv)
+                check_folder(Path(str(err.filename)), f"hydra.{'sweep' if sweep else 'run'}.dir")
+            except MillError as refused:
+                storage = refused
         if storage is None:
             raise
         _say(str(storage))

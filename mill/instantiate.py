@@ -227,7 +227,8 @@ def _check_plugin(node: Any, where: str, kind: type, allow: tuple[str, ...]) -> 
             raise ConfigError(
                 f"{where}._target_={str(target)!r} is not a Hydra {kind.__name__.lower()} "
                 f"plugin (a subclass of {kind.__module__}.{kind.__name__}); pick one with "
-                f"hydra/{where.rsplit('.', 1)[-1]}=<name>, e.g. hydra/launcher=slurm"
+                f"hydra/{where.rsplit('.', 1)[-1]}=<name> (basic"
+                f"{', slurm' if kind.__name__ == 'Launcher' else ''})"
             )
     for path, key, value in _walk(node, where):
         if key == "_target_" and path != f"{where}._target_":

@@ -163,6 +163,20 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
         return ["task.limit=2.5"], ["task.limit=2.5", "not a whole number"]
     if name == "task.num_fewshot not whole":
         return ["task.num_fewshot=1.5"], ["task.num_fewshot=1.5", "not a whole number"]
+    if name == "run folder is a file":
+        (tmp_path / "run").write_text("not a folder")
+        return ["task.limit=2"], ["hydra.run.dir=", "a file is in the way", "choose a folder"]
+    if name == "launcher is not a plugin":
+        return ["hydra.launcher._target_=mill.runner.sweep.SweepSummary"], [
+            "hydra.launcher._target_='mill.runner.sweep.SweepSummary'",
+            "is not a Hydra launcher plugin",
+            "hydra/launcher=<name>",
+        ]
+    if name == "sweeper is not a plugin":
+        return ["hydra.sweeper._target_=os.system"], [
+            "hydra.sweeper._target_='os.system' is not allowed",
+            "allow_targets",
+        ]
     raise AssertionError(name)
 
 
@@ -212,6 +226,9 @@ CASES = [
     "task.limit not a number",
     "task.limit not whole",
     "task.num_fewshot not whole",
+    "run folder is a file",
+    "launcher is not a plugin",
+    "sweeper is not a plugin",
 ]
 
 
