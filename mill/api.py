@@ -192,12 +192,12 @@ def _evaluate_in_memory(
     from mill.runner.dist import Dist
     from mill.runner.execute import _seed_everything, sink_record
     from mill.runner.job import _resolve
-    from mill.runner.settings import RunnerSettings
+    from mill.runner.settings import check_settings
     from mill.runner.shard import ShardedDispatch
     from mill.sinks import build_sinks, send
 
     resolved = _resolve(cfg)
-    settings = RunnerSettings.parse(resolved.get("runner"))
+    settings = check_settings(resolved)  # before any data or model loads
     allow = [str(a) for a in cfg.get("allow_targets", [])]
     _seed_everything(settings.seed)
     start = time.monotonic()
