@@ -123,6 +123,9 @@ def evaluate(
         on_sample: called with each doc's :class:`~mill.record.SampleRecord` (no folder).
         progress: show progress on stderr.
     """
+    from mill.files import contain_library_caches
+
+    contain_library_caches()
     named = [] if model is None or not isinstance(model, str) else [f"model={model}"]
     extra = [
         *([f"task={task}"] if task else []),

@@ -144,9 +144,11 @@ def main() -> None:
     from omegaconf.errors import OmegaConfBaseException
 
     from mill.errors import MillError, storage_error
+    from mill.files import contain_library_caches
     from mill.instantiate import checked_composition
 
     argv = sys.argv[1:]
+    contain_library_caches()  # matplotlib's cache into Mill's, unless the user chose one
     # composition errors reach this function as exceptions, printed below as one line
     os.environ["HYDRA_FULL_ERROR"] = "1"
     if launched_world_size() > 1:

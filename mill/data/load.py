@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, DatasetUnavailable
+from mill.files import datasets_cache_dir
 
 SOURCES = ("hub", "local", "bundled")
 
@@ -371,6 +372,7 @@ def _load_rows(
                 spec.local_builder,
                 data_files={split: str(path)},
                 split=split,
+                cache_dir=datasets_cache_dir(),  # Mill's cache, not ~/.cache/huggingface
                 **_builder_kwargs(spec),
             )
             rows = ds.to_list()  # pyarrow takes bytes that are not UTF-8 and fails here
