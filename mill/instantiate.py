@@ -280,6 +280,24 @@ def _override_allow(overrides: Iterable[str]) -> list[str] | None:
     return found
 
 
+def check_searchpath(overrides: Iterable[str]) -> None:
+    """A ``pkg://`` entry of ``hydra.searchpath`` is imported while Hydra composes: it must
+    name a package of the allow-list (checked by spelling, before composition)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    overrides = list(overrides)
+    packages = _packages((*PLUGIN_PACKAGES, *(_override_allow(overrides) or [])))
+    for override in OverridesParser.create().parse_overrides(overrides):
+        if override.key_or_group != "hydra.searchpath" or override.is_delete():
+            continue
+        value = override.value()
+        for entry in value if isinstance(value, list) else [value]:
+            text = str(entry).strip()
+            module = text.removeprefix("pkg://").split("/")[0]
+            if text.startswith("pkg://") and not _inside(module, packages):
+                raise _refuse("hydra.searchpath", text, "Hydra imports that package", packages)
+
+
 def check_composed(cfg: DictConfig, overrides: Iterable[str]) -> None:
     """The checks of one composed config (with its ``hydra`` node): ``allow_targets`` comes
     from the command line only (a config file, e.g. a task YAML found through
@@ -331,6 +349,7 @@ def checked_composition() -> Iterator[None]:
     def load_configuration(
         self: Any, config_name: Any, overrides: list[str], run_mode: Any, *args: Any, **kw: Any
     ) -> DictConfig:
+        check_searchpath(overrides)
         cfg = original(self, config_name, overrides, run_mode, *args, **kw)
         check_composed(cfg, overrides)
         if run_mode == RunMode.MULTIRUN:

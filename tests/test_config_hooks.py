@@ -96,6 +96,11 @@ HOOKS: list[tuple[str, list[str], str]] = [
         ["+hydra.job.env_set.PYTHONSTARTUP=/tmp/evil.py"],
         "hydra.job.env_set.PYTHONSTARTUP",
     ),
+    (  # Hydra imports a pkg:// search path's package while it composes
+        "searchpath package",
+        ["hydra.searchpath=[pkg://evilpkg]"],
+        "hydra.searchpath='pkg://evilpkg'",
+    ),
     ("any other _target_ under hydra", ["+hydra.job.x._target_=evilpkg.hook"], "hydra.job.x"),
     (
         "non-plugin launcher inside mill",  # allowed package, but not a Launcher
