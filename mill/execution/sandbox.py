@@ -32,6 +32,9 @@ TAIL_CHARS = 2000
 # the program's timer is timeout_s; the whole sandbox gets this much more for start-up
 START_GRACE_S = 2.0
 SANDBOX_UID = 65534
+# the program's working folder, a fresh tmpfs; the rest of the tree is read-only and there is
+# no /tmp (Python's tempfile falls back to the working folder)
+WORKDIR = "/sandbox"
 # the system's library and program folders a Python interpreter needs, read-only
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf")
@@ -87,6 +90,7 @@ def bwrap_command(settings: ExecutionSettings, bwrap: str, report_fd: int) -> li
     return [
         bwrap,
         "--unshare-user",
+        "--disable-userns",
         "--unshare-pid",
         "--unshare-net",
         "--unshare-ipc",
@@ -112,9 +116,11 @@ def bwrap_command(settings: ExecutionSettings, bwrap: str, report_fd: int) -> li
         "--size",
         str(tmpfs_bytes),
         "--tmpfs",
-        "/tmp",
+        WORKDIR,
+        "--remount-ro",
+        "/",
         "--chdir",
-        "/tmp",
+        WORKDIR,
         "--",
         *_harness_command(settings, report_fd),
     ]
@@ -187,8 +193,9 @@ class _PidsCgroup:
             number = _PidsCgroup._counter
         self.path = root / f"mill-sandbox-{os.getpid()}-{number}"
         self.path.mkdir()
-        # bwrap and its init count too
-        (self.path / "pids.max").write_text(str(limit + 4))
+        # what RLIMIT_NPROC counts in a regular user's sandbox (bwrap's init, the program and
+        # its children), plus the bwrap outside the sandbox that counts here too
+        (self.path / "pids.max").write_text(str(limit + 1))
 
     def wrap(self, command: list[str]) -> list[str]:
         """``command`` started from inside the cgroup (no process of it runs outside)."""
