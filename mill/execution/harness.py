@@ -1,4 +1,10 @@
-"""The code that runs inside each sandbox, around one program (run as ``python -I -c``).
+"""The code that runs inside each sandbox, around one program (run as ``python -I -S -c``).
+
+``-S``: the interpreter's ``site`` is not imported, so no ``.pth`` file runs (they cost a
+quarter of a second per program where many packages are installed, and run code that is
+not the program's); the interpreter's own site-packages folders are still on ``sys.path``,
+so the program can import what that interpreter has installed (they come as the last
+arguments).
 
 It sets the program's resource limits, reads the program from stdin, runs it the way
 OpenAI's reference executor does (``exec`` in an empty namespace, the timeout as a timer
@@ -12,8 +18,11 @@ size, open files, processes, the report's file descriptor.
 # Kept as source text, not imported: the sandbox runs it with the programs' interpreter,
 # which may be another Python than Mill's.
 HARNESS = r"""
-import os, resource, signal, sys
+import os, resource, sys
+import _signal as signal  # the C module: `signal` would import enum, functools, collections
 timeout, address, fsize, nofile, nproc, fd = (float(a) for a in sys.argv[1:7])
+fd = int(fd)
+sys.path.extend(sys.argv[7:])
 for limit, value in ((resource.RLIMIT_AS, address), (resource.RLIMIT_FSIZE, fsize),
                      (resource.RLIMIT_NOFILE, nofile), (resource.RLIMIT_NPROC, nproc),
                      (resource.RLIMIT_CPU, int(timeout) + 2), (resource.RLIMIT_CORE, 0)):
@@ -22,7 +31,6 @@ source = sys.stdin.buffer.read()
 null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(null, 0)
 os.close(null)
-report = os.fdopen(int(fd), "w", encoding="utf-8")
 class TimeoutException(Exception):
     pass
 def expire(signum, frame):
@@ -54,7 +62,6 @@ try:
     sys.stderr.flush()
 except BaseException:
     pass
-report.write(outcome + "\n")
-report.flush()
+os.write(fd, (outcome + "\n").encode("utf-8", "replace"))
 os._exit(0)
 """

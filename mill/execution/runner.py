@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
 
-from mill.execution.sandbox import find_bwrap, run_one
+from mill.execution.sandbox import find_bwrap, remove_leftover_cgroups, run_one
 from mill.execution.settings import ExecutionSettings, Verdict
 from mill.files import read_json, write_json
 
@@ -45,6 +46,14 @@ def _store(cache_dir: Path | None, key: str, verdict: Verdict) -> None:
     path = _cache_path(cache_dir, key)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, verdict.to_dict())
+
+
+@contextmanager
+def _cleanup() -> Iterator[None]:
+    try:
+        yield
+    finally:
+        remove_leftover_cgroups()
 
 
 def run_programs(
@@ -80,7 +89,10 @@ def run_programs(
                 on_verdict(index, verdicts[index])  # type: ignore[arg-type]
     if pending:
         workers = min(settings.worker_count, len(pending))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mill-sandbox") as pool:
+        with (
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mill-sandbox") as pool,
+            _cleanup(),
+        ):
             futures = {
                 pool.submit(run_one, programs[indices[0]], settings, bwrap): key
                 for key, indices in pending.items()

@@ -126,10 +126,27 @@ def bwrap_command(settings: ExecutionSettings, bwrap: str, report_fd: int) -> li
     ]
 
 
+@cache
+def site_packages(python: str) -> tuple[str, ...]:
+    """``python``'s own site-packages folders (asked once per interpreter; no ``.pth``)."""
+    code = (
+        "import sysconfig; p = sysconfig.get_paths(); "
+        "print('\\n'.join(dict.fromkeys((p['purelib'], p['platlib']))))"
+    )
+    try:
+        done = subprocess.run(
+            [python, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return tuple(line for line in done.stdout.splitlines() if line)
+
+
 def _harness_command(settings: ExecutionSettings, report_fd: int) -> list[str]:
     return [
         settings.interpreter,
         "-I",
+        "-S",
         "-c",
         HARNESS,
         repr(float(settings.timeout_s)),
@@ -138,6 +155,7 @@ def _harness_command(settings: ExecutionSettings, report_fd: int) -> list[str]:
         str(settings.max_open_files),
         str(settings.max_processes),
         str(report_fd),
+        *site_packages(settings.interpreter),
     ]
 
 
@@ -204,12 +222,36 @@ class _PidsCgroup:
         )
 
     def remove(self) -> None:
-        for _ in range(50):
+        """Remove the cgroup now, or, while the kernel still counts the sandbox's last
+        processes in it, at :func:`remove_leftover_cgroups` (off the program's path)."""
+        try:
+            self.path.rmdir()
+        except OSError:
+            with _PidsCgroup._lock:
+                _LEFTOVER_CGROUPS.append(self.path)
+
+
+_LEFTOVER_CGROUPS: list[Path] = []
+
+
+def remove_leftover_cgroups(wait_s: float = 5.0) -> None:
+    """Remove the sandboxes' cgroups that were still busy when their program ended."""
+    deadline = time.monotonic() + wait_s
+    with _PidsCgroup._lock:
+        pending = list(_LEFTOVER_CGROUPS)
+        _LEFTOVER_CGROUPS.clear()
+    while pending:
+        for path in list(pending):
             try:
-                self.path.rmdir()
-                return
+                path.rmdir()
+            except FileNotFoundError:
+                pass
             except OSError:
-                time.sleep(0.02)
+                continue
+            pending.remove(path)
+        if not pending or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
 
 
 @cache

@@ -19,7 +19,7 @@ from mill.errors import ConfigError
 SANDBOXES = ("bwrap", "none")
 STATUSES = ("passed", "failed", "timed_out", "out_of_memory", "killed")
 # bumped whenever the sandbox or its harness changes in a way that may change a verdict
-SANDBOX_VERSION = 1
+SANDBOX_VERSION = 2
 
 
 def default_python() -> str:
@@ -39,7 +39,7 @@ class ExecutionSettings:
 
     sandbox: str = "bwrap"
     timeout_s: float = 10.0  # wall clock per program (the program's own run; start-up aside)
-    workers: int | None = None  # programs at once; None: every core
+    workers: int | None = None  # programs at once; None: twice the cores (see worker_count)
     memory_gb: float = 4.0  # RLIMIT_AS of each program
     python: str | None = None  # the programs' interpreter; None: default_python()
     allow_unsafe: bool = False  # required with sandbox="none"
@@ -99,7 +99,10 @@ class ExecutionSettings:
 
     @property
     def worker_count(self) -> int:
-        return self.workers or os.cpu_count() or 1
+        """``workers``, or twice the cores: a sandbox spends about half its life waiting on
+        the kernel (namespaces made and torn down, the interpreter loaded), so two per core
+        keep every core busy (docs/benchmark.md, "The sandbox")."""
+        return self.workers or 2 * (len(os.sched_getaffinity(0)) or 1)
 
     def identity(self) -> dict[str, Any]:
         """Everything that can change a verdict (the verdict cache's key with the program)."""
