@@ -42,7 +42,7 @@ def line(err):
     return (name + ": " + text[0] if text else name)[:500]
 outcome = "passed"
 try:
-    code = compile(source, "<program>", "exec")
+    code = compile(source, "<string>", "exec")  # the name exec(str) gives, as the reference
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
         exec(code, {})

@@ -19,7 +19,7 @@ from mill.errors import ConfigError
 SANDBOXES = ("bwrap", "none")
 STATUSES = ("passed", "failed", "timed_out", "out_of_memory", "killed")
 # bumped whenever the sandbox or its harness changes in a way that may change a verdict
-SANDBOX_VERSION = 2
+SANDBOX_VERSION = 3
 
 
 def default_python() -> str:
