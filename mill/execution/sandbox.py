@@ -480,6 +480,8 @@ def _probe(bwrap: str, python: str) -> str | None:
         return str(err)
     except OSError as err:
         return f"{bwrap} cannot start ({err.strerror})"
+    finally:
+        remove_leftover_cgroups()
     if verdict.passed:
         return None
     return (

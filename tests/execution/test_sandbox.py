@@ -272,3 +272,14 @@ def test_start_up_check_without_user_namespaces():
     assert "user namespaces are not available" in message, done
     assert "user.max_user_namespaces" in message and "apparmor" in message
     assert "\n" not in message
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups are made only for root")
+def test_no_cgroup_is_left_behind():
+    from mill.execution.sandbox import _cgroup_root
+
+    check_sandbox(ExecutionSettings(timeout_s=3.0))  # its probe is a sandbox too
+    run_programs(["import os\nfor _ in range(5):\n    os.fork()", "assert 1"], FAST)
+    root = _cgroup_root()
+    assert root is not None
+    assert list(root.glob(f"mill-sandbox-{os.getpid()}-*")) == []
