@@ -175,7 +175,7 @@ def _warn(what: str, err: Exception, path: Path) -> None:
     log.warning("%s not written: %s: %s", what, type(err).__name__, err)
     print(
         f"mill: warning: {what} not written ({type(err).__name__}: {err}); the results are "
-        f"complete. Retry with: mill -cn report runs=[{path}]",
+        f"complete. Rebuild it elsewhere with: mill -cn report runs=[{path}] out=<folder>",
         file=sys.stderr,
     )
 

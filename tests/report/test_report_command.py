@@ -62,7 +62,10 @@ def test_rebuilding_a_sweep_reproduces_every_file_under_out(sweep, tmp_path: Pat
         }
         assert derived, job.name
         for name, data in derived.items():
-            assert (out / job.name / name).read_bytes() == data, f"{job.name}/{name}"
+            rebuilt = (out / job.name / name).read_bytes()
+            if name == "report.html":  # the page names the folder it reads; all else is equal
+                rebuilt = rebuilt.replace(str(copy).encode(), str(sweep.path).encode())
+            assert rebuilt == data, f"{job.name}/{name}"
     # the sweep's task x model table is printed again, and the page is rebuilt in out
     assert (out / "sweep.png").read_bytes() == before["sweep.png"][0]
     table = [line for line in proc.stdout.splitlines() if line.startswith(("|", "+"))]
