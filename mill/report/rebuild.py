@@ -244,19 +244,21 @@ def report_command(cfg: Any) -> None:
     # every folder checked before anything is written
     opened = [_expand(p, trust) for p in paths]
     out = Path(str(cfg.out))
-    for path in paths:
-        if out.resolve().is_relative_to(path.resolve()):
-            raise ReportInputError(
-                f"out={out} is inside {path}, a folder this report reads; Mill never writes "
-                "into the folders it reports: choose another out= folder"
-            )
-    mode = str(cfg.get("progress", "auto"))
-    err = make_console(stderr=True, mode=mode)
-    written: list[Path] = []
     runs = [run for found, _ in opened for run in found]
     failed = [f for _, sweep in opened if sweep is not None for f in sweep.failed]
     single = len(opened) == 1 and opened[0][1] is None
     dests = [out] if single else _destinations(runs, out)
+    read = [*paths, *(run.path for run in runs)]
+    for target in (out, *dests):
+        inside = [p for p in read if target.resolve().is_relative_to(p.resolve())]
+        if inside:
+            raise ReportInputError(
+                f"out={out} would write into {inside[0]}, a folder this report reads; Mill "
+                "never writes into the folders it reports: choose another out= folder"
+            )
+    mode = str(cfg.get("progress", "auto"))
+    err = make_console(stderr=True, mode=mode)
+    written: list[Path] = []
     pages = []
     for run, dest in zip(runs, dests, strict=True):
         # the table of a lone run is printed; of several, only written

@@ -106,6 +106,10 @@ def test_out_inside_a_folder_it_reads_is_refused(sweep, tmp_path: Path) -> None:
     proc = run_mill("-cn", "report", f"runs=[{copy}]", f"out={copy / 'again'}")
     assert proc.returncode == 2 and "a folder this report reads" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    # two jobs given one by one with out= their sweep folder: out/<run> is each run's own
+    jobs = [copy / "0_arc_stories260k", copy / "1_arc_gpt2_random"]
+    proc = run_mill("-cn", "report", f"runs=[{jobs[0]},{jobs[1]}]", f"out={copy}")
+    assert proc.returncode == 2 and f"would write into {jobs[0]}" in proc.stderr
     assert _snapshot(copy) == before
 
 
