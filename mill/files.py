@@ -6,6 +6,7 @@ Every file of an experiment folder, a report or a sweep summary is written throu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -57,9 +58,21 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     os.replace(tmp, path)
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as indented UTF-8 JSON with a final newline, atomically."""
-    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+def write_json(path: Path, data: Any) -> str:
+    """Write ``data`` as indented UTF-8 JSON with a final newline, atomically; returns the
+    SHA-256 (hex) of the bytes written."""
+    blob = (json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    write_atomic(path, blob)
+    return hashlib.sha256(blob).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 (hex) of the file ``path``, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def read_json(path: Path, error: type[Exception] = MillError) -> Any:

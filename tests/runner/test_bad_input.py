@@ -157,6 +157,22 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
             "is corrupt",
             "runner.cache=false",
         ]
+    if name == "edited cache entry":  # a first run fills the cache; one entry is edited
+        import sqlite3
+        import zlib
+
+        cache = tmp_path / "cache"
+        args = [f"runner.cache={cache}", "task.limit=2", "model=fake"]
+        first = run_mill(*args, f"hydra.run.dir={tmp_path / 'first'}")
+        assert first.returncode == 0, first.stderr
+        (db,) = cache.glob("responses-*.sqlite")
+        with sqlite3.connect(db) as conn:
+            request, blob = conn.execute("SELECT request, response FROM responses").fetchone()
+            body = json.loads(zlib.decompress(blob))
+            body["logprob"] = 0.0
+            edited = zlib.compress(json.dumps(body).encode())
+            conn.execute("UPDATE responses SET response = ? WHERE request = ?", (edited, request))
+        return args, [str(db), "is corrupt", "fails its checksum", "runner.cache=false"]
     if name == "task.limit not a number":
         return ["task.limit=abc"], ["task.limit='abc'", "not a whole number"]
     if name == "task.limit not whole":
@@ -235,6 +251,7 @@ CASES = [
     "empty data file",
     "missing data file",
     "corrupt cache database",
+    "edited cache entry",
     "task.limit not a number",
     "task.limit not whole",
     "task.num_fewshot not whole",
