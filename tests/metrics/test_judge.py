@@ -313,7 +313,8 @@ def test_mill_judge_rejudges_saved_answers_and_compare_reports_agreement(compose
     with pytest.raises(ReportInputError, match="is not a folder"):
         judge_command(cfg, tmp_path / "x")
     (source / "samples" / "judged.jsonl").unlink()
-    with pytest.raises(ReportInputError, match="answers of judged are missing"):
+    # the run recorded its samples' sha256: a missing answers file is refused on read
+    with pytest.raises(ReportInputError, match="samples/judged.jsonl changed after the run"):
         judge_command(_compose_judge(f"run={source}", "judge=fake"), tmp_path / "y")
 
 
