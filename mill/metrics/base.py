@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mill.execution import Verdict
 from mill.metrics.stats import bootstrap_stderr, mean, mean_stderr
 from mill.types import Doc, OutputType, Response
 
@@ -23,13 +24,16 @@ SampleValue = Any
 class DocResponses(list[Response]):
     """A doc's responses in request order: one per choice (LOGPROBS), one per repeat
     (GENERATIVE) or one (PERPLEXITY). ``unconditioned`` holds the context-free responses
-    of PMI, one per choice, when a selected metric asked for them."""
+    of PMI, one per choice, when a selected metric asked for them; ``verdicts`` the
+    execution verdict of each generation's program when the task runs programs (else
+    None)."""
 
     def __init__(
         self, responses: Iterable[Response], unconditioned: Iterable[Response] = ()
     ) -> None:
         super().__init__(responses)
         self.unconditioned: list[Response] = list(unconditioned)
+        self.verdicts: list[Verdict] | None = None
 
 
 class Metric:
@@ -61,6 +65,11 @@ class Metric:
     def check_task(self, task: Task) -> str | None:
         """Why this metric cannot score ``task`` (checked before data loads), or None."""
         return None
+
+    def parts(self) -> list[Metric]:
+        """The metrics this config stands for: itself, or one per setting of a list
+        (``pass_at_k`` with ``k=[1,10]``), each named ``<name>@<setting>``."""
+        return [self]
 
     def check_doc(self, doc: Doc) -> str | None:
         """Why this metric cannot score ``doc`` (checked before the model runs), or None."""

@@ -167,13 +167,19 @@ def _metric(run: RunFolder, name: str, task: str = "") -> Any:
             return rebuild_metric(name, settings)
         except MillError as err:
             raise ReportInputError(f"{run.path}: cannot rebuild metric {name!r}: {err}") from err
-    chosen = (run.config.get("metrics") or {}).get(name)
+    # one part of a metric config with a list (pass_at_k@10 of pass_at_k with k=[1,10])
+    config_name = name.rsplit("@", 1)[0]
+    chosen = (run.config.get("metrics") or {}).get(config_name)
     allow = [str(a) for a in run.config.get("allow_targets", [])]
     try:
-        node = OmegaConf.create(chosen) if chosen else metric_config(name)
-        return build_metric(name, node, allow)
+        node = OmegaConf.create(chosen) if chosen else metric_config(config_name)
+        parts = build_metric(config_name, node, allow).parts()
     except MillError as err:
         raise ReportInputError(f"{run.path}: cannot rebuild metric {name!r}: {err}") from err
+    for part in parts:
+        if part.name == name:
+            return part
+    raise ReportInputError(f"{run.path}: cannot rebuild metric {name!r} from its config")
 
 
 def _by_doc(run: RunFolder, task: str) -> dict[tuple[str, int], SampleRecord]:

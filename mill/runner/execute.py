@@ -13,6 +13,7 @@ import logging
 import sys
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -132,6 +133,45 @@ def _sweep_dir() -> str | None:
     return str(Path(str(hydra_cfg.sweep.dir)).resolve())
 
 
+UNSAFE_LINE = (
+    "WARNING: the model's programs ran WITHOUT a sandbox (execution.sandbox=none, "
+    "execution.allow_unsafe=true): they could read and write your files and reach the network"
+)
+
+
+def execution_settings(cfg: DictConfig, tasks: Sequence[Any]) -> Any:
+    """The ``execution`` settings when a task runs programs, checked (settings, sandbox
+    available, unsafe mode allowed) before any model loads; None when no task runs any."""
+    from mill.execution import ExecutionSettings, check_sandbox
+
+    if not any(t.EXECUTES for t in tasks):
+        return None
+    node = cfg.get("execution")
+    settings = ExecutionSettings.from_config(
+        OmegaConf.to_container(node, resolve=True) if node is not None else None  # type: ignore[arg-type]
+    )
+    check_sandbox(settings)
+    return settings
+
+
+def execution_record(settings: Any) -> dict[str, Any]:
+    """What the manifest says about how the programs ran."""
+    return {**settings.identity(), "unsafe": settings.sandbox == "none", "workers": settings.workers}
+
+
+def executor(settings: Any, cache_dir: Path | None) -> Any:
+    """The evaluator's :data:`mill.evaluator.Execute`: ``run_programs`` under ``settings``
+    with its verdicts cached in Mill's cache folder; None when no task runs programs."""
+    if settings is None:
+        return None
+    from mill.execution import run_programs
+
+    def execute(programs: Sequence[str], on_verdict: Any) -> Any:
+        return run_programs(programs, settings, cache_dir=cache_dir, on_verdict=on_verdict)
+
+    return execute
+
+
 def sink_record(folder: Path | None, results: Results, resolved: dict[str, Any]) -> RunRecord:
     """What the sinks log about a run: its name, results, settings, folder and tags."""
     settings = {k: v for k, v in resolved.items() if k != "hydra"}
@@ -202,6 +242,8 @@ def execute(
         _seed_everything(seed)
 
         source, tasks, group, metrics = agree(dist, lambda: build_run(cfg, allow))
+        # code tasks: the sandbox is checked before the model loads (every rank)
+        execution = agree(dist, lambda: execution_settings(cfg, tasks))
         # every rank checks the sink settings (a bad one stops all); rank 0 logs
         sinks = agree(dist, lambda: build_sinks(cfg.get("sink"), allow))
         sinks = sinks if main else []
@@ -248,6 +290,9 @@ def execute(
             dispatcher(model, requests, delivered)
             clock.mark("scoring")
 
+        if main and execution is not None:
+            manifest.execution = execution_record(execution)
+            folder.write_manifest(manifest)
         per_task = evaluate(
             tasks,
             metrics,
@@ -258,7 +303,10 @@ def execute(
             bootstrap_iters=iters,
             seed=seed,
             dispatch_fn=dispatch,
+            execute=executor(execution, settings.cache_dir(folder.path)),
         )
+        if execution is not None:
+            clock.mark("execution")
         log.info("scored %d requests on rank %d", dispatcher.local_requests, dist.rank)
         local = {"requests": dispatcher.local_requests}
         if isinstance(model, CachedModel):
@@ -317,6 +365,8 @@ def execute(
             out_console.print(usage_table(results.usage))
         if skipped:
             out_console.print(skipped_warning(skipped), markup=False, highlight=False)
+        if execution is not None and execution.sandbox == "none":
+            out_console.print(UNSAFE_LINE, markup=False, highlight=False)
         folder.write_text("report.txt", out_console.export_text())
         fault("report_text")
         assert drawer is not None
