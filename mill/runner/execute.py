@@ -12,8 +12,8 @@ import contextlib
 import logging
 import sys
 import time
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -156,7 +156,11 @@ def execution_settings(cfg: DictConfig, tasks: Sequence[Any]) -> Any:
 
 def execution_record(settings: Any) -> dict[str, Any]:
     """What the manifest says about how the programs ran."""
-    return {**settings.identity(), "unsafe": settings.sandbox == "none", "workers": settings.workers}
+    return {
+        **settings.identity(),
+        "unsafe": settings.sandbox == "none",
+        "workers": settings.workers,
+    }
 
 
 def executor(settings: Any, cache_dir: Path | None) -> Any:
