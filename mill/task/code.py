@@ -51,3 +51,7 @@ class CodeTask(Task):
 
     def programs(self, doc: Doc, texts: list[str]) -> list[str] | None:
         return [self.program(doc.item, text) for text in texts]
+
+    def sample_extra(self, doc: Doc) -> dict[str, Any]:
+        """What a sample line adds: the problem's own id (the report lists verdicts by it)."""
+        return {"item_id": self._get_item_id(doc.item)}
