@@ -101,7 +101,7 @@ def test_bad_input_stops_at_start_up(tmp_path: Path) -> None:
     code, out, _ = _mill(
         tmp_path, "k", f"model.path={short}", "task.repeats=2",
         "task.generation.do_sample=true", "task.generation.temperature=0.8",
-        "metrics=[pass_at_k]", "metrics.pass_at_k.k=[1,5]",
+        "+metrics=[pass_at_k]", "metrics.pass_at_k.k=[1,5]",
     )  # fmt: skip
     assert code == 2 and "task.repeats >= 5" in out and "loading model" not in out, out[-2000:]
     missing = _samples(tmp_path / "missing.jsonl", [("HumanEval/0", "    pass\n")])
