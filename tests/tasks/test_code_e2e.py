@@ -107,3 +107,23 @@ def test_bad_input_stops_at_start_up(tmp_path: Path) -> None:
     missing = _samples(tmp_path / "missing.jsonl", [("HumanEval/0", "    pass\n")])
     code, out, _ = _mill(tmp_path, "missing", f"model.path={missing}", "task.limit=3")
     assert code == 2 and "id 'HumanEval/1'" in out, out[-2000:]
+
+
+@needs_data
+def test_unsafe_execution_is_said_in_manifest_and_reports(tmp_path: Path) -> None:
+    path = _samples(tmp_path / "c.jsonl", [(r["task_id"], r["canonical_solution"]) for r in ROWS])
+    code, out, _ = _mill(
+        tmp_path, "refused", f"model.path={path}", "task.limit=2", "execution=none"
+    )
+    assert code == 2 and "allow_unsafe" in out and "loading model" not in out, out[-2000:]
+    code, out, folder = _mill(
+        tmp_path, "unsafe", f"model.path={path}", "task.limit=2", "execution=none",
+        "execution.allow_unsafe=true",
+    )  # fmt: skip
+    assert code == 0, out[-3000:]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["execution"]["unsafe"] is True
+    assert "WITHOUT a sandbox" in (folder / "report.txt").read_text()
+    assert "WITHOUT a sandbox" in (folder / "report.html").read_text()
+    results = json.loads((folder / "results.json").read_text())
+    assert results["tasks"]["humaneval"]["metrics"]["pass_at_k"]["value"] == 1.0
