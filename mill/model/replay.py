@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
-from mill.model.base import LanguageModel, _ignore
+from mill.model.base import LanguageModel, _ignore, answer_each
 from mill.types import OnResponse, OutputType, Request, Response
 
 
@@ -130,15 +130,13 @@ class ReplayLM(LanguageModel):
         self, requests: Sequence[Request], on_response: OnResponse = _ignore
     ) -> list[Response]:
         self._check(requests)  # every request answerable before the first answer
-        out = []
-        for request in requests:
+
+        def answer(request: Request) -> Response:
             found = self._find(request)
             assert found is not None
-            text = found[request.index]
-            response = Response(request_id=request.id, text=text)
-            on_response(request, response)
-            out.append(response)
-        return out
+            return Response(request_id=request.id, text=found[request.index])
+
+        return answer_each(requests, on_response, answer)
 
     def loglikelihood(
         self, requests: Sequence[Request], on_response: OnResponse = _ignore
