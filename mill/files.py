@@ -15,6 +15,37 @@ from typing import Any
 from mill.errors import MillError
 
 
+def cache_root() -> Path:
+    """``$MILL_CACHE`` or ``~/.cache/mill``: where Mill keeps what it builds or remembers."""
+    return Path(os.environ.get("MILL_CACHE", Path.home() / ".cache" / "mill"))
+
+
+# Caches that libraries keep under the user's home, moved into Mill's cache when the user
+# has not chosen a place (README, "What Mill guarantees", lists what is not moved).
+LIBRARY_CACHES = {
+    "MPLCONFIGDIR": "matplotlib",  # matplotlib's font cache and config (~/.config, ~/.cache)
+    "TORCHINDUCTOR_CACHE_DIR": "torchinductor",  # torch's compile cache ($TMPDIR)
+    "TRITON_CACHE_DIR": "triton",  # GPU kernels compiled by triton (~/.triton)
+}
+
+
+def contain_library_caches() -> None:
+    """Point :data:`LIBRARY_CACHES` into :func:`cache_root` for this process and the
+    processes it starts; a variable the user set is left as it is. Call at run start,
+    before the library is imported."""
+    for variable, folder in LIBRARY_CACHES.items():
+        if not os.environ.get(variable):
+            os.environ[variable] = str(cache_root() / folder)
+
+
+def datasets_cache_dir() -> str | None:
+    """Where ``datasets`` keeps the Arrow copy of a local data file: in Mill's cache,
+    unless the user chose a ``datasets`` cache (``HF_DATASETS_CACHE`` or ``HF_HOME``)."""
+    if os.environ.get("HF_DATASETS_CACHE") or os.environ.get("HF_HOME"):
+        return None
+    return str(cache_root() / "datasets")
+
+
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Write ``data`` to ``path`` through ``<path>.tmp`` and a rename."""
     path = Path(path)
