@@ -163,6 +163,12 @@ def main() -> int:
     print(
         f"\npass/fail identical on every side: {not mismatches} ({sum(first)} of {programs} pass)"
     )
+    if mismatches:
+        completions = program_set(args.limit)
+        for index in sorted({index for _, index in mismatches}):
+            c = completions[index]
+            passed = {s: [r["passed"][index] for r in runs[s]] for s in args.sides}
+            print(f"  differs: {c.task_id} {c.kind}, passed per side and round: {passed}")
     if args.json:
         args.json.write_text(
             json.dumps(

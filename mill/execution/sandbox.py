@@ -15,9 +15,11 @@ own ``pids`` cgroup (``pids.max``).
 from __future__ import annotations
 
 import os
+import selectors
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from functools import cache
@@ -300,8 +302,6 @@ def _supervise(
     report_read: int,
     report_write: int,
 ) -> Verdict:
-    import tempfile
-
     start = time.monotonic()
     scratch = tempfile.TemporaryDirectory(prefix="mill-unsafe-") if cwd is None else None
     try:
@@ -342,8 +342,6 @@ def _supervise(
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
-    import selectors
-
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while True:

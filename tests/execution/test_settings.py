@@ -73,3 +73,14 @@ def test_verdict_round_trip_and_status_check():
     assert not verdict.passed and Verdict("passed").passed
     with pytest.raises(ValueError):
         Verdict("maybe")
+
+
+def test_the_command_line_composes_the_execution_group(compose):
+    from omegaconf import OmegaConf
+
+    default = ExecutionSettings.from_config(OmegaConf.to_container(compose().execution))
+    assert default.sandbox == "bwrap" and not default.allow_unsafe
+    unsafe = compose("execution=none", "execution.allow_unsafe=true", "execution.timeout_s=3")
+    settings = ExecutionSettings.from_config(OmegaConf.to_container(unsafe.execution))
+    assert (settings.sandbox, settings.allow_unsafe, settings.timeout_s) == ("none", True, 3)
+    check_sandbox(settings)  # no process: none with allow_unsafe passes without a probe
