@@ -4,6 +4,11 @@ The evaluator builds every doc's requests, groups them by output type across tas
 dispatches each group to the model method for that type (seed 000), folds the responses
 of each doc into a :class:`~mill.record.SampleRecord` as soon as the doc is complete, and
 aggregates metrics per task and per task group.
+
+Tasks that run programs (``Task.EXECUTES``, the code tasks) add one step between responses
+and metrics: their complete docs wait until generation ends, then the task builds every
+generation's program, all of them run in one batch (:data:`Execute`, the runner's
+``mill.execution.run_programs`` over the cores), and each doc is scored from its verdicts.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import numpy as np
 
 from mill.data.load import DataSource
 from mill.errors import ConfigError, MillError
+from mill.execution import Verdict
 from mill.metrics.base import DocResponses, Metric
 from mill.metrics.groups import aggregate_members, row
 from mill.model.base import LanguageModel
@@ -101,6 +107,11 @@ def dispatch(
 DocKey = tuple[str, str, int]
 """(task, subject, doc id): one doc of one run."""
 
+Execute = Callable[[Sequence[str], Callable[[int, Verdict], None]], list[Verdict]]
+"""Runs complete programs, calling back ``(index, verdict)`` as each ends; returns the
+verdicts in program order (the runner's ``mill.execution.run_programs`` with its settings
+and cache)."""
+
 
 @dataclass
 class RequestPlan:
@@ -182,6 +193,8 @@ class Collector:
         """Requests built from this round's responses (a multi-turn task's next turn)."""
         self.to_judge: dict[DocKey, DocResponses] = {}
         """Docs whose answers are complete and wait for the judge."""
+        self.awaiting: list[tuple[Task, Doc, DocResponses]] = []
+        """Complete docs of tasks that run programs, waiting for :meth:`execute`."""
 
     def __call__(self, request: Request, response: Response) -> None:
         key = (request.task, request.subject, request.doc_id)
@@ -206,13 +219,35 @@ class Collector:
         if any(is_judged(m) for m in self.metrics[task.name]):
             self.to_judge[key] = responses
             return
-        self.fold(task, doc, responses)
+        if task.EXECUTES:
+            self.awaiting.append((task, doc, responses))
+        else:
+            self.fold(task, doc, responses)
         del self.plan.pending[key]
 
     def take_round(self) -> list[Request]:
         """The next round's requests (and forget them)."""
         out, self.next_round = self.next_round, []
         return out
+
+    def execute(self, run: Execute) -> None:
+        """Build the programs of every awaiting doc, run them in one batch, then score each
+        doc from its verdicts (:attr:`DocResponses.verdicts`, in repeat order)."""
+        if not self.awaiting:
+            return
+        programs: list[str] = []
+        spans: list[tuple[int, int]] = []
+        for task, doc, responses in self.awaiting:
+            built = task.programs(doc, [r.text or "" for r in responses]) or []
+            spans.append((len(programs), len(built)))
+            programs.extend(built)
+        self.progress.phase("running programs", len(programs))
+        verdicts = run(programs, lambda index, verdict: self.progress.advance())
+        self.progress.done()
+        for (task, doc, responses), (start, count) in zip(self.awaiting, spans, strict=True):
+            responses.verdicts = list(verdicts[start : start + count])
+            self.fold(task, doc, responses)
+        self.awaiting = []
 
     def fold(self, task: Task, doc: Doc, responses: DocResponses) -> None:
         """Score one complete doc, keep its values and write its sample record."""
@@ -232,6 +267,8 @@ class Collector:
         record = SampleRecord.build(
             doc, model_response, _prediction(task, doc, responses, task_metrics), scores
         )
+        if responses.verdicts is not None:
+            record.execution = [v.to_dict() for v in responses.verdicts]
         extra = getattr(task, "sample_extra", None)  # lm-eval tasks: their doc and filters
         if extra is not None:
             record.extra = extra(doc)
@@ -470,6 +507,7 @@ def evaluate(
         [LanguageModel, Sequence[Request], Callable[[Request, Response], None]], None
     ] = dispatch,
     judging: Judging | None = None,
+    execute: Execute | None = None,
 ) -> dict[str, TaskResult]:
     """Evaluate ``tasks`` on ``model``; returns per-task aggregates.
 
@@ -478,9 +516,13 @@ def evaluate(
     ``on_response`` once per request, in any order, on every rank) with a
     :class:`Collector` as ``on_response``. Requests come in rounds: a multi-turn task's
     next turn is built from the previous turn's responses and sent through ``dispatch_fn``
-    again, until no doc asks for more; then judged metrics send their judge prompts to
+    again, until no doc asks for more; then ``execute`` runs the programs of tasks that
+    execute (:meth:`Collector.execute`); then judged metrics send their judge prompts to
     the judge (:func:`judge`). Then :func:`aggregate`."""
     require_judge(metrics, judging)
+    executing = [t.name for t in tasks if t.EXECUTES]
+    if executing and execute is None:
+        raise ConfigError(f"task {executing[0]!r} runs programs but no executor was given")
     plan = build_requests(tasks, metrics, model, source, progress)
     collector = Collector(tasks, metrics, plan, write_sample, progress)
     progress.phase("scoring requests", len(plan.requests))
@@ -492,6 +534,8 @@ def evaluate(
         progress.phase(f"scoring requests (turn {turn})", len(more))
         dispatch_fn(model, more, collector)
     progress.done()
+    if execute is not None:
+        collector.execute(execute)
     if judging is not None:
         judge(collector, judging, dispatch_fn, progress)
     return aggregate(tasks, metrics, collector.results, bootstrap_iters, seed)

@@ -34,6 +34,9 @@ class SampleRecord:
     extra: dict[str, Any] | None = None
     """Task-specific additions (lm-eval tasks: the lm-eval doc, raw and filtered responses);
     left out of the line when None."""
+    execution: list[dict[str, Any]] | None = None
+    """Tasks that run programs: each generation's verdict (status, message, duration_s,
+    output_tail; ``mill.execution.Verdict``), in repeat order; left out when None."""
 
     @classmethod
     def build(
@@ -55,8 +58,9 @@ class SampleRecord:
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        if out.get("extra") is None:
-            out.pop("extra", None)
+        for optional in ("extra", "execution"):
+            if out.get(optional) is None:
+                out.pop(optional, None)
         if out["response"].get("raw_text") is None:  # only reasoning-stripped generations
             out["response"].pop("raw_text", None)
         return out

@@ -450,6 +450,9 @@ class Manifest:
     truncation: dict[str, Any] | None = _doc("as in results.json", None)
     ranks: list[dict[str, Any]] | None = _doc("per-process request and cache counts", None)
     judge: dict[str, Any] | None = _doc("judged runs: as in results.json", None)
+    execution: dict[str, Any] | None = _doc(
+        "code tasks: the sandbox settings the programs ran under, and whether unsafe", None
+    )
     error: str | None = _doc("first line of the error, for a failed run", None)
     traceback: str | None = _doc("traceback of a failure that is Mill's own bug", None)
     seconds: float | None = _doc("wall-clock seconds, once finished", None)

@@ -73,6 +73,9 @@ class Request:
     messages: tuple[tuple[str, str], ...] | None = None
     """GENERATIVE for chat endpoints: the prompt as (role, content) turns, handed to a
     server that applies its own chat template; None for every other model."""
+    item_id: str | None = None
+    """GENERATIVE: the dataset's own id of the doc (``HumanEval/0``), for models that replay
+    saved answers (``model=replay``); not part of :attr:`content_hash`."""
 
     @property
     def id(self) -> str:

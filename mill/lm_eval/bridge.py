@@ -16,6 +16,7 @@ Filters run per document (lm-eval's built-in filters are per-document maps).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import difflib
 import fnmatch
 import logging
@@ -31,6 +32,8 @@ from typing import Any
 from mill.data.load import DataSource
 from mill.errors import ConfigError, DatasetUnavailable, TaskError
 from mill.lm_eval import require_lm_eval
+from mill.lm_eval.code_eval import CODE_EVAL
+from mill.lm_eval.code_eval import supplied as code_eval_supplied
 from mill.metrics.base import CorpusMetric, Metric
 from mill.metrics.stats import interval, mean_stderr
 from mill.task.base import Task, TaskGroup
@@ -251,6 +254,9 @@ class LMEvalTask(Task):
             fewshot_as_multiturn=suite.fewshot_as_multiturn,
         )
         self.lm_limit = suite.limit
+        # lm-eval's code tasks: their programs run in Mill's sandbox (mill.lm_eval.code_eval)
+        self.EXECUTES = bool(getattr(lm_task, "UNSAFE_CODE", False))  # type: ignore[misc]
+        self._programs: dict[int, list[str]] = {}
         self.chance = 0.0
         self._instances: dict[int, list[Any]] = {}
         self._scores: dict[int, dict[str, Any]] = {}
@@ -273,11 +279,35 @@ class LMEvalTask(Task):
         higher = self.lm_task.higher_is_better() or {}
         aggregations = self.lm_task.aggregation()
         return [
-            LMEvalMetric(filter_name=f, metric=m, higher_is_better=higher.get(m),
+            LMEvalMetric(filter_name=f, metric=key, higher_is_better=higher.get(m),
                          aggregation=aggregations.get(m), scorer=self.scores)
             for f in self.filter_names()
             for m in aggregations
+            for key in self._result_keys(m)
         ]  # fmt: skip
+
+    def _result_keys(self, metric: str) -> list[str]:
+        """The keys ``process_results`` reports for ``metric``: itself, or for the code
+        tasks' ``pass_at_k`` (code_eval's dict) one ``pass@k`` per k, as lm-eval reports."""
+        kwargs = (getattr(self.lm_task, "_metric_fn_kwargs", None) or {}).get(metric) or {}
+        if metric == "pass_at_k" and "k" in kwargs:
+            ks = kwargs["k"] if isinstance(kwargs["k"], (list, tuple)) else [kwargs["k"]]
+            return [f"pass@{k}" for k in ks]
+        return [metric]
+
+    def programs(self, doc: Doc, texts: list[str]) -> list[str] | None:
+        """Code tasks (lm-eval's ``unsafe_code``): the programs lm-eval's filters and
+        metric build from the generations (:mod:`mill.lm_eval.code_eval`), for Mill's
+        sandbox to run; scored later from their verdicts."""
+        if not self.EXECUTES:
+            return None
+        responses = [Response(request_id="", text=text) for text in texts]
+        with CODE_EVAL.collecting() as found:
+            self.scores(doc, responses)
+        self._scores.pop(doc.id, None)
+        self._extra.pop(doc.id, None)
+        self._programs[doc.id] = list(found)
+        return list(found)
 
     # ----- docs and requests -----------------------------------------------------------
     def docs(self, source: DataSource, chat: Any = None) -> Iterator[Doc]:
@@ -405,11 +435,18 @@ class LMEvalTask(Task):
         lm_doc = instances[0].doc
         out: dict[str, Any] = {}
         filtered: dict[str, list[Any]] = {}
-        for filter_name in self.filter_names():
-            resps = [instance.filtered_resps[filter_name] for instance in instances]
-            filtered[filter_name] = resps
-            for metric, value in task.process_results(lm_doc, resps).items():
-                out[f"{metric},{filter_name}"] = value
+        verdicts = getattr(responses, "verdicts", None)
+        run = (
+            CODE_EVAL.scoring(dict(zip(self._programs.pop(doc.id, []), verdicts, strict=True)))
+            if verdicts is not None
+            else contextlib.nullcontext()
+        )
+        with run:
+            for filter_name in self.filter_names():
+                resps = [instance.filtered_resps[filter_name] for instance in instances]
+                filtered[filter_name] = resps
+                for metric, value in task.process_results(lm_doc, resps).items():
+                    out[f"{metric},{filter_name}"] = value
         self._scores[doc.id] = out
         self._extra[doc.id] = {
             "doc": lm_doc,
@@ -587,7 +624,8 @@ class LMEvalSuite(TaskGroup):
 
     def _load(self, manager: Any, names: list[str]) -> dict[str, Any]:
         try:
-            return manager.load(names)
+            with code_eval_supplied():  # code tasks' utils.py load code_eval at import
+                return manager.load(names)
         except (ConnectionError, FileNotFoundError, OSError) as err:
             raise self._dataset_error(err) from None
         except Exception as err:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from mill.execution import Verdict
 from mill.metrics import stats
 from mill.metrics.stats import Bounds, bootstrap_stderr, mean, mean_stderr
 from mill.types import Doc, OutputType, Response
@@ -28,7 +29,8 @@ class DocResponses(list[Response]):
     of PMI, one per choice, when a selected metric asked for them. ``turns`` holds the
     later turns of a multi-turn task (turn 2, 3 ... of the first repeat), ``judgments``
     a judged metric's parsed judgments (metric name -> one per judge prompt, None when
-    the reply did not parse)."""
+    the reply did not parse); ``verdicts`` the execution verdict of each generation's
+    program when the task runs programs (else None)."""
 
     def __init__(
         self,
@@ -40,6 +42,7 @@ class DocResponses(list[Response]):
         self.unconditioned: list[Response] = list(unconditioned)
         self.turns: list[Response] = list(turns)
         self.judgments: dict[str, list[Any]] = {}
+        self.verdicts: list[Verdict] | None = None
 
     def answers(self) -> list[str]:
         """The generated text of every turn (the first repeat's), in turn order."""
@@ -79,6 +82,11 @@ class Metric:
     def check_task(self, task: Task) -> str | None:
         """Why this metric cannot score ``task`` (checked before data loads), or None."""
         return None
+
+    def parts(self) -> list[Metric]:
+        """The metrics this config stands for: itself, or one per setting of a list
+        (``pass_at_k`` with ``k=[1,10]``), each named ``<name>@<setting>``."""
+        return [self]
 
     def check_doc(self, doc: Doc) -> str | None:
         """Why this metric cannot score ``doc`` (checked before the model runs), or None."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mill.types import ChatTemplate, OnResponse, OutputType, Request, Response
@@ -11,6 +11,18 @@ from mill.types import ChatTemplate, OnResponse, OutputType, Request, Response
 
 def _ignore(request: Request, response: Response) -> None:
     return None
+
+
+def answer_each(
+    requests: Sequence[Request], on_response: OnResponse, answer: Callable[[Request], Response]
+) -> list[Response]:
+    """Answer requests one at a time, in order, calling ``on_response`` as each finishes."""
+    out = []
+    for request in requests:
+        response = answer(request)
+        on_response(request, response)
+        out.append(response)
+    return out
 
 
 class LanguageModel(ABC):

@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from mill.model.base import LanguageModel, _ignore
+from mill.model.base import LanguageModel, _ignore, answer_each
 from mill.types import OnResponse, Request, Response
 
 
@@ -59,12 +59,7 @@ class FakeLM(LanguageModel):
     def _answer(
         self, requests: Sequence[Request], on_response: OnResponse, fn: Any
     ) -> list[Response]:
-        out = []
-        for request in requests:
-            response = fn(request)
-            on_response(request, response)
-            out.append(response)
-        return out
+        return answer_each(requests, on_response, fn)
 
     def loglikelihood(
         self, requests: Sequence[Request], on_response: OnResponse = _ignore

@@ -167,13 +167,19 @@ def _metric(run: RunFolder, name: str, task: str = "") -> Any:
             return rebuild_metric(name, settings)
         except MillError as err:
             raise ReportInputError(f"{run.path}: cannot rebuild metric {name!r}: {err}") from err
-    chosen = (run.config.get("metrics") or {}).get(name)
+    # one part of a metric config with a list (pass_at_k@10 of pass_at_k with k=[1,10])
+    config_name = name.rsplit("@", 1)[0]
+    chosen = (run.config.get("metrics") or {}).get(config_name)
     allow = [str(a) for a in run.config.get("allow_targets", [])]
     try:
-        node = OmegaConf.create(chosen) if chosen else metric_config(name)
-        return build_metric(name, node, allow)
+        node = OmegaConf.create(chosen) if chosen else metric_config(config_name)
+        parts = build_metric(config_name, node, allow).parts()
     except MillError as err:
         raise ReportInputError(f"{run.path}: cannot rebuild metric {name!r}: {err}") from err
+    for part in parts:
+        if part.name == name:
+            return part
+    raise ReportInputError(f"{run.path}: cannot rebuild metric {name!r} from its config")
 
 
 def _by_doc(run: RunFolder, task: str) -> dict[tuple[str, int], SampleRecord]:
@@ -370,6 +376,46 @@ def compare_runs(
     return out
 
 
+def problem_flips(run_a: RunFolder, run_b: RunFolder, task: str) -> dict[str, list[str]] | None:
+    """Code tasks, problem by problem on the shared docs: the problems whose every program
+    passed in one run only (named by their dataset ids), or None for a task without
+    execution verdicts."""
+    docs_a, docs_b = _by_doc(run_a, task), _by_doc(run_b, task)
+    shared = sorted(set(docs_a) & set(docs_b))
+    if not any(docs_a[k].execution or docs_b[k].execution for k in shared):
+        return None
+
+    def passed(record: SampleRecord) -> bool:
+        return bool(record.execution) and all(
+            v.get("status") == "passed" for v in record.execution or []
+        )
+
+    def name(record: SampleRecord) -> str:
+        return str((record.extra or {}).get("item_id") or f"doc {record.doc_id}")
+
+    return {
+        "passed_only_in_a": [
+            name(docs_a[k]) for k in shared if passed(docs_a[k]) and not passed(docs_b[k])
+        ],
+        "passed_only_in_b": [
+            name(docs_b[k]) for k in shared if passed(docs_b[k]) and not passed(docs_a[k])
+        ],
+    }
+
+
+def flips_line(task: str, flips: dict[str, list[str]], labels: tuple[str, str]) -> str:
+    """One line per code task: which problems pass in one run only."""
+
+    def listed(ids: list[str]) -> str:
+        shown = ", ".join(ids[:20]) + (f", ... ({len(ids) - 20} more)" if len(ids) > 20 else "")
+        return f"{len(ids)}" + (f" ({shown})" if ids else "")
+
+    return (
+        f"{task} problems passing only in A ({labels[0]}): {listed(flips['passed_only_in_a'])}; "
+        f"only in B ({labels[1]}): {listed(flips['passed_only_in_b'])}"
+    )
+
+
 def _labels(run_a: RunFolder, run_b: RunFolder) -> tuple[str, str]:
     a, b = run_a.model_label, run_b.model_label
     return (run_a.path.name, run_b.path.name) if a == b else (a, b)
@@ -457,10 +503,18 @@ def compare_command(cfg: Any) -> None:
         console.print(f"judged by different judges (allow_different_judges=true): {differs}")
     for row in rows:
         console.print(row.verdict, soft_wrap=True)
+    problems = {}
+    for task in dict.fromkeys(r.task for r in rows):  # code tasks: problem by problem
+        flips = problem_flips(run_a, run_b, task)
+        if flips is not None:
+            problems[task] = flips
+            console.print(flips_line(task, flips, labels), soft_wrap=True, markup=False)
     if only_a or only_b:
         console.print(f"not compared (in one run only): {', '.join(only_a + only_b)}")
     if cfg.get("out"):
-        write_compare(Path(str(cfg.out)), run_a, run_b, labels, rows, cfg, console.export_text())
+        write_compare(
+            Path(str(cfg.out)), run_a, run_b, labels, rows, cfg, console.export_text(), problems
+        )
 
 
 def write_compare(
@@ -471,8 +525,10 @@ def write_compare(
     rows: Sequence[Paired],
     cfg: Any,
     text: str,
+    problems: dict[str, dict[str, list[str]]] | None = None,
 ) -> None:
-    """``compare.json``, ``compare.txt``, ``plots/compare.png`` and ``compare.html``."""
+    """``compare.json``, ``compare.txt``, ``plots/compare.png`` and ``compare.html``;
+    ``problems``: code tasks' problems passing in one run only (:func:`problem_flips`)."""
     from mill.files import write_atomic
     from mill.report import html, plots
     from mill.report.console import make_console
@@ -486,6 +542,8 @@ def write_compare(
         **params,
         "rows": dicts,
     }
+    if problems:
+        blob["problems"] = problems
     write_atomic(out / "compare.json", json.dumps(blob, indent=2) + "\n")
     write_atomic(out / "compare.txt", text)
     png = plots.compare_png(dicts, *labels)

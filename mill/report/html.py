@@ -9,6 +9,7 @@ import base64
 import html
 import json
 import shlex
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -39,6 +40,7 @@ th, td { padding:5px 10px; border-bottom:1px solid var(--line); text-align:left;
 th { background:var(--soft); font-weight:600; font-size:12.5px; color:#3a434c; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
 tr.group td { color:#444; font-style:italic; }
+tr.fail td:first-child { color:var(--bad); }
 tbody tr:hover td { background:#fafbfc; }
 .small { color:var(--muted); font-size:11.5px; }
 figure { margin:10px 0 0; }
@@ -199,6 +201,51 @@ def calibration_section(items: Sequence[tuple[Reliability, bytes]]) -> str:
     )
 
 
+def programs_section(run: RunFolder) -> str:
+    """Code tasks: each problem's verdicts (passed of run, the statuses, the first failing
+    program's message and output tail), failing problems first."""
+    parts = []
+    for task in run.task_names:
+        records = [r for r in run.samples(task) if r.execution]
+        if not records:
+            continue
+        rows, classes = [], []
+        records.sort(key=lambda r: (all(v["status"] == "passed" for v in r.execution), r.doc_id))
+        for record in records:
+            verdicts = record.execution or []
+            passed = sum(v["status"] == "passed" for v in verdicts)
+            failing = next((v for v in verdicts if v["status"] != "passed"), None)
+            statuses = ", ".join(
+                f"{s} ×{n}" if n > 1 else s
+                for s, n in Counter(v["status"] for v in verdicts).items()
+            )
+            item = (record.extra or {}).get("item_id") or f"doc {record.doc_id}"
+            message = ""
+            if failing is not None:
+                message = esc(failing.get("message", ""))
+                tail = failing.get("output_tail") or ""
+                if tail:
+                    message += f"<details><summary>output</summary><pre>{esc(tail)}</pre></details>"
+            seconds = sum(float(v.get("duration_s", 0.0)) for v in verdicts)
+            rows.append(
+                [esc(item), f"{passed}/{len(verdicts)}", esc(statuses), message, f"{seconds:.2f}"]
+            )
+            classes.append("" if failing is None else "fail")
+        total = sum(all(v["status"] == "passed" for v in r.execution or []) for r in records)
+        parts.append(
+            f"<details open><summary>{esc(task)}: {total} of {len(records)} problems passed "
+            "every program</summary>"
+            + table(
+                ["problem", "passed", "verdicts", "first failure", "seconds"],
+                rows,
+                numeric=(1, 4),
+                row_classes=classes,
+            )  # fmt: skip
+            + "</details>"
+        )
+    return "<h2>Programs</h2>" + "".join(parts) if parts else ""
+
+
 def run_page(
     run: RunFolder,
     scores_png: bytes,
@@ -207,7 +254,9 @@ def run_page(
     """The report of one run."""
     m = run.manifest
     started = str(m.started or "")[:19].replace("T", " ")
+    unsafe = bool((m.execution or {}).get("unsafe"))
     meta = [
+        ("programs ran WITHOUT a sandbox (execution.sandbox=none)", "fail") if unsafe else None,
         (f"data={run.data_source}", ""),
         ("succeeded", "ok"),  # results.json exists only for a run that succeeded
         (f"{started} UTC", "") if started else None,
@@ -223,6 +272,7 @@ def run_page(
         scores_table(run.scores()),
         figure(scores_png, "scores with standard errors", "Scores with ±1 SE and 95% CIs."),
         calibration_section(calibration),
+        programs_section(run),
         "<h2>Details</h2>",
     ]
     for task in run.task_names:

@@ -43,9 +43,10 @@ def build_metrics(
             out[task.name] = own()
             continue
         if chosen:
-            out[task.name] = [build_metric(str(k), v, allow) for k, v in chosen.items()]
+            built = [build_metric(str(k), v, allow) for k, v in chosen.items()]
         else:
-            out[task.name] = [build_metric(n, metric_config(n), allow) for n in task.METRICS]
+            built = [build_metric(n, metric_config(n), allow) for n in task.METRICS]
+        out[task.name] = [part for metric in built for part in metric.parts()]
     return out
 
 

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,49 @@ def _sweep_dir() -> str | None:
     return str(Path(str(hydra_cfg.sweep.dir)).resolve())
 
 
+UNSAFE_LINE = (
+    "WARNING: the model's programs ran WITHOUT a sandbox (execution.sandbox=none, "
+    "execution.allow_unsafe=true): they could read and write your files and reach the network"
+)
+
+
+def execution_settings(cfg: DictConfig, tasks: Sequence[Any]) -> Any:
+    """The ``execution`` settings when a task runs programs, checked (settings, sandbox
+    available, unsafe mode allowed) before any model loads; None when no task runs any."""
+    from mill.execution import ExecutionSettings, check_sandbox
+
+    if not any(t.EXECUTES for t in tasks):
+        return None
+    node = cfg.get("execution")
+    settings = ExecutionSettings.from_config(
+        OmegaConf.to_container(node, resolve=True) if node is not None else None  # type: ignore[arg-type]
+    )
+    check_sandbox(settings)
+    return settings
+
+
+def execution_record(settings: Any) -> dict[str, Any]:
+    """What the manifest says about how the programs ran."""
+    return {
+        **settings.identity(),
+        "unsafe": settings.sandbox == "none",
+        "workers": settings.workers,
+    }
+
+
+def executor(settings: Any, cache_dir: Path | None) -> Any:
+    """The evaluator's :data:`mill.evaluator.Execute`: ``run_programs`` under ``settings``
+    with its verdicts cached in Mill's cache folder; None when no task runs programs."""
+    if settings is None:
+        return None
+    from mill.execution import run_programs
+
+    def execute(programs: Sequence[str], on_verdict: Any) -> Any:
+        return run_programs(programs, settings, cache_dir=cache_dir, on_verdict=on_verdict)
+
+    return execute
+
+
 def sink_record(folder: Path | None, results: Results, resolved: dict[str, Any]) -> RunRecord:
     """What the sinks log about a run: its name, results, settings, folder and tags."""
     settings = {k: v for k, v in resolved.items() if k != "hydra"}
@@ -203,6 +247,8 @@ def execute(
         _seed_everything(seed)
 
         source, tasks, group, metrics = agree(dist, lambda: build_run(cfg, allow))
+        # code tasks: the sandbox is checked before the model loads (every rank)
+        execution = agree(dist, lambda: execution_settings(cfg, tasks))
         # every rank checks the sink settings (a bad one stops all); rank 0 logs
         sinks = agree(dist, lambda: build_sinks(cfg.get("sink"), allow))
         sinks = sinks if main else []
@@ -277,6 +323,9 @@ def execute(
             dispatcher(model, requests, delivered)
             clock.mark(phase["name"])
 
+        if main and execution is not None:
+            manifest.execution = execution_record(execution)
+            folder.write_manifest(manifest)
         per_task = evaluate(
             tasks,
             metrics,
@@ -288,7 +337,10 @@ def execute(
             seed=seed,
             dispatch_fn=dispatch,
             judging=judging,
+            execute=executor(execution, settings.cache_dir(folder.path)),
         )
+        if execution is not None:
+            clock.mark("execution")
         if judge_record is not None and judging is not None:
             judge_record.finish(judging, metrics)
             if main:
@@ -370,6 +422,8 @@ def execute(
 
             for line in judge_lines(results):
                 out_console.print(line, markup=False, highlight=False, soft_wrap=True)
+        if execution is not None and execution.sandbox == "none":
+            out_console.print(UNSAFE_LINE, markup=False, highlight=False)
         folder.write_text("report.txt", out_console.export_text())
         fault("report_text")
         assert drawer is not None

@@ -78,6 +78,9 @@ class Task:
     TARGET_DELIMITER: ClassVar[str] = " "
     FEWSHOT_DELIMITER: ClassVar[str] = "\n\n"
     GENERATION: ClassVar[GenerationArgs] = GenerationArgs()
+    EXECUTES: ClassVar[bool] = False
+    """GENERATIVE tasks scored by running programs (:meth:`programs`): the run checks the
+    sandbox at start-up and executes each doc's programs after generation."""
 
     def __init__(
         self,
@@ -198,6 +201,21 @@ class Task:
     def _get_perplexity_text(self, item: dict[str, Any]) -> str:
         """PERPLEXITY: the text scored as a whole."""
         raise NotImplementedError
+
+    def _get_gen_prefix(self, item: dict[str, Any]) -> str | None:
+        """GENERATIVE: the start of the answer written for the model (lm-eval
+        ``gen_prefix``): an assistant turn the model continues; None by default."""
+        return None
+
+    def _get_item_id(self, item: dict[str, Any]) -> str | None:
+        """The dataset's own id of an item (``HumanEval/0``), carried by its requests for
+        models that replay saved answers (:attr:`mill.types.Request.item_id`)."""
+        return None
+
+    def programs(self, doc: Doc, texts: list[str]) -> list[str] | None:
+        """EXECUTES tasks: one complete program per generation of ``doc`` (in repeat
+        order), run in the sandbox after generation; None for every other task."""
+        return None
 
     def _get_gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
         """LOGPROBS: index of the gold choice (default: position of the ground truth)."""
@@ -359,7 +377,14 @@ class Task:
             answer = self._get_fewshot_target_text(shot)
             messages.append(Message("user", question, self.TARGET_DELIMITER))
             messages.append(Message("assistant", answer, self.FEWSHOT_DELIMITER))
-        messages.append(Message("user", query))
+        prefix = self._get_gen_prefix(item)
+        if not prefix:
+            messages.append(Message("user", query))
+            return messages
+        # lm-eval build_qa_turn: the target delimiter only where neither side has whitespace
+        joined = join_delimited(query, prefix, self.TARGET_DELIMITER)
+        messages.append(Message("user", query, joined[len(query) : len(joined) - len(prefix)]))
+        messages.append(Message("assistant", prefix))
         return messages
 
     def _render(self, messages: list[Message]) -> str:
@@ -628,6 +653,7 @@ class Task:
                     context=doc.context,
                     generation=self.generation,
                     messages=doc.messages,
+                    item_id=self._get_item_id(doc.item),
                     **base,
                 )
                 for i in range(self.repeats)

@@ -63,9 +63,11 @@ def single_turn(messages: Sequence[Message]) -> list[dict[str, str]]:
 
 
 def render_chat(messages: Sequence[Message], template: ChatTemplate, multiturn: bool) -> str:
-    """Render through a chat template, few-shot examples as separate turns or collapsed."""
+    """Render through a chat template, few-shot examples as separate turns or collapsed. A
+    trailing assistant message (a task's ``gen_prefix``) is continued, not closed: no
+    generation prompt (lm-eval's ``add_generation_prompt=not gen_prefix``)."""
     turns = [m.to_dict() for m in messages] if multiturn else single_turn(messages)
-    return template(turns, True)
+    return template(turns, not (turns and turns[-1]["role"] == "assistant"))
 
 
 PLAIN_ROLES = {"system": "System", "user": "User", "assistant": "Assistant"}

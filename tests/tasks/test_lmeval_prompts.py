@@ -20,7 +20,9 @@ import pytest
 from mill.tasks.arc import ArcChallenge, ArcEasy
 from mill.tasks.boolq import BoolQ
 from mill.tasks.gsm8k import GSM8K, GSM8KCoT
+from mill.tasks.humaneval import HumanEval, HumanEvalInstruct
 from mill.tasks.lambada import LambadaOpenAI
+from mill.tasks.mbpp import MBPP, MBPPInstruct
 from mill.tasks.mmlu import MMLU
 from mill.tasks.openbookqa import OpenBookQA
 from mill.tasks.piqa import PIQA
@@ -213,6 +215,76 @@ def test_requests_match_lm_eval(
     assert len(ours) == len(theirs) > 0
     for doc_id, (mine, lm) in enumerate(zip(ours, theirs, strict=True)):
         assert mine == lm, f"doc {doc_id}"
+
+
+# (id, Mill task, lm-eval task): code tasks, compared with their generation kwargs
+CODE: list[tuple[str, Any, str]] = [
+    ("humaneval", lambda: HumanEval(limit=4), "humaneval"),
+    ("humaneval_instruct", lambda: HumanEvalInstruct(limit=4), "humaneval_instruct"),
+    ("mbpp", lambda: MBPP(num_fewshot=3, fewshot_sampler="first_n"), "mbpp"),
+    (
+        "mbpp_instruct",
+        lambda: MBPPInstruct(num_fewshot=3, fewshot_sampler="first_n"),
+        "mbpp_instruct",
+    ),
+]
+LMEVAL_MAX_GEN_TOKS = 256  # lm-eval's HF backend when a task's generation_kwargs omit it
+
+
+@pytest.mark.skipif(not LMEVAL_PYTHON.is_file(), reason="needs the lm-eval dev virtualenv")
+@pytest.mark.parametrize("chat_mode", ["plain", "chat_multiturn", "chat_single"])
+@pytest.mark.parametrize(("case", "make", "lm_task"), CODE, ids=[c[0] for c in CODE])
+def test_code_requests_match_lm_eval(
+    tmp_path: Path, case: str, make: Any, lm_task: str, chat_mode: str
+) -> None:
+    """Prompts (plain and through a chat template, gen_prefix continued), stop strings,
+    max_gen_toks and greedy decoding equal lm-eval's for every doc of the bundled rows."""
+    if chat_mode != "plain" and not case.endswith("instruct"):
+        pytest.skip("chat rendering is checked on the instruct variants")
+    task: Task = make()
+    chat = None
+    tokenizer_dir = None
+    if chat_mode != "plain":
+        import transformers
+
+        tokenizer_dir = make_chat_tokenizer(tmp_path / "tok")
+        chat = tokenizer_chat_template(transformers.AutoTokenizer.from_pretrained(tokenizer_dir))
+        task.chat_template = True
+        task.fewshot_as_multiturn = chat_mode == "chat_multiturn"
+    rows = task._load_split("test", BUNDLED, "default")
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = {
+        "task": lm_task,
+        "data_files": {"test": str(tmp_path / "test.jsonl")},
+        "overrides": {},
+        "num_fewshot": task.num_fewshot,
+        "limit": task.limit,
+        "chat_tokenizer": str(tokenizer_dir) if tokenizer_dir else None,
+        "multiturn": task.fewshot_as_multiturn,
+        "gen_kwargs": True,
+    }
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    proc = subprocess.run(
+        [str(LMEVAL_PYTHON), str(SCRIPT), str(tmp_path / "spec.json"), str(tmp_path / "out.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    theirs = json.loads((tmp_path / "out.json").read_text())
+    docs = list(task.docs(BUNDLED, chat=chat))
+    assert len(docs) == len(theirs) > 0
+    for doc, lm in zip(docs, theirs, strict=True):
+        (request,) = task.requests(doc)
+        ((context, kwargs),) = lm
+        assert request.context == context, f"doc {doc.id}"
+        gen = request.generation
+        assert gen is not None
+        assert list(gen.until) == kwargs["until"], f"doc {doc.id}"
+        assert gen.max_gen_toks == kwargs.get("max_gen_toks", LMEVAL_MAX_GEN_TOKS)
+        assert gen.do_sample is bool(kwargs.get("do_sample", False))
 
 
 # (id, Mill task, Mill metrics, lm-eval task, splits, overrides, {Mill metric: lm-eval key})

@@ -1,0 +1,57 @@
+"""Code tasks: the model writes code, the sandbox runs it against the problem's tests.
+
+A :class:`CodeTask` is GENERATIVE and ``EXECUTES``: after generation the evaluator asks it
+for one complete program per generation (:meth:`CodeTask.program`), runs them all in
+``mill.execution``'s sandbox, and the metrics (``pass_at_k``) score from the verdicts.
+:func:`fenced_code` takes the code out of a chat model's answer.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from mill.task.base import Task
+from mill.types import Doc, OutputType
+
+FENCE = "```"
+_OPENING = re.compile(r"```[^\n`]*\n")
+
+
+def fenced_code(answer: str, opened: bool) -> str:
+    """The code of an answer, the way the model wrote it.
+
+    ``opened``: the prompt already opened a fenced block (a ``gen_prefix`` ending in
+    ````` ```python\\n `````), so the answer starts inside it and its code runs to the first
+    fence (lm-eval's ``build_predictions_instruct``) -- unless the answer opens a block of
+    its own first (a chat model that ignored the prefix), whose content is then taken.
+    Otherwise: the content of the first fenced block, or the whole answer when it has no
+    opening fence. An unclosed block runs to the end of the answer.
+    """
+    if opened and not answer.lstrip().startswith(FENCE):
+        end = answer.find(FENCE)
+        return answer if end == -1 else answer[:end]
+    match = _OPENING.search(answer)
+    if match is None:
+        return answer
+    end = answer.find(FENCE, match.end())
+    return answer[match.end() :] if end == -1 else answer[match.end() : end]
+
+
+class CodeTask(Task):
+    """A GENERATIVE task scored by running each generation's program in the sandbox."""
+
+    OUTPUT_TYPE: ClassVar[OutputType] = OutputType.GENERATIVE
+    EXECUTES: ClassVar[bool] = True
+    METRICS: ClassVar[list[str]] = ["pass_at_k"]
+
+    def program(self, item: dict[str, Any], completion: str) -> str:
+        """The complete Python program that passes when ``completion`` solves ``item``."""
+        raise NotImplementedError
+
+    def programs(self, doc: Doc, texts: list[str]) -> list[str] | None:
+        return [self.program(doc.item, text) for text in texts]
+
+    def sample_extra(self, doc: Doc) -> dict[str, Any]:
+        """What a sample line adds: the problem's own id (the report lists verdicts by it)."""
+        return {"item_id": self._get_item_id(doc.item)}
