@@ -6,8 +6,8 @@ Connection errors, timeouts, HTTP 429 (``Retry-After`` honoured) and 5xx are ret
 exponential backoff, up to ``max_retries`` times; any other 4xx fails at once.
 
 ``timeout_s`` bounds each whole exchange (connecting, sending, the status line, headers and
-body): a watchdog closes the socket when it runs out, so a server that trickles its answer
-cannot hold a request longer than that. The body is read in chunks and refused past
+body): every socket read waits only for what is left of it, so a server that trickles its
+answer cannot hold a request longer than that. The body is read in chunks and refused past
 ``max_response_mb``, never read whole.
 
 The API key travels only in the ``Authorization`` header: it is never part of an error
@@ -21,7 +21,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
+import functools
 import http.client
+import io
 import json
 import select
 import socket
@@ -105,28 +107,33 @@ class _TooLarge(Exception):
     """A response body over the client's size cap."""
 
 
-class _Watchdog:
-    """Closes a connection's socket when ``seconds`` have passed (the whole exchange's
-    deadline); :attr:`fired` says whether it did."""
+class _DeadlineReader(io.RawIOBase):
+    """A response's socket, read with a timeout of whatever is left until ``deadline``
+    (``time.monotonic()``): each read of a trickled answer waits less than the last."""
 
-    def __init__(self, conn: http.client.HTTPConnection, seconds: float) -> None:
-        self.conn = conn
-        self.fired = False
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
 
-    def _fire(self) -> None:
-        self.fired = True
-        sock = self.conn.sock
-        if sock is not None:
-            try:  # wakes the reading thread: its recv returns at once
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def readable(self) -> bool:
+        return True
 
-    def cancel(self) -> None:
-        self._timer.cancel()
+    def readinto(self, buffer: Any) -> int:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the answer's deadline passed")
+        self._sock.settimeout(left)
+        return self._sock.recv_into(buffer)
+
+
+class _Response(http.client.HTTPResponse):
+    """An HTTP response whose status line, headers and body are read by a
+    :class:`_DeadlineReader`."""
+
+    def __init__(self, sock: socket.socket, *args: Any, deadline: float, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self.fp.close()  # the plain reader http.client made (the socket stays open)
+        self.fp = io.BufferedReader(_DeadlineReader(sock, deadline))
 
 
 class JSONClient:
@@ -247,15 +254,13 @@ class JSONClient:
         body = None if payload is None else json.dumps(payload).encode()
         self.attempts += 1
         conn = self._connection()
-        watchdog = _Watchdog(conn, self.timeout_s)
-        timed_out = _Failure(
-            f"no complete answer within model.timeout_s={self.timeout_s:g} s", True
-        )
+        deadline = time.monotonic() + self.timeout_s
+        conn.response_class = functools.partial(_Response, deadline=deadline)  # type: ignore[assignment]
         try:
             url = (path if at_root else self._prefix + path) + self._query
+            if conn.sock is not None:  # sending waits no longer than the deadline either
+                conn.sock.settimeout(self.timeout_s)
             conn.request(method, url, body=body, headers=self._headers)
-            if watchdog.fired:  # it fired while the socket was connecting
-                raise TimeoutError
             resp = conn.getresponse()
             data = self._read(resp)
         except _TooLarge as err:
@@ -266,17 +271,13 @@ class JSONClient:
                 f"{size}; raise model.max_response_mb if the server's answers are that large",
                 False,
             )
+        except TimeoutError:
+            self._drop_connection()
+            return _Failure(f"no complete answer within model.timeout_s={self.timeout_s:g} s", True)
         except (OSError, http.client.HTTPException) as err:
             self._drop_connection()
-            if watchdog.fired or isinstance(err, TimeoutError):
-                return timed_out
             reason = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
             return _Failure(f"cannot reach the server ({self._clean(reason)})", True)
-        finally:
-            watchdog.cancel()
-        if watchdog.fired:  # a body cut short by the watchdog can look complete
-            self._drop_connection()
-            return timed_out
         if resp.getheader("Connection", "").lower() == "close":
             self._drop_connection()
         status = resp.status

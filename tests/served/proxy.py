@@ -12,9 +12,10 @@ Faults: an HTTP status (429 with an optional ``Retry-After`` header, 500, 503, .
 connection (the socket is closed without a response), a delay before forwarding (for client
 timeouts), or a real answer that lies or stalls: rewritten (``rewrite``: a function of the
 decoded JSON body, e.g. a log-probability of +50), padded to a size (``pad``) or trickled a
-few bytes at a time (``trickle``). Faults apply to the next N requests whose path starts with one of ``paths``
-(default: every path), then requests pass through unchanged. Every request is logged as
-``(method, path, outcome)``, and every JSON body as ``(path, body)``.
+few bytes at a time (``trickle``). Faults apply to the next N requests whose path starts
+with one of ``paths`` (default: every path), then requests pass through unchanged. Every
+request is logged as ``(method, path, outcome)``, its headers as ``(path, headers)`` and
+every JSON body as ``(path, body)``.
 """
 
 from __future__ import annotations
