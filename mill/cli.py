@@ -18,6 +18,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mill.files import register_resource_resolver
+from mill.redact import redact_logs, redact_text
 from mill.runner.dist import launched_rank, launched_world_size
 from mill.runner.logs import to_file
 
@@ -40,9 +41,9 @@ if not OmegaConf.has_resolver("mill_name"):
 
 
 def _say(message: str) -> None:
-    """One line on stderr, from global rank 0 only."""
+    """One line on stderr, from global rank 0 only (a URL's credentials masked)."""
     if launched_rank() == 0:
-        print(f"mill: error: {message}", file=sys.stderr)
+        print(f"mill: error: {redact_text(message)}", file=sys.stderr)
 
 
 @hydra.main(version_base="1.3", config_path="pkg://mill.conf", config_name="mill")
@@ -113,7 +114,8 @@ def _job(cfg: DictConfig) -> float | None:
             raise
         # a bug or a crash in one job must not stop the sweep: record it and go on
         log.exception("job failed")
-        print(f"mill: job {output_dir.name} failed: {type(err).__name__}: {err}", file=sys.stderr)
+        line = f"mill: job {output_dir.name} failed: {type(err).__name__}: {err}"
+        print(redact_text(line), file=sys.stderr)
         _failures.append(f"{output_dir}: {type(err).__name__}: {err}")
         return None
     if results is None:  # a rank other than 0 under the user's own launcher
@@ -159,6 +161,7 @@ def main() -> None:
     contain_library_caches()  # matplotlib's cache into Mill's, unless the user chose one
     # composition errors reach this function as exceptions, printed below as one line
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    redact_logs()  # mill.log and the console: no credential of a URL (Hydra's lines too)
     if launched_world_size() > 1:
         _under_launcher(argv)
     try:
@@ -200,7 +203,7 @@ def main() -> None:
     if failed or _failures:
         print(f"mill: {max(failed, len(_failures))} job(s) failed:", file=sys.stderr)
         for line in _failures:
-            print(f"  {line}", file=sys.stderr)
+            print(f"  {redact_text(line)}", file=sys.stderr)
         raise SystemExit(2)
 
 

@@ -11,7 +11,10 @@
 * ``manifest.json`` carries ``status``: running, succeeded, failed (with the error) or
   interrupted (SIGINT/SIGTERM);
 * while a run is in progress its driver holds an exclusive lock on ``.lock``, so a
-  resumed run can tell an interrupted folder from one still in use.
+  resumed run can tell an interrupted folder from one still in use;
+* no credential is written: the manifest, ``results.json`` and every text file (configs,
+  reports) pass through :func:`mill.redact.redact` (a URL's user info and secret query
+  parameters masked). Samples are the data and the model's words, written as they are.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import jsonlines
 from mill.errors import ConfigError, ExperimentExists, MillError
 from mill.files import sha256_file, write_json
 from mill.record import SampleRecord
+from mill.redact import redact, redact_text
 from mill.results import Manifest, Results
 
 
@@ -200,12 +204,12 @@ class ExperimentFolder:
         """``manifest.json``, atomically, in the schema of :class:`mill.results.Manifest`."""
         if isinstance(manifest, dict):
             manifest = Manifest.from_dict(manifest)
-        write_json(self.manifest_path, manifest.to_dict())
+        write_json(self.manifest_path, redact(manifest.to_dict()))
 
     def write_results(self, results: Results) -> str:
         """``results.json``, atomically, in the schema of :class:`mill.results.Results`;
         returns its SHA-256 (the manifest records it)."""
-        return write_json(self.results_path, results.to_dict())
+        return write_json(self.results_path, redact(results.to_dict()))
 
     def samples_sha256(self) -> dict[str, str]:
         """task -> SHA-256 of each final ``samples/<task>.jsonl`` (``results.json`` records
@@ -217,4 +221,8 @@ class ExperimentFolder:
         }
 
     def write_text(self, name: str, text: str) -> None:
-        self.inside(self.path / name).write_text(text, encoding="utf-8")
+        """``name`` (a path under the folder: ``resolved.yaml``, ``.hydra/config.yaml``),
+        credentials redacted."""
+        path = self.inside(self.path / name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(redact_text(text), encoding="utf-8")

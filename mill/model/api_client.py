@@ -3,15 +3,27 @@
 Standard library only (``http.client``): each worker thread keeps one keep-alive
 connection; asyncio bounds how many requests are in flight and sleeps between retries.
 Connection errors, timeouts, HTTP 429 (``Retry-After`` honoured) and 5xx are retried with
-exponential backoff, up to ``max_retries`` times; any other 4xx fails at once. The API key
-travels only in the ``Authorization`` header: it is never part of an error message.
+exponential backoff, up to ``max_retries`` times; any other 4xx fails at once.
+
+``timeout_s`` bounds each whole exchange (connecting, sending, the status line, headers and
+body): every socket read waits only for what is left of it, so a server that trickles its
+answer cannot hold a request longer than that. The body is read in chunks and refused past
+``max_response_mb``, never read whole.
+
+The API key travels only in the ``Authorization`` header: it is never part of an error
+message. Credentials in the URL (``http://user:password@host/v1`` is sent as HTTP Basic
+auth when there is no API key; a query such as ``?api_key=...`` is sent with every request)
+are redacted (:mod:`mill.redact`) from every message and from :attr:`JSONClient.base_url`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
+import functools
 import http.client
+import io
 import json
 import select
 import socket
@@ -24,12 +36,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from mill.errors import ModelError
+from mill.errors import ConfigError, ModelError
+from mill.redact import redact_text, redact_url
 
 T = TypeVar("T")
 
 MAX_BACKOFF_S = 60.0
 """Longest wait between two attempts (also caps a server's Retry-After)."""
+
+_CHUNK = 1 << 20
+"""Bytes read from a response body at a time."""
 
 
 class APIError(ModelError):
@@ -87,10 +103,45 @@ def _peer_closed(sock: socket.socket) -> bool:
         return True
 
 
+class _TooLarge(Exception):
+    """A response body over the client's size cap."""
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A response's socket, read with a timeout of whatever is left until ``deadline``
+    (``time.monotonic()``): each read of a trickled answer waits less than the last."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the answer's deadline passed")
+        self._sock.settimeout(left)
+        return self._sock.recv_into(buffer)
+
+
+class _Response(http.client.HTTPResponse):
+    """An HTTP response whose status line, headers and body are read by a
+    :class:`_DeadlineReader`."""
+
+    def __init__(self, sock: socket.socket, *args: Any, deadline: float, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self.fp.close()  # the plain reader http.client made (the socket stays open)
+        self.fp = io.BufferedReader(_DeadlineReader(sock, deadline))
+
+
 class JSONClient:
     """POST/GET JSON to one server (``base_url`` + path), from worker threads.
 
     ``setting`` names the config key of the URL in error messages (``model.base_url``).
+    :attr:`base_url` is the URL with its credentials masked (for messages),
+    :attr:`identity_url` the URL without them (for a model's identity).
     """
 
     def __init__(
@@ -102,23 +153,48 @@ class JSONClient:
         backoff_s: float = 1.0,
         num_concurrent: int = 1,
         setting: str = "model.base_url",
+        max_response_mb: float = 64.0,
     ) -> None:
-        parsed = urllib.parse.urlsplit(base_url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        url = str(base_url).rstrip("/")
+        try:
+            parsed = urllib.parse.urlsplit(url)
+            valid = parsed.scheme in ("http", "https") and bool(parsed.hostname)
+            port = parsed.port if valid else None
+        except ValueError:  # a port that is not a number
+            valid = False
+        if not valid:
             raise ModelError(
-                f"{setting}={base_url!r} is not an http(s) URL; set it to the server's API "
-                "root, e.g. http://127.0.0.1:8080/v1"
+                f"{setting}={redact_url(url)!r} is not an http(s) URL; set it to the server's "
+                "API root, e.g. http://127.0.0.1:8080/v1"
             )
-        self.base_url = base_url.rstrip("/")
+        self.base_url = redact_url(url)
+        self.identity_url = redact_url(url, drop=True)
         self.setting = setting
         self._scheme = parsed.scheme
         self._host = parsed.hostname
-        self._port = parsed.port
+        self._port = port
         self._prefix = parsed.path.rstrip("/")
+        self._query = f"?{parsed.query}" if parsed.query else ""
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        elif parsed.username is not None:
+            user = urllib.parse.unquote(parsed.username)
+            password = urllib.parse.unquote(parsed.password or "")
+            token = base64.b64encode(f"{user}:{password}".encode()).decode()
+            self._headers["Authorization"] = f"Basic {token}"
         self._secret = api_key
+        try:
+            mb = float(max_response_mb)
+        except (TypeError, ValueError):
+            mb = 0.0
+        if not mb > 0:
+            raise ConfigError(
+                f"model.max_response_mb={max_response_mb!r} must be a number > 0 (the largest "
+                "answer, in MB, Mill reads from the server)"
+            )
+        self.max_response_mb = mb
+        self._max_bytes = int(mb * 1024 * 1024)
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
         self.backoff_s = float(backoff_s)
@@ -152,24 +228,52 @@ class JSONClient:
             self._local.conn = None
 
     def _clean(self, text: str) -> str:
+        text = redact_text(text)
         return text.replace(self._secret, "***") if self._secret else text
+
+    def _read(self, resp: http.client.HTTPResponse) -> bytes:
+        """The body, in chunks; :class:`_TooLarge` past the size cap (announced or read)."""
+        length = resp.getheader("Content-Length", "")
+        if length.isdigit() and int(length) > self._max_bytes:
+            raise _TooLarge(int(length))
+        chunks: list[bytes] = []
+        total = 0
+        while chunk := resp.read(min(_CHUNK, self._max_bytes + 1 - total)):
+            total += len(chunk)
+            if total > self._max_bytes:
+                raise _TooLarge(None)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def attempt(
         self, method: str, path: str, payload: Any = None, at_root: bool = False
     ) -> Any | _Failure:
         """One HTTP exchange: the decoded JSON body, or a :class:`_Failure`. ``path`` is
-        under ``base_url``, or under the server's root with ``at_root``."""
+        under ``base_url``, or under the server's root with ``at_root``. The whole exchange
+        takes at most ``timeout_s`` (plus the connect's own ``timeout_s`` at worst)."""
         body = None if payload is None else json.dumps(payload).encode()
         self.attempts += 1
         conn = self._connection()
+        deadline = time.monotonic() + self.timeout_s
+        conn.response_class = functools.partial(_Response, deadline=deadline)  # type: ignore[assignment]
         try:
-            url = path if at_root else self._prefix + path
+            url = (path if at_root else self._prefix + path) + self._query
+            if conn.sock is not None:  # sending waits no longer than the deadline either
+                conn.sock.settimeout(self.timeout_s)
             conn.request(method, url, body=body, headers=self._headers)
             resp = conn.getresponse()
-            data = resp.read()
-        except TimeoutError as err:
+            data = self._read(resp)
+        except _TooLarge as err:
             self._drop_connection()
-            return _Failure(f"no answer within model.timeout_s={self.timeout_s:g} ({err})", True)
+            size = f" ({err.args[0] / 1048576:.1f} MB announced)" if err.args[0] else ""
+            return _Failure(
+                f"the answer is larger than model.max_response_mb={self.max_response_mb:g}"
+                f"{size}; raise model.max_response_mb if the server's answers are that large",
+                False,
+            )
+        except TimeoutError:
+            self._drop_connection()
+            return _Failure(f"no complete answer within model.timeout_s={self.timeout_s:g} s", True)
         except (OSError, http.client.HTTPException) as err:
             self._drop_connection()
             reason = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
@@ -213,7 +317,7 @@ class JSONClient:
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         hint = (
             f"; is the server up at {self.setting}={self.base_url}?"
-            if "cannot reach" in failure.message or "no answer" in failure.message
+            if "cannot reach" in failure.message or "complete answer" in failure.message
             else f" (server {self.setting}={self.base_url})"
         )
         return APIError(f"{what}: {failure.message}{tries}{hint}")

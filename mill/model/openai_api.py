@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -75,6 +76,8 @@ class Usage:
 
     def add(self, body: dict[str, Any], prompts: int) -> None:
         usage = body.get("usage") or {}
+        if not isinstance(usage, dict):
+            raise ValueError(f"usage is {type(usage).__name__}")
         self.requests += 1
         self.prompts += prompts
         self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
@@ -236,7 +239,7 @@ class OpenAICompletions(TokenizingLM):
         tokenizer: a Hugging Face tokenizer id or folder matching the served model.
         num_concurrent: requests in flight at once.
         max_retries: retries of a request after a connection error, timeout, 429 or 5xx.
-        timeout_s: seconds to wait for one answer.
+        timeout_s: seconds one whole answer may take (connecting, waiting, reading it).
         api_key_env: name of the environment variable holding the API key (the key itself
             is never part of the config).
         max_length: context window in tokens (default: the server's ``max_model_len``
@@ -251,6 +254,8 @@ class OpenAICompletions(TokenizingLM):
         revision: a label pinning what the server serves (servers can swap weights
             behind one name); part of the cache identity.
         backoff_s: first retry delay; it doubles per retry (a 429's Retry-After wins).
+        max_response_mb: the largest answer read from the server (a larger one ends the
+            run with one line).
         name: short name for experiment folders and reports.
     """
 
@@ -278,6 +283,7 @@ class OpenAICompletions(TokenizingLM):
         revision: str | None = None,
         backoff_s: float = 1.0,
         name: str | None = None,
+        max_response_mb: float = 64.0,
     ) -> None:
         if not base_url:
             raise ConfigError(
@@ -297,8 +303,9 @@ class OpenAICompletions(TokenizingLM):
             max_retries=max_retries,
             backoff_s=backoff_s,
             num_concurrent=num_concurrent,
+            max_response_mb=max_response_mb,
         )
-        self.base_url = self.client.base_url
+        self.base_url = self.client.base_url  # credentials masked: for messages
         self.max_gen_toks = int(max_gen_toks)
         self.sampling = dict(self.default_sampling if sampling is None else sampling)
         self.strip_reasoning = bool(strip_reasoning)
@@ -330,7 +337,7 @@ class OpenAICompletions(TokenizingLM):
             self.tokenizer = None
         self._identity = {
             "backend": self.backend,
-            "base_url": self.base_url,
+            "base_url": self.client.identity_url,  # without credentials
             "model": self.model,
             "server_model": {k: v for k, v in entry.items() if k not in _VOLATILE},
             "tokenizer": str(tokenizer),
@@ -429,13 +436,26 @@ class OpenAICompletions(TokenizingLM):
         def done(call: _Call, body: Any) -> None:
             choices = body.get("choices") if isinstance(body, dict) else None
             if not isinstance(choices, list) or len(choices) != len(call.prompts):
+                n = len(choices) if isinstance(choices, list) else 0
                 raise ModelError(
-                    f"{call.label}: the server answered {len(choices or [])} choices for "
+                    f"{call.label}: the server answered {n} choices for "
                     f"{len(call.prompts)} prompts (server model.base_url={self.base_url})"
                 )
-            ordered = sorted(choices, key=lambda c: int(c.get("index", 0)))
+            indexes = [c.get("index", 0) if isinstance(c, dict) else None for c in choices]
+            if not all(_is_int(i) for i in indexes):
+                raise ModelError(
+                    f"{call.label}: the server's answer has a choice that is not an object "
+                    f"with an integer index (server model.base_url={self.base_url})"
+                )
+            ordered = [c for _, c in sorted(zip(indexes, choices, strict=True), key=_first)]
             self.served = same_server_model(self.served, body, call.label, self.base_url)
-            self.usage.setdefault(call.task, Usage()).add(body, len(call.prompts))
+            try:
+                self.usage.setdefault(call.task, Usage()).add(body, len(call.prompts))
+            except (TypeError, ValueError) as err:
+                raise ModelError(
+                    f"{call.label}: the server's usage counts are not numbers ({err}) "
+                    f"(server model.base_url={self.base_url})"
+                ) from err
             finish(call, ordered)
 
         self.client.run_all(calls, send, done)
@@ -675,14 +695,59 @@ def _echo_window(ctx: list[int], cont: list[int], max_length: int) -> tuple[list
     return inp + [cont[-1]], truncated
 
 
+LOGPROB_SLACK = 1e-6
+"""A log-probability may exceed 0 by this much (a server's rounding); more is impossible."""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _first(pair: tuple[Any, Any]) -> Any:
+    return pair[0]
+
+
+def _impossible(value: Any) -> bool:
+    """Whether ``value`` cannot be a log-probability: not a JSON number (a string, a
+    boolean, a list), not finite, or above 0 beyond :data:`LOGPROB_SLACK`. None (no value
+    for this position) is left to the caller."""
+    if value is None:
+        return False
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    return not math.isfinite(value) or value > LOGPROB_SLACK
+
+
 def _echoed(
     choice: dict[str, Any], n_prompt: int, request: Request, base_url: str
 ) -> tuple[list[Any], list[Any]]:
     """Echoed prompt log-probs and top log-probs of one choice, aligned to end with the
-    prompt's last token; the count must match the local tokenization."""
+    prompt's last token. An impossible answer is an error naming the request and the
+    server: a log-probability that is not a number or above 0, top log-probs that do not
+    line up with the tokens, a token count that does not match the local tokenization."""
     logprobs = choice.get("logprobs") or {}
-    lps = list(logprobs.get("token_logprobs") or [])
-    tops = list(logprobs.get("top_logprobs") or [None] * len(lps))
+    where = f"request {request.id}: the server at model.base_url={base_url}"
+    if not isinstance(logprobs, dict):
+        raise ModelError(f"{where} returned logprobs that are not an object")
+    lps = logprobs.get("token_logprobs") or []
+    tops = logprobs.get("top_logprobs") or [None] * len(lps)
+    if not isinstance(lps, list) or not isinstance(tops, list) or len(tops) != len(lps):
+        raise ModelError(
+            f"{where} returned token_logprobs and top_logprobs that are not two lists of "
+            "the same length"
+        )
+    values = list(enumerate(lps))
+    for k, top in enumerate(tops):
+        if top is not None and not isinstance(top, dict):
+            raise ModelError(f"{where} returned top_logprobs[{k}] that is not an object")
+        values += [(k, v) for v in (top or {}).values()]
+    bad = next(((k, v) for k, v in values if _impossible(v)), None)
+    if bad is not None:
+        raise ModelError(
+            f"{where} returned an impossible log-probability {json.dumps(bad[1])} at prompt "
+            f"token {bad[0]} (a log-probability is a number <= 0); the server is broken or "
+            "not an OpenAI-compatible completions endpoint"
+        )
     if not lps:
         raise ModelError(
             f"request {request.id}: the server at model.base_url={base_url} returned no prompt "

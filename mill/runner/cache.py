@@ -36,6 +36,7 @@ from typing import Any
 
 from mill.errors import ConfigError, StorageError
 from mill.model.base import LanguageModel, _ignore
+from mill.redact import redact
 from mill.types import OnResponse, OutputType, Request, Response
 
 _SCHEMA = """
@@ -126,7 +127,8 @@ class ResponseStore:
             with self._conn:
                 self._conn.execute(
                     "INSERT OR IGNORE INTO models VALUES (?, ?)",
-                    (self.key, json.dumps(identity, sort_keys=True, default=str)),
+                    # the record a person reads: a URL's credentials masked
+                    (self.key, json.dumps(redact(identity), sort_keys=True, default=str)),
                 )
         except sqlite3.OperationalError as err:
             raise self._storage(err, "open") from err

@@ -24,6 +24,7 @@ from mill.experiment.manifest import device_info, record_failure
 from mill.model.base import LanguageModel
 from mill.progress import NullProgress
 from mill.record import SampleRecord
+from mill.redact import redact
 from mill.results import Manifest, Results
 from mill.runner.dist import Dist, agree
 from mill.runner.faults import fault
@@ -178,7 +179,7 @@ def executor(settings: Any, cache_dir: Path | None) -> Any:
 
 def sink_record(folder: Path | None, results: Results, resolved: dict[str, Any]) -> RunRecord:
     """What the sinks log about a run: its name, results, settings, folder and tags."""
-    settings = {k: v for k, v in resolved.items() if k != "hydra"}
+    settings = redact({k: v for k, v in resolved.items() if k != "hydra"})
     task = (resolved.get("task") or {}).get("name") or "+".join(results.tasks)
     model = (resolved.get("model") or {}).get("name") or "?"
     tags = {"mill.task": str(task), "mill.model": str(model)}

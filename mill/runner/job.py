@@ -28,6 +28,7 @@ from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import base_manifest, mark_failed
 from mill.model.base import LanguageModel
+from mill.redact import redact, redact_text, secrets_of
 from mill.results import Manifest, Results
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
 from mill.runner.faults import fault
@@ -53,14 +54,12 @@ RESUME_MAY_CHANGE = (
 batch takes), never the scores. A dict-valued one (``model.max_memory``) covers its keys."""
 
 
-def _save_hydra(folder: Path, cfg: DictConfig, hydra_cfg: DictConfig | None) -> None:
-    out = folder / ".hydra"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+def _save_hydra(folder: ExperimentFolder, cfg: DictConfig, hydra_cfg: DictConfig | None) -> None:
+    folder.write_text(".hydra/config.yaml", OmegaConf.to_yaml(cfg))
     if hydra_cfg is not None:
-        (out / "hydra.yaml").write_text(OmegaConf.to_yaml(hydra_cfg))
+        folder.write_text(".hydra/hydra.yaml", OmegaConf.to_yaml(hydra_cfg))
         overrides = OmegaConf.to_container(hydra_cfg.hydra.overrides.task)
-        (out / "overrides.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(overrides)))
+        folder.write_text(".hydra/overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(overrides)))
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -114,7 +113,7 @@ def _prepare(
             previous = folder.reopen()
             old = OmegaConf.to_container(OmegaConf.load(folder.path / "resolved.yaml"))
             assert isinstance(old, dict)
-            changed = config_changes(old, resolved)
+            changed = config_changes(old, redact(resolved))  # the file is redacted
             if changed:
                 folder.unlock()
                 raise ConfigError(
@@ -124,7 +123,7 @@ def _prepare(
                 )
     if previous is None:
         folder.claim()
-    _save_hydra(folder.path, cfg, hydra_cfg)
+    _save_hydra(folder, cfg, hydra_cfg)
     folder.write_text("resolved.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
     manifest = base_manifest(sys.argv, {"seed": settings.seed, "bootstrap_seed": settings.seed})
     if previous is not None:
@@ -165,9 +164,11 @@ def _interruptible() -> Iterator[None]:
 
 def resume_command(argv: list[str], folder: Path) -> str:
     """The command line that resumes ``folder``: the same overrides plus
-    ``runner.resume=true`` and the folder."""
+    ``runner.resume=true`` and the folder (a URL's credentials masked: they are typed
+    again, never printed or logged)."""
     keep = [a for a in argv if not a.startswith(("hydra.run.dir=", "runner.resume="))]
-    return shlex.join(["mill", *keep, "runner.resume=true", f"hydra.run.dir={folder}"])
+    line = shlex.join(["mill", *keep, "runner.resume=true", f"hydra.run.dir={folder}"])
+    return redact_text(line)  # a credential in a URL is given again by hand
 
 
 def run_job(
@@ -224,7 +225,9 @@ def run_job(
             if n == 1:
                 return execute(resolved, path, dist, model)
             refuse_device_map(resolved.get("model"), n)
-            return launch_workers(path, n, settings)
+            # resolved.yaml, which the workers read, is redacted: they get the credentials
+            # it lacks from the driver's environment, never from a file
+            return launch_workers(path, n, settings, secrets_of(resolved))
     except KeyboardInterrupt as err:
         interrupted = err if isinstance(err, Interrupted) else Interrupted(signal.SIGINT)
         if owned:

@@ -11,11 +11,13 @@ driver turns it back into the same one-line error.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from mill.errors import ConfigError
 from mill.results import Manifest, Results
@@ -86,11 +88,21 @@ def _die_with_parent() -> None:
         return
 
 
-def launch_workers(folder: Path, n: int, settings: RunnerSettings) -> Results:
-    """Run ``n`` workers over ``folder``; return the results rank 0 wrote."""
+SECRETS_ENV = "MILL_CONFIG_SECRETS"
+"""The settings ``resolved.yaml`` holds redacted (:func:`mill.redact.secrets_of`), as JSON,
+handed to the workers in their environment."""
+
+
+def launch_workers(
+    folder: Path, n: int, settings: RunnerSettings, secrets: list[Any] | None = None
+) -> Results:
+    """Run ``n`` workers over ``folder``; return the results rank 0 wrote. ``secrets``:
+    the credentials that ``resolved.yaml`` holds redacted (the workers put them back)."""
     cpu = settings.use_cpu()
     cmd = worker_command(folder, n, settings.launcher, cpu)
     env = {**os.environ, "MILL_WORKER": "1", **_same_imports()}
+    if secrets:
+        env[SECRETS_ENV] = json.dumps(secrets)
     if cpu and "OMP_NUM_THREADS" not in env:  # share the cores instead of oversubscribing
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // n))
     proc = subprocess.Popen(

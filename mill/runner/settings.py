@@ -67,6 +67,7 @@ NUMBERS: dict[str, Number] = {
     "model.max_retries": Number(0),
     "model.backoff_s": Number(0, whole=False),
     "model.timeout_s": Number(0, whole=False, above=True),
+    "model.max_response_mb": Number(0, whole=False, above=True),
     "report.every_s": Number(0, whole=False, above=True),
 }
 

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import MillError
 from mill.files import job_order
+from mill.redact import redact, redact_text
 from mill.report.numbers import value_pm_stderr
 from mill.results import Manifest, MetricValue, Results
 
@@ -229,7 +230,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 
 def write_summary(sweep_dir: Path) -> dict[str, Any]:
-    summary = summarize(sweep_dir)
+    summary = redact(summarize(sweep_dir))
     from mill.files import write_json
 
     write_json(Path(sweep_dir) / "summary.json", summary)
@@ -237,13 +238,36 @@ def write_summary(sweep_dir: Path) -> dict[str, Any]:
     return summary
 
 
+def redact_sweep_config(sweep_dir: Path) -> None:
+    """Mask the credentials of URLs in the ``multirun.yaml`` Hydra's sweeper writes into
+    the sweep folder (the whole composed config) before the first job starts."""
+    from mill.files import write_atomic
+
+    path = Path(sweep_dir) / "multirun.yaml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:  # not written (another sweeper): nothing to mask
+        return
+    clean = redact_text(text)
+    if clean != text:
+        write_atomic(path, clean)
+
+
 class SweepSummary(Callback):
-    """Hydra callback (``conf/hydra/callbacks/mill.yaml``): summarize at the end of a sweep."""
+    """Hydra callback (``conf/hydra/callbacks/mill.yaml``): summarize at the end of a sweep;
+    keep credentials out of the sweep folder's ``multirun.yaml`` from the first job on."""
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from hydra.core.hydra_config import HydraConfig
+
+        if HydraConfig.initialized() and str(HydraConfig.get().mode) == "RunMode.MULTIRUN":
+            redact_sweep_config(Path(str(HydraConfig.get().sweep.dir)))
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         global LAST
         sweep_dir = Path(str(config.hydra.sweep.dir))
         if not sweep_dir.is_dir():
             return
+        redact_sweep_config(sweep_dir)
         LAST = write_summary(sweep_dir)
         print_summary(LAST)

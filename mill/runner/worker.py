@@ -1,14 +1,17 @@
 """``python -m mill.runner.worker <folder>``: one data-parallel worker (started by the driver).
 
 Reads ``<folder>/resolved.yaml`` (written by the Hydra driver, every interpolation already
-resolved), joins the launcher's process group and evaluates its shard. Rank 0 merges the
-shards and writes the results; a user error is recorded in the manifest by rank 0 and
-every worker exits 0, so the driver can report it as one line.
+resolved; the credentials it holds redacted come from the driver's environment), joins the
+launcher's process group and evaluates its shard. Rank 0 merges the shards and writes the
+results; a user error is recorded in the manifest by rank 0 and every worker exits 0, so
+the driver can report it as one line.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -17,8 +20,10 @@ from omegaconf import OmegaConf
 from mill.errors import MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import mark_failed
+from mill.redact import redact_logs, restore
 from mill.runner.dist import Dist, init_dist, launched_rank
 from mill.runner.execute import execute
+from mill.runner.launch import SECRETS_ENV
 from mill.runner.settings import RunnerSettings
 
 FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] %(message)s"
@@ -44,9 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     folder = Path(args[0]).resolve()
     rank = launched_rank()
+    redact_logs()
     _logging(folder, rank)
     resolved = OmegaConf.to_container(OmegaConf.load(folder / "resolved.yaml"))
     assert isinstance(resolved, dict)
+    restore(resolved, json.loads(os.environ.get(SECRETS_ENV) or "[]"))
     dist = Dist(rank=rank)
     try:
         settings = RunnerSettings.parse(resolved.get("runner"))

@@ -10,9 +10,13 @@ experiment folder (``<run folder>/wandb``) unless ``sink.wandb.dir`` says otherw
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from mill.redact import redact
 from mill.sinks import RunRecord, Sink, safe_key
 
 
@@ -60,19 +64,20 @@ class WandbSink(Sink):
         where = Path(self.dir) if self.dir else record.folder
         if where is not None:
             where.mkdir(parents=True, exist_ok=True)
-        run = wandb.init(
-            project=self.project,
-            entity=self.entity,
-            name=record.name,
-            group=self.group or _sweep_group(record),
-            job_type=self.job_type,
-            tags=[*self.tags, *(f"{k}:{v}" for k, v in record.tags.items())][:64] or None,
-            config=record.settings,
-            dir=str(where) if where is not None else None,
-            mode=self.mode,
-            reinit="create_new",
-            settings=wandb.Settings(silent=True, console="off"),
-        )
+        with _redacted_argv():  # W&B records the command line in the run's metadata
+            run = wandb.init(
+                project=self.project,
+                entity=self.entity,
+                name=record.name,
+                group=self.group or _sweep_group(record),
+                job_type=self.job_type,
+                tags=[*self.tags, *(f"{k}:{v}" for k, v in record.tags.items())][:64] or None,
+                config=record.settings,
+                dir=str(where) if where is not None else None,
+                mode=self.mode,
+                reinit="create_new",
+                settings=wandb.Settings(silent=True, console="off"),
+            )
         try:
             metrics: dict[str, Any] = {safe_key(k): v for k, v in record.results.flat().items()}
             run.log(metrics)
@@ -90,3 +95,14 @@ class WandbSink(Sink):
             raise
         run.finish()
         return f"{self.project} run {run.id} ({run.settings.mode})"
+
+
+@contextmanager
+def _redacted_argv() -> Iterator[None]:
+    """``sys.argv`` with the credentials of its URLs masked, for as long as it lasts."""
+    original = sys.argv
+    sys.argv = redact(list(original))
+    try:
+        yield
+    finally:
+        sys.argv = original

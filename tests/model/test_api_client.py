@@ -1,6 +1,8 @@
 """The API backends' HTTP client against a real local HTTP server (stdlib, in a thread):
 retries on 429 (Retry-After honoured), 5xx, dropped connections and timeouts; none on other
-4xx; bounded concurrency; the API key never in an error message."""
+4xx; bounded concurrency; the API key never in an error message; ``timeout_s`` bounds a
+whole answer however slowly it trickles; bodies over ``max_response_mb`` are refused without
+being read whole; credentials in the URL are used (Basic auth, the query) and never shown."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from mill.errors import ConfigError, ModelError
 from mill.model.api_client import APIError, JSONClient
 from tests.served.servers import free_port
 
@@ -20,11 +23,15 @@ KEY = "sk-test-0123456789abcdef"
 
 class Script:
     """What the server answers, request by request: a list of (status, headers, body) or
-    ``"drop"`` / ``("sleep", s)``; after the list, 200 with the request echoed."""
+    ``"drop"`` / ``("sleep", s)`` / ``("trickle", s)`` (a 10 kB answer, a byte every s
+    seconds) / ``("endless",)`` (a chunked answer that never ends) / ``("announce", n)``
+    (a Content-Length of n bytes, then nothing); after the list, 200 with the request
+    echoed."""
 
     def __init__(self) -> None:
         self.plan: list[object] = []
         self.seen: list[tuple[float, str, dict[str, object]]] = []
+        self.headers: list[dict[str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
@@ -52,6 +59,7 @@ def server() -> Iterator[tuple[str, Script]]:
             payload = json.loads(self.rfile.read(length)) if length else {}
             with script.lock:
                 script.seen.append((time.monotonic(), self.path, payload))
+                script.headers.append(dict(self.headers.items()))
                 step = script.plan.pop(0) if script.plan else None
                 script.in_flight += 1
                 script.max_in_flight = max(script.max_in_flight, script.in_flight)
@@ -63,6 +71,9 @@ def server() -> Iterator[tuple[str, Script]]:
                 if isinstance(step, tuple) and step[0] == "sleep":
                     time.sleep(step[1])
                     step = None
+                if isinstance(step, tuple) and step[0] in ("trickle", "endless", "announce"):
+                    self._misbehave(step)
+                    return
                 time.sleep(script.delay_s)
                 status, headers, body = (
                     step
@@ -80,6 +91,32 @@ def server() -> Iterator[tuple[str, Script]]:
             finally:
                 with script.lock:
                     script.in_flight -= 1
+
+        def _misbehave(self, step: tuple[object, ...]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.close_connection = True
+            try:
+                if step[0] == "trickle":
+                    body = json.dumps({"pad": "x" * 10_000}).encode()
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    for i in range(len(body)):
+                        self.wfile.write(body[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(float(step[1]))  # type: ignore[arg-type]
+                elif step[0] == "endless":
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    chunk = b"x" * 65536
+                    while True:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                else:
+                    self.send_header("Content-Length", str(step[1]))
+                    self.end_headers()
+                    self.wfile.write(b"{")
+            except OSError:  # the client gave up: what these tests expect
+                pass
 
         do_GET = _answer
         do_POST = _answer
@@ -206,3 +243,71 @@ def test_run_all_stops_starting_requests_after_a_failure(server: tuple[str, Scri
             lambda j, b: done.append(j),
         )
     assert done == [] and len(script.seen) == 1
+
+
+def test_timeout_bounds_the_whole_answer_not_each_read(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.plan = [("trickle", 0.05)]  # 10 kB a byte at a time: over 500 s in all
+    client = _client(url, timeout_s=1.0, max_retries=0)
+    start = time.monotonic()
+    with pytest.raises(APIError) as err:
+        client.request_sync("POST", "/completions", {}, what="request t/0")
+    took = time.monotonic() - start
+    assert 0.9 < took < 5.0, took
+    message = str(err.value)
+    assert message.startswith("request t/0: no complete answer within model.timeout_s=1 s")
+    assert f"model.base_url={url}" in message and "\n" not in message
+    # the next request on the same client gets a fresh connection and succeeds
+    assert client.request_sync("GET", "/models")["path"] == "/v1/models"
+
+
+@pytest.mark.parametrize("step", [("endless",), ("announce", 5 * 1024 * 1024)])
+def test_a_body_over_max_response_mb_is_refused_without_being_read_whole(
+    server: tuple[str, Script], step: tuple[object, ...]
+) -> None:
+    url, script = server
+    script.plan = [step]
+    client = _client(url, max_response_mb=1, max_retries=3)
+    with pytest.raises(APIError) as err:
+        client.request_sync("POST", "/completions", {}, what="request t/1")
+    message = str(err.value)
+    assert message.startswith("request t/1: the answer is larger than model.max_response_mb=1")
+    assert f"(server model.base_url={url})" in message
+    assert len(script.seen) == 1  # not retried: the server would answer the same
+    assert client.request_sync("GET", "/models")["path"] == "/v1/models"
+
+
+@pytest.mark.parametrize("value", [0, -1, "lots", None])
+def test_max_response_mb_must_be_a_positive_number(value: object) -> None:
+    with pytest.raises(ConfigError, match="model.max_response_mb"):
+        JSONClient("http://127.0.0.1:1/v1", max_response_mb=value)  # type: ignore[arg-type]
+
+
+def test_credentials_in_the_url_are_sent_and_never_shown(server: tuple[str, Script]) -> None:
+    url, script = server
+    port = url.split(":")[2].split("/")[0]
+    secret_url = f"http://alice:secret@127.0.0.1:{port}/v1?api_key=secret&api-version=2"
+    client = JSONClient(secret_url, backoff_s=0.01, max_retries=0)
+    assert client.base_url == f"http://***@127.0.0.1:{port}/v1?api_key=***&api-version=2"
+    assert client.identity_url == f"http://127.0.0.1:{port}/v1?api-version=2"
+    assert (
+        client.request_sync("GET", "/models")["path"] == "/v1/models?api_key=secret&api-version=2"
+    )
+    # HTTP Basic auth from the user info (no API key given)
+    assert script.headers[0]["Authorization"] == "Basic YWxpY2U6c2VjcmV0"  # alice:secret
+    script.plan = [(401, {}, {"error": {"message": f"who is {secret_url}?"}})]
+    with pytest.raises(APIError) as err:
+        client.request_sync("POST", "/completions", {}, what="request t/2")
+    assert "secret" not in str(err.value)
+    assert f"who is http://***@127.0.0.1:{port}" in str(err.value)
+    # an API key wins over the user info
+    keyed = JSONClient(secret_url, api_key=KEY)
+    keyed.request_sync("GET", "/models")
+    assert script.headers[-1]["Authorization"] == f"Bearer {KEY}"
+
+
+def test_a_url_that_is_not_http_is_refused_without_its_credentials() -> None:
+    for bad in ("ftp://alice:secret@h/v1", "alice:secret@h/v1", "http://alice:secret@h:port/v1"):
+        with pytest.raises(ModelError) as err:
+            JSONClient(bad)
+        assert "not an http(s) URL" in str(err.value) and "secret" not in str(err.value)

@@ -1,9 +1,17 @@
-"""Pieces of the API backends that need no server: reasoning stripping, the echo window."""
+"""Pieces of the API backends that need no server: reasoning stripping, the echo window,
+the checks that refuse impossible echoed log-probabilities."""
 
 from __future__ import annotations
 
-from mill.model.openai_api import OpenAICompletions, _echo_window, _strip_reasoning
+import math
+from typing import Any
+
+import pytest
+
+from mill.errors import ModelError
+from mill.model.openai_api import OpenAICompletions, _echo_window, _echoed, _strip_reasoning
 from mill.model.tokenizing import scoring_window
+from mill.types import OutputType, Request
 
 
 def test_strip_reasoning_removes_closed_and_unclosed_blocks() -> None:
@@ -57,3 +65,58 @@ def test_requests_hold_up_to_batch_prompts_prompts_of_one_task_and_payload() -> 
         ("a", ["p6", "p8"], [6, 8], gen),
         ("a", ["p7"], [7], {"stop": ["Q:"], "seed": 7}),
     ]
+
+
+def _choice(lps: Any, tops: Any = None) -> dict[str, Any]:
+    return {"logprobs": {"token_logprobs": lps, "top_logprobs": tops}}
+
+
+REQUEST = Request(OutputType.LOGPROBS, "arc", 3, 1, "Q", " A")
+URL = "http://***@127.0.0.1:9/v1"
+GOOD = [None, -1.5, -0.25, -2.0]  # 3 prompt tokens + the generated one
+
+IMPOSSIBLE: dict[str, tuple[dict[str, Any], str]] = {
+    "above 0": (_choice([None, -1.5, 50.0, -2.0]), "probability 50.0 at prompt token 2"),
+    "just above the allowance": (_choice([None, -1.5, 2e-6, -2.0]), "probability 2e-06"),
+    "a string": (_choice([None, "-1.5", -0.25, -2.0]), 'probability "-1.5" at prompt token 1'),
+    "a boolean": (_choice([None, True, -0.25, -2.0]), "impossible log-probability true"),
+    "NaN": (_choice([None, -1.5, math.nan, -2.0]), "impossible log-probability NaN"),
+    "infinite": (_choice([None, -math.inf, -0.25, -2.0]), "log-probability -Infinity"),
+    "a top log-probability above 0": (
+        _choice(GOOD, [None, {"a": -1.5}, {"b": 3.0}, {"c": -2.0}]),
+        "impossible log-probability 3.0 at prompt token 2",
+    ),
+    "top log-probs not aligned": (
+        _choice(GOOD, [None, {"a": -1.5}]),
+        "not two lists of the same length",
+    ),
+    "top log-prob not an object": (
+        _choice(GOOD, [None, 5, None, None]),
+        "top_logprobs[1] that is not an object",
+    ),
+    "logprobs not an object": ({"logprobs": [1, 2]}, "logprobs that are not an object"),
+    "fewer tokens": (
+        _choice([None, -2.0]),
+        "echoed 1 prompt tokens where the local tokenizer has 3",
+    ),
+    "more tokens": (_choice([None, -1.0, -1.0, -1.0, -1.0, -2.0]), "echoed 5 prompt tokens where"),
+}
+
+
+@pytest.mark.parametrize("name", IMPOSSIBLE)
+def test_impossible_echoed_log_probabilities_name_the_request_and_server(name: str) -> None:
+    choice, fragment = IMPOSSIBLE[name]
+    with pytest.raises(ModelError) as err:
+        _echoed(choice, 3, REQUEST, URL)
+    message = str(err.value)
+    assert message.startswith(f"request {REQUEST.id}: ") and f"model.base_url={URL}" in message
+    assert fragment in message, message
+
+
+def test_possible_echoed_log_probabilities_pass() -> None:
+    # 0 itself, the rounding allowance above it, a server that does not list its BOS
+    lps, tops = _echoed(
+        _choice([None, 0.0, 1e-7, -2.0], [None, {"a": 0}, None, None]), 3, REQUEST, URL
+    )
+    assert lps == [None, 0.0, 1e-7] and tops == [None, {"a": 0}, None]
+    assert _echoed(_choice([-1.0, -0.5, -2.0]), 3, REQUEST, URL)[0] == [-1.0, -0.5]

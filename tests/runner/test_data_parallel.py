@@ -166,3 +166,27 @@ def test_two_nodes_shard_by_global_rank(single: Path, tmp_path: Path) -> None:
     manifest = json.loads((runs[0] / "manifest.json").read_text())
     assert manifest["world_size"] == 2 and min(r["requests"] for r in manifest["ranks"]) > 0
     assert _samples(runs[0]) == _samples(single) and _tasks(runs[0]) == _tasks(single)
+
+
+@pytest.mark.slow
+def test_workers_get_the_credentials_resolved_yaml_masks(tmp_path: Path) -> None:
+    """``resolved.yaml`` (what workers read) masks a URL's credentials; the workers get the
+    real value from the driver's environment: the fake model answers it verbatim."""
+    url = "http://alice:secret@127.0.0.1:1/v1?api_key=secret"
+    out = tmp_path / "run"
+    proc = run_mill(
+        "task=gsm8k",
+        "task.limit=4",
+        "task.num_fewshot=0",
+        "model=fake",
+        f"model.answer={url}",
+        "runner.num_processes=2",
+        f"hydra.run.dir={out}",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "model.answer: http://***@127.0.0.1:1/v1?api_key=***" in (out / "resolved.yaml").read_text()
+    )
+    rows = _rows(out)
+    assert len(rows) == 4 and all(r["response"]["text"][0].startswith(url) for r in rows)
+    assert "secret" not in (out / "manifest.json").read_text() + proc.stderr

@@ -101,6 +101,8 @@ def test_resume_may_lower_memory_settings() -> None:
         ("model.batch_size", "big", "(or auto)"),
         ("model.token_budget", -4096, ">= 1"),
         ("model.timeout_s", 0, "> 0"),
+        ("model.max_response_mb", 0, "> 0"),
+        ("model.max_response_mb", "lots", "> 0"),
         ("model.max_retries", -1, ">= 0"),
         ("model.num_concurrent", 0, ">= 1"),
         ("report.every_s", -1.0, "> 0"),

@@ -9,10 +9,13 @@ upstream server (a llama.cpp server started by the tests) and can fail some of t
         assert proxy.counts() == {"forwarded": ..., "faulted": 3, ...}
 
 Faults: an HTTP status (429 with an optional ``Retry-After`` header, 500, 503, ...), a dropped
-connection (the socket is closed without a response) or a delay before forwarding (for client
-timeouts). Faults apply to the next N requests whose path starts with one of ``paths``
-(default: every path), then requests pass through unchanged. Every request is logged as
-``(method, path, outcome)``, and every JSON body as ``(path, body)``.
+connection (the socket is closed without a response), a delay before forwarding (for client
+timeouts), or a real answer that lies or stalls: rewritten (``rewrite``: a function of the
+decoded JSON body, e.g. a log-probability of +50), padded to a size (``pad``) or trickled a
+few bytes at a time (``trickle``). Faults apply to the next N requests whose path starts
+with one of ``paths`` (default: every path), then requests pass through unchanged. Every
+request is logged as ``(method, path, outcome)``, its headers as ``(path, headers)`` and
+every JSON body as ``(path, body)``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -46,11 +50,14 @@ _HOP_BY_HOP = {
 @dataclass
 class _Fault:
     remaining: int
-    kind: str  # "status" | "drop" | "delay"
+    kind: str  # "status" | "drop" | "delay" | "rewrite" | "pad" | "trickle"
     status: int = 500
     retry_after: float | None = None
     delay_s: float = 0.0
     paths: tuple[str, ...] = ("/",)
+    rewrite: Callable[[Any], Any] | None = None
+    pad_bytes: int = 0
+    chunk: int = 0
 
 
 class FaultProxy(LocalEndpoint):
@@ -67,9 +74,12 @@ class FaultProxy(LocalEndpoint):
         self._faults: list[_Fault] = []
         self.log: list[tuple[str, str, str]] = []
         """``(method, path, outcome)`` per request; outcome "forwarded:<status>", "status:<n>",
-        "drop", "delay" (then forwarded) or "upstream-error"."""
+        "drop", "delay" (then forwarded), "rewrite:<status>", "pad:<status>",
+        "trickle:<status>" (forwarded, then changed) or "upstream-error"."""
         self.bodies: list[tuple[str, Any]] = []
         """``(path, decoded JSON body)`` of every request that carried one."""
+        self.headers: list[tuple[str, dict[str, str]]] = []
+        """``(path, headers)`` of every request."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -94,6 +104,27 @@ class FaultProxy(LocalEndpoint):
     def delay(self, n: int, seconds: float, *, paths: tuple[str, ...] = ("/",)) -> None:
         """Hold the next ``n`` matching requests for ``seconds`` before forwarding them."""
         self._add(_Fault(n, "delay", delay_s=seconds, paths=paths))
+
+    def rewrite(
+        self, n: int, change: Callable[[Any], Any], *, paths: tuple[str, ...] = ("/",)
+    ) -> None:
+        """Forward the next ``n`` matching requests and answer ``change(decoded body)``
+        instead of the upstream's JSON (``change`` may edit the body in place and return
+        it)."""
+        self._add(_Fault(n, "rewrite", rewrite=change, paths=paths))
+
+    def pad(self, n: int, size: int, *, paths: tuple[str, ...] = ("/",)) -> None:
+        """Forward the next ``n`` matching requests and answer the upstream's JSON with a
+        ``"padding"`` field that makes the body ``size`` bytes long (about)."""
+        self._add(_Fault(n, "pad", pad_bytes=size, paths=paths))
+
+    def trickle(
+        self, n: int, *, chunk: int = 8, every_s: float = 0.5, paths: tuple[str, ...] = ("/",)
+    ) -> None:
+        """Forward the next ``n`` matching requests and send the upstream's answer
+        ``chunk`` bytes every ``every_s`` seconds (each read of the client gets something
+        long before its socket timeout; the whole answer takes minutes)."""
+        self._add(_Fault(n, "trickle", chunk=chunk, delay_s=every_s, paths=paths))
 
     def clear(self) -> None:
         """Remove every pending fault."""
@@ -172,6 +203,8 @@ class FaultProxy(LocalEndpoint):
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                with proxy._lock:
+                    proxy.headers.append((self.path, dict(self.headers.items())))
                 if body:
                     with proxy._lock:
                         proxy.bodies.append((self.path, json.loads(body)))
@@ -201,9 +234,31 @@ class FaultProxy(LocalEndpoint):
                 if fault is not None and fault.kind == "delay":
                     proxy._record(self.command, self.path, "delay")
                     time.sleep(fault.delay_s)
+                if fault is not None and fault.kind in ("rewrite", "pad", "trickle"):
+                    self._forward(body, fault)
+                    return
                 self._forward(body)
 
-            def _forward(self, body: bytes) -> None:
+            def _changed(self, data: bytes, fault: _Fault) -> bytes:
+                if fault.kind == "rewrite":
+                    assert fault.rewrite is not None
+                    return json.dumps(fault.rewrite(json.loads(data))).encode()
+                if fault.kind == "pad":
+                    decoded = json.loads(data)
+                    decoded["padding"] = "x" * max(0, fault.pad_bytes - len(data))
+                    return json.dumps(decoded).encode()
+                return data
+
+            def _trickle(self, data: bytes, fault: _Fault) -> None:
+                try:
+                    for i in range(0, len(data), fault.chunk):
+                        self.wfile.write(data[i : i + fault.chunk])
+                        self.wfile.flush()
+                        time.sleep(fault.delay_s)
+                except OSError:  # the client gave up and closed the connection
+                    self.close_connection = True
+
+            def _forward(self, body: bytes, fault: _Fault | None = None) -> None:
                 conn = http.client.HTTPConnection(
                     proxy.upstream_host, proxy.upstream_port, timeout=proxy.upstream_timeout_s
                 )
@@ -220,13 +275,20 @@ class FaultProxy(LocalEndpoint):
                     return
                 finally:
                     conn.close()
-                proxy._record(self.command, self.path, f"forwarded:{resp.status}")
+                if fault is not None and resp.status == 200:
+                    data = self._changed(data, fault)
+                    proxy._record(self.command, self.path, f"{fault.kind}:{resp.status}")
+                else:
+                    proxy._record(self.command, self.path, f"forwarded:{resp.status}")
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():
                     if k.lower() not in _HOP_BY_HOP:
                         self.send_header(k, v)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
+                if fault is not None and fault.kind == "trickle":
+                    self._trickle(data, fault)
+                    return
                 self.wfile.write(data)
 
             do_GET = _handle  # noqa: N815

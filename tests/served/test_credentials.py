@@ -1,0 +1,138 @@
+"""Credentials in ``model.base_url`` against a real llama.cpp server (behind the pass-through
+fault proxy, which records what reaches the server): they are sent (HTTP Basic auth from
+the user info, the query with every request) and never written or printed: no byte
+``secret`` in any file of the sweep folder, its job folders, the response cache, the MLflow
+store, the W&B run files, nor on the console; the cache identity ignores them; a failing
+run's one error line masks them."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_mill
+from tests.served.proxy import FaultProxy
+from tests.served.runs import completions_args, error_lines, ok
+from tests.served.servers import STORIES, ServerProcess, free_port
+
+pytestmark = pytest.mark.slow
+
+SECRET = b"secret"
+
+
+def _url(port: int, user: str = "alice", password: str = "secret") -> str:
+    return f"http://{user}:{password}@127.0.0.1:{port}/v1?api_key=secret&api-version=1"
+
+
+def _api(base_url: str, cache: Path, *extra: str) -> list[str]:
+    # quoted: Hydra's override grammar takes no bare '=' in a value (the query's);
+    # llama-cpp-python takes text prompts (no probe request)
+    quoted = f'"{base_url}"'
+    args = completions_args(quoted, "model.prompt_ids=false", f"runner.cache={cache}", *extra)
+    return ["task=arc_easy", *args]
+
+
+def _leaks(*roots: Path) -> list[str]:
+    """Every file under ``roots`` holding the bytes ``secret``."""
+    files = [p for root in roots for p in root.rglob("*") if p.is_file()]
+    assert files, roots
+    return [str(p) for p in files if SECRET in p.read_bytes()]
+
+
+@pytest.fixture(scope="module")
+def proxy(llama_server: ServerProcess):
+    with FaultProxy(llama_server.root_url) as p:
+        yield p
+
+
+def test_credentials_are_sent_and_never_written_or_printed(
+    proxy: FaultProxy, tmp_path: Path
+) -> None:
+    pytest.importorskip("mlflow")
+    pytest.importorskip("wandb")
+    sweep, cache, store = tmp_path / "sweep", tmp_path / "cache", tmp_path / "mlruns"
+    proc = run_mill(
+        "-m",
+        *_api(_url(proxy.port), cache),
+        "task.limit=2,3",
+        "+sink=[mlflow,wandb]",
+        f"sink.mlflow.tracking_uri={store}",
+        "sink.wandb.mode=offline",
+        f"hydra.sweep.dir={sweep}",
+    )
+    ok(proc)
+    # sent: Basic auth from the user info, the query on every request
+    auth = "Basic " + base64.b64encode(b"alice:secret").decode()
+    assert proxy.headers and all(h.get("Authorization") == auth for _, h in proxy.headers)
+    assert all(path.endswith("?api_key=secret&api-version=1") for path, _ in proxy.headers)
+    # never written: the sweep (multirun.yaml, summary.md/json), each job's folder
+    # (manifest, results, report.html, mill.log, resolved.yaml, .hydra/, samples, wandb/),
+    # the response cache and the MLflow store; nor printed
+    jobs = sorted(p for p in sweep.iterdir() if p.is_dir())
+    assert len(jobs) == 2 and (sweep / "summary.md").is_file()
+    assert (sweep / "multirun.yaml").is_file()
+    for job in jobs:
+        names = {p.relative_to(job).as_posix() for p in job.rglob("*") if p.is_file()}
+        assert {
+            "manifest.json",
+            "results.json",
+            "report.html",
+            "mill.log",
+            "resolved.yaml",
+        } <= names
+        assert {".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml"} <= names
+        assert any(n.startswith("wandb/") for n in names)
+    assert _leaks(sweep, cache, store) == []
+    assert "secret" not in proc.stdout + proc.stderr
+    # what they say instead: the URL with its credentials masked, the identity without them
+    masked = f"http://***@127.0.0.1:{proxy.port}/v1?api_key=***&api-version=1"
+    assert f"base_url: {masked}" in (jobs[0] / "resolved.yaml").read_text()
+    manifest = json.loads((jobs[0] / "manifest.json").read_text())
+    assert manifest["model"]["base_url"] == f"http://127.0.0.1:{proxy.port}/v1?api-version=1"
+    assert f'model.base_url="{masked}"' in manifest["argv"]
+
+    # the cache identity is the host, port, path (and other query): another user and
+    # password, or none, reuse every cached answer
+    for name, url in (("bob", _url(proxy.port, "bob", "other")), ("none", proxy.base_url)):
+        url += "" if "?" in url else "?api-version=1"
+        again = run_mill(*_api(url, cache), "task.limit=3", f"hydra.run.dir={tmp_path / name}")
+        ok(again)
+        stats = json.loads((tmp_path / name / "manifest.json").read_text())["cache"]
+        assert stats["computed"] == 0 and stats["hits"] == 12, (name, stats)
+
+
+@pytest.mark.parametrize("fault", ["dead server", "401 from the server"])
+def test_a_failing_run_masks_credentials_in_its_one_line(
+    proxy: FaultProxy, tmp_path: Path, fault: str
+) -> None:
+    port = free_port() if fault == "dead server" else proxy.port
+    if fault == "401 from the server":
+        proxy.fail(1, status=401, paths=("/v1/models",))
+    run = tmp_path / "run"
+    proc = run_mill(*_api(_url(port), tmp_path / "cache"), "task.limit=2", f"hydra.run.dir={run}")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    (line,) = error_lines(proc.stderr)
+    assert f"model.base_url=http://***@127.0.0.1:{port}/v1?api_key=***&api-version=1" in line
+    assert "secret" not in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (run / "results.json").exists()
+    assert json.loads((run / "manifest.json").read_text())["status"] == "failed"
+    assert _leaks(run) == []
+
+
+def test_a_url_that_is_not_http_is_refused_with_its_credentials_masked(tmp_path: Path) -> None:
+    proc = run_mill(
+        "task=arc_easy",
+        "model=openai_completions",
+        "model.base_url=ftp://alice:secret@127.0.0.1:1/v1",
+        f"model.tokenizer={STORIES}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    )
+    assert proc.returncode == 2
+    (line,) = error_lines(proc.stderr)
+    assert "'ftp://***@127.0.0.1:1/v1' is not an http(s) URL" in line
+    assert "secret" not in proc.stdout + proc.stderr
+    assert _leaks(tmp_path / "run") == []

@@ -1,0 +1,113 @@
+"""Credentials in URLs (user info, secret query parameters) are masked in text and config,
+dropped from identities, and restored for the processes that need them."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from mill.redact import (
+    _RedactedRecord,
+    is_secret_param,
+    redact,
+    redact_logs,
+    redact_text,
+    redact_url,
+    restore,
+    secrets_of,
+)
+
+URLS = [
+    # (url, masked, dropped)
+    (
+        "http://alice:secret@127.0.0.1:8080/v1",
+        "http://***@127.0.0.1:8080/v1",
+        "http://127.0.0.1:8080/v1",
+    ),
+    (
+        "https://token@api.example.com/v1/",
+        "https://***@api.example.com/v1/",
+        "https://api.example.com/v1/",
+    ),
+    ("http://alice:p%40ss@h/v1", "http://***@h/v1", "http://h/v1"),
+    # a raw '?' or '#' in the password: still all of it
+    ("http://alice:se?cr#et@h/v1", "http://***@h/v1", "http://h/v1"),
+    (
+        "https://h/v1?api_key=abc&api-version=2024-06-01&sig=zz#frag",
+        "https://h/v1?api_key=***&api-version=2024-06-01&sig=***#frag",
+        "https://h/v1?api-version=2024-06-01#frag",
+    ),
+    (
+        "http://h/v1?X-Amz-Signature=1&max_tokens=5&accessToken=9&Password=x",
+        "http://h/v1?X-Amz-Signature=***&max_tokens=5&accessToken=***&Password=***",
+        "http://h/v1?max_tokens=5",
+    ),
+    ("http://h/v1?key=1", "http://h/v1?key=***", "http://h/v1"),
+    ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
+    ("http://h/v1?model=x", "http://h/v1?model=x", "http://h/v1?model=x"),
+    ("alice:secret@host/v1", "***@host/v1", "host/v1"),  # no scheme: still masked
+]
+
+
+@pytest.mark.parametrize(("url", "masked", "dropped"), URLS)
+def test_redact_url_masks_or_drops_credentials(url: str, masked: str, dropped: str) -> None:
+    assert redact_url(url) == masked
+    assert redact_url(url, drop=True) == dropped
+
+
+def test_secret_parameter_names_are_words_not_substrings() -> None:
+    for name in ("key", "api_key", "apiKey", "API-KEY", "apikey", "token", "access_token",
+                 "client_secret", "password", "passwd", "X-Amz-Signature", "sig", "auth",
+                 "credential"):  # fmt: skip
+        assert is_secret_param(name), name
+    for name in ("max_tokens", "keyboard", "monkey", "api-version", "model", "signal", "page"):
+        assert not is_secret_param(name), name
+
+
+def test_redact_text_finds_urls_inside_messages_and_command_lines() -> None:
+    line = (
+        "mill task=arc model.base_url=http://alice:secret@127.0.0.1:8/v1 "
+        "'judge.base_url=https://h/v1?api_key=k123' (see http://docs.example/x?page=2)"
+    )
+    out = redact_text(line)
+    assert "secret" not in out and "k123" not in out
+    assert "model.base_url=http://***@127.0.0.1:8/v1 " in out
+    assert "judge.base_url=https://h/v1?api_key=***'" in out
+    assert "http://docs.example/x?page=2" in out
+    assert redact_text("no url: alice@example.com, key=1") == "no url: alice@example.com, key=1"
+
+
+def test_redact_walks_config_and_secrets_restore_it() -> None:
+    config = {
+        "model": {"base_url": "http://u:pw@h:1/v1", "max_length": 5, "stops": ["\n"]},
+        "judge": {"base_url": "https://h/v1?token=t0k", "n": None},
+        "argv": ["a", "x=http://u:pw@h/v1"],
+    }
+    clean = redact(config)
+    assert clean == {
+        "model": {"base_url": "http://***@h:1/v1", "max_length": 5, "stops": ["\n"]},
+        "judge": {"base_url": "https://h/v1?token=***", "n": None},
+        "argv": ["a", "x=http://***@h/v1"],
+    }
+    assert config["model"]["base_url"] == "http://u:pw@h:1/v1"  # a copy
+    secrets = secrets_of(config)
+    assert [path for path, _ in secrets] == [
+        ["model", "base_url"],
+        ["judge", "base_url"],
+        ["argv", 1],
+    ]
+    assert restore(clean, secrets) == config
+
+
+def test_log_records_are_redacted_whatever_the_handler(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(logging, "_logRecordFactory", logging.LogRecord)
+    redact_logs()
+    assert logging.getLogRecordFactory() is _RedactedRecord
+    with caplog.at_level(logging.INFO, logger="hydra"):
+        logging.getLogger("hydra").info("\t#%d : %s", 0, "model.base_url=http://a:secret@h/v1")
+    (record,) = caplog.records
+    assert record.getMessage() == "\t#0 : model.base_url=http://***@h/v1"
+    assert "secret" not in caplog.text
