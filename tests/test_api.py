@@ -112,3 +112,15 @@ def test_readme_example_runs(tmp_path: Path) -> None:
     proc = run_process(sys.executable, script, cwd=tmp_path, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.search(r"acc = 0\.\d+ ± 0\.\d+", proc.stdout), proc.stdout
+
+
+def test_a_list_of_tasks_is_evaluated_together(folder_run) -> None:
+    results = mill.evaluate(["arc_easy", "piqa"], "stories260k", limit=3)
+    assert list(results.tasks) == ["arc_easy", "piqa"]
+    for name, row in folder_run[1].tasks["arc_easy"].metrics.items():
+        assert results.metric("arc_easy", name) == row
+    alone = mill.evaluate("piqa", "stories260k", limit=3)
+    for name, row in alone.tasks["piqa"].metrics.items():
+        assert results.metric("piqa", name) == row
+    with pytest.raises(ConfigError, match="task 'arc' is a group of tasks"):
+        mill.evaluate(["arc", "piqa"], "stories260k")

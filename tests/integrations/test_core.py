@@ -64,6 +64,7 @@ def test_bad_settings_fail_at_creation_in_one_line(settings: dict, says: str) ->
     assert says in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.slow  # evaluates or trains in process: seconds, not ms
 def test_the_trainer_refuses_a_model_without_a_language_modelling_head(tmp_path: Path) -> None:
     from mill.integrations.hf import MillCallback
 
@@ -89,6 +90,7 @@ def test_the_trainer_refuses_a_model_without_a_language_modelling_head(tmp_path:
     assert steps == []  # before the first training step
 
 
+@pytest.mark.slow  # evaluates or trains in process: seconds, not ms
 def test_lightning_refuses_at_setup_before_the_first_step(tmp_path: Path, stories) -> None:
     import lightning as L
 
@@ -130,6 +132,7 @@ def test_accelerate_refuses_a_missing_tokenizer_at_its_first_call(tmp_path: Path
     assert "no tokenizer" in str(err.value)
 
 
+@pytest.mark.slow  # evaluates or trains in process: seconds, not ms
 def test_one_evaluation_equals_mill_evaluate_and_leaves_training_as_it_was(
     tmp_path: Path, stories
 ) -> None:
@@ -154,6 +157,7 @@ def test_one_evaluation_equals_mill_evaluate_and_leaves_training_as_it_was(
     assert evaluator.evaluate(model, tokenizer, 5, tmp_path) == {}  # once per step
 
 
+@pytest.mark.slow  # evaluates or trains in process: seconds, not ms
 def test_the_cache_is_keyed_by_the_weights(tmp_path: Path) -> None:
     model = transformers.AutoModelForCausalLM.from_pretrained(DEMO)
     tokenizer = transformers.AutoTokenizer.from_pretrained(DEMO)
@@ -178,6 +182,7 @@ def test_the_cache_is_keyed_by_the_weights(tmp_path: Path) -> None:
     assert changed.cache and changed.cache["hits"] == 0
 
 
+@pytest.mark.slow  # evaluates or trains in process: seconds, not ms
 def test_curves_from_the_step_folders(tmp_path: Path, stories) -> None:
     model, tokenizer = stories
     evaluator = TrainingEvaluator("arc_easy", limit=3)
