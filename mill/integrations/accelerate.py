@@ -22,7 +22,7 @@ from mill.errors import ConfigError
 from mill.integrations.core import TrainingEvaluator
 
 EVENTS = ("step", "epoch_end", "train_end")
-_evaluators: dict[tuple[Any, ...], TrainingEvaluator] = {}
+_evaluators: dict[str, TrainingEvaluator] = {}
 
 
 def evaluate_during_training(
@@ -34,54 +34,30 @@ def evaluate_during_training(
     tasks: str | Sequence[str],
     output_dir: str | Path,
     event: str = "step",
-    every_n_steps: int | None = None,
-    at_epoch_end: bool = False,
-    at_train_end: bool = True,
-    limit: int | None = None,
-    overrides: Sequence[str] = (),
-    metrics: Sequence[str] | None = None,
-    cache: bool = False,
+    **settings: Any,
 ) -> dict[str, float]:
     """Evaluate the model being trained when the settings say so at this point of the loop.
 
-    ``event``: ``step`` after an optimizer step (evaluates when ``step`` is a multiple of
-    ``every_n_steps``), ``epoch_end`` (when ``at_epoch_end``) or ``train_end`` (when
-    ``at_train_end``; then ``<output_dir>/mill/curves.html`` is written). The first call
-    with given settings checks them and the model and says what will be evaluated: make it
-    with ``step=0`` before the loop, so bad input stops the job before it trains.
-    ``model``: as ``accelerator.prepare`` returned it. Metrics go to
-    ``accelerator.log(..., step=step)`` and are returned (the same dict on every rank;
-    empty when nothing was evaluated).
+    ``tasks`` and ``settings``: those of every integration
+    (:class:`~mill.integrations.core.TrainingEvaluator`). ``event``: ``step`` after an
+    optimizer step (evaluates when ``step`` is a multiple of ``every_n_steps``),
+    ``epoch_end`` (when ``at_epoch_end``) or ``train_end`` (when ``at_train_end``; then
+    ``<output_dir>/mill/curves.html`` is written). The first call with given settings
+    checks them and the model and says what will be evaluated: make it with ``step=0``
+    before the loop, so bad input stops the job before it trains. ``model``: as
+    ``accelerator.prepare`` returned it. Metrics go to ``accelerator.log(..., step=step)``
+    and are returned (the same dict on every rank; empty when nothing was evaluated).
     """
     if event not in EVENTS:
         raise ConfigError(f"event={event!r} is not one of {', '.join(EVENTS)}")
-    settings = (
-        tuple([tasks] if isinstance(tasks, str) else tasks),
-        every_n_steps,
-        at_epoch_end,
-        at_train_end,
-        limit,
-        tuple(overrides),
-        tuple(metrics or ()),
-        cache,
-        str(output_dir),
-    )
-    evaluator = _evaluators.get(settings)
+    key = repr((tasks, str(output_dir), sorted(settings.items())))
+    evaluator = _evaluators.get(key)
     if evaluator is None:
-        evaluator = TrainingEvaluator(
-            tasks,
-            every_n_steps=every_n_steps,
-            at_epoch_end=at_epoch_end,
-            at_train_end=at_train_end,
-            limit=limit,
-            overrides=overrides,
-            metrics=metrics,
-            cache=cache,
-        )
+        evaluator = TrainingEvaluator(tasks, **settings)
         evaluator.check(model, tokenizer)
         if accelerator.is_main_process:
             print(evaluator.banner(), file=sys.stderr)
-        _evaluators[settings] = evaluator
+        _evaluators[key] = evaluator
     due = {
         "step": evaluator.due(step),
         "epoch_end": evaluator.at_epoch_end,

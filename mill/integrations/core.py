@@ -181,7 +181,19 @@ class StepModel(InMemoryModel):
 
 class TrainingEvaluator:
     """The settings of an evaluation during training, checked when it is created, and the
-    evaluations themselves. Used by the callbacks; see their docs for the settings."""
+    evaluations themselves; the same in the three integrations.
+
+    Args:
+        tasks: task config names (``["arc_easy", "hellaswag"]``), evaluated together.
+        every_n_steps: evaluate when the global step is a multiple of it (None: never).
+        at_epoch_end: evaluate at the end of every epoch.
+        at_train_end: evaluate when training ends (a step already evaluated is not redone).
+        limit: docs per task.
+        overrides: Hydra overrides as for :func:`mill.evaluate` (``["data=hub"]``).
+        metrics: metric names to compute and log (default: the tasks' own).
+        cache: keep a response cache under ``<output_dir>/mill/cache`` keyed by the weights'
+            fingerprint (off by default: weights in memory change every step).
+    """
 
     def __init__(
         self,

@@ -26,15 +26,10 @@ class MillCallback(TrainerCallback):
     """Evaluate the model being trained with Mill.
 
     Args:
-        tasks: task config names (``["arc_easy", "hellaswag"]``), evaluated together.
-        every_n_steps: evaluate when ``global_step`` is a multiple of it (None: never).
-        at_epoch_end: evaluate at the end of every epoch.
-        at_train_end: evaluate when training ends (a step already evaluated is not redone).
-        limit: docs per task.
-        overrides: Hydra overrides as for :func:`mill.evaluate` (``["data=hub"]``).
-        metrics: metric names to compute and log (default: the tasks' own).
-        cache: keep a response cache under ``<output_dir>/mill/cache`` keyed by the weights'
-            fingerprint (off by default: weights in memory change every step).
+        tasks, settings: what to evaluate and when, the same in the three integrations
+            (:class:`~mill.integrations.core.TrainingEvaluator`: ``every_n_steps``,
+            ``at_epoch_end``, ``at_train_end``, ``limit``, ``overrides``, ``metrics``,
+            ``cache``); an unknown task or setting fails here.
         tokenizer: the model's tokenizer (default: the trainer's ``processing_class``).
         trainer: the Trainer, whose ``log`` the metrics go through (default: the one that
             calls this callback, found when training begins).
@@ -44,26 +39,11 @@ class MillCallback(TrainerCallback):
         self,
         tasks: str | Sequence[str],
         *,
-        every_n_steps: int | None = None,
-        at_epoch_end: bool = False,
-        at_train_end: bool = True,
-        limit: int | None = None,
-        overrides: Sequence[str] = (),
-        metrics: Sequence[str] | None = None,
-        cache: bool = False,
         tokenizer: Any = None,
         trainer: Trainer | None = None,
+        **settings: Any,
     ) -> None:
-        self.evaluator = TrainingEvaluator(
-            tasks,
-            every_n_steps=every_n_steps,
-            at_epoch_end=at_epoch_end,
-            at_train_end=at_train_end,
-            limit=limit,
-            overrides=overrides,
-            metrics=metrics,
-            cache=cache,
-        )
+        self.evaluator = TrainingEvaluator(tasks, **settings)
         self.tokenizer = tokenizer
         self.trainer = trainer
 

@@ -24,36 +24,24 @@ from mill.integrations.core import TrainingEvaluator
 
 
 class MillCallback(L.Callback):
-    """Evaluate the model being trained with Mill; the settings are those of
-    :class:`mill.integrations.hf.MillCallback`, plus ``model_attr`` (the LightningModule's
-    attribute that holds the transformers model; None: the LightningModule itself) and
-    ``output_dir`` (default: the trainer's ``default_root_dir``)."""
+    """Evaluate the model being trained with Mill.
+
+    ``tasks`` and ``settings``: those of every integration
+    (:class:`~mill.integrations.core.TrainingEvaluator`); ``tokenizer``: the model's;
+    ``model_attr``: the LightningModule's attribute that holds the transformers model
+    (None: the LightningModule itself); ``output_dir``: default the trainer's
+    ``default_root_dir``."""
 
     def __init__(
         self,
         tasks: str | Sequence[str],
         *,
         tokenizer: Any,
-        every_n_steps: int | None = None,
-        at_epoch_end: bool = False,
-        at_train_end: bool = True,
-        limit: int | None = None,
-        overrides: Sequence[str] = (),
-        metrics: Sequence[str] | None = None,
-        cache: bool = False,
         model_attr: str | None = "model",
         output_dir: str | Path | None = None,
+        **settings: Any,
     ) -> None:
-        self.evaluator = TrainingEvaluator(
-            tasks,
-            every_n_steps=every_n_steps,
-            at_epoch_end=at_epoch_end,
-            at_train_end=at_train_end,
-            limit=limit,
-            overrides=overrides,
-            metrics=metrics,
-            cache=cache,
-        )
+        self.evaluator = TrainingEvaluator(tasks, **settings)
         self.tokenizer = tokenizer
         self.model_attr = model_attr
         self.output_dir = output_dir
