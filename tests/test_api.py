@@ -124,3 +124,13 @@ def test_a_list_of_tasks_is_evaluated_together(folder_run) -> None:
         assert results.metric("piqa", name) == row
     with pytest.raises(ConfigError, match="task 'arc' is a group of tasks"):
         mill.evaluate(["arc", "piqa"], "stories260k")
+
+
+@pytest.mark.parametrize("where", ["afile", "afile/run"])
+def test_output_dir_that_is_a_file_is_a_user_error(where: str, tmp_path: Path) -> None:
+    """A file where the folder goes: ConfigError naming output_dir, nothing written."""
+    (tmp_path / "afile").write_text("mine")
+    with pytest.raises(ConfigError, match=r"output_dir=.*a file is in the way"):
+        mill.evaluate("arc_easy", "fake", limit=2, output_dir=tmp_path / where)
+    assert (tmp_path / "afile").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]

@@ -34,8 +34,9 @@ def series(history: Sequence[tuple[int, Results]]) -> dict[str, dict[str, list]]
     for step, results in sorted(history, key=lambda item: item[0]):
         for task, body in results.tasks.items():
             for metric, row in body.metrics.items():
+                ci = None if row.ci is None else (row.ci[0], row.ci[1])
                 score = Score(
-                    task, metric, row.value, row.stderr, row.n, bool(row.higher_is_better)
+                    task, metric, row.value, row.stderr, row.n, row.better_is_higher, interval=ci
                 )
                 out.setdefault(metric, {}).setdefault(task, []).append((step, score))
     return out
