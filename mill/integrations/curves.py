@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mill.files import write_atomic
-from mill.report.html import _bundled_note, chips, esc, figure, page, table
+from mill.report.html import chips, esc, figure, page, table
 from mill.report.load import Score
 from mill.report.numbers import value_pm_stderr
 from mill.results import Results
@@ -57,7 +57,12 @@ def write_curves(folder: Path, history: Sequence[tuple[int, Results]], source: s
                 (f"data: {source}", ""),
             ]
         ),
-        _bundled_note([source]),
+        (
+            '<p class="note"><b>Bundled sample data.</b> These numbers come from the small '
+            "excerpts shipped with Mill (data=bundled); they are not benchmark scores.</p>"
+            if source == "bundled"
+            else ""
+        ),
     ]
     for metric, per_task in drawn.items():
         png = curve_png(metric, per_task)
