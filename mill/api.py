@@ -92,8 +92,32 @@ def _wrap(model: Any, tokenizer: Any) -> Any:
     return InMemoryModel(HFCausalLM.from_transformers(model, tokenizer))
 
 
+def compose_tasks(tasks: Sequence[str], overrides: Sequence[str] = ()) -> DictConfig:
+    """:func:`compose` for several task configs evaluated together: a task group of them
+    (reported per task and together), with the ``task.*`` overrides applied to the group
+    (``task.limit``, ``task.num_fewshot`` reach every member)."""
+    names = list(tasks)
+    if len(names) <= 1:
+        return compose([*(f"task={n}" for n in names), *overrides])
+    own = [o for o in overrides if o.lstrip("+").startswith("task.")]
+    cfg = compose([f"task={names[0]}", *(o for o in overrides if o not in own)])
+    members = []
+    for name in names:
+        node = compose([f"task={name}"]).task
+        if node.get("tasks") is not None:
+            raise ConfigError(
+                f"task {name!r} is a group of tasks; list its members in tasks=[...] instead"
+            )
+        members.append(node)
+    group = OmegaConf.create({"_target_": "mill.task.TaskGroup", "name": "+".join(names)})
+    group.tasks = members
+    OmegaConf.set_struct(cfg, False)
+    cfg.task = OmegaConf.merge(group, OmegaConf.from_dotlist([o.lstrip("+")[5:] for o in own]))
+    return cfg
+
+
 def evaluate(
-    task: str | None = None,
+    task: str | Sequence[str] | None = None,
     model: str | Any | None = None,
     *,
     tokenizer: Any = None,
@@ -109,7 +133,8 @@ def evaluate(
     """Evaluate a model on a task; returns the typed :class:`~mill.results.Results`.
 
     Args:
-        task: a task config name (``arc_easy``, ``arc``, ``mmlu``, ...): ``task=<name>``.
+        task: a task config name (``arc_easy``, ``arc``, ``mmlu``, ...): ``task=<name>``;
+            or a list of names, evaluated together (:func:`compose_tasks`).
         model: a model config name (``llama3``, ``stories260k``): ``model=<name>``; or a
             :class:`~mill.model.base.LanguageModel`; or a ``transformers`` causal LM (then
             ``tokenizer`` too), evaluated in memory in this process.
@@ -129,23 +154,23 @@ def evaluate(
     from mill.files import contain_library_caches
 
     contain_library_caches()
+    tasks = [task] if isinstance(task, str) else list(task or [])
     named = [] if model is None or not isinstance(model, str) else [f"model={model}"]
     extra = [
-        *([f"task={task}"] if task else []),
         *named,
         *([f"+metrics=[{','.join(metrics)}]"] if metrics else []),
         *([f"task.limit={int(limit)}"] if limit is not None else []),
         *([f"judge={judge}"] if judge else []),
     ]
     if config is not None:
-        if extra or overrides:
+        if extra or overrides or tasks:
             raise ConfigError(
                 "give either config= or task/model names, metrics, limit and overrides; "
                 "compose them all with mill.compose([...]) instead"
             )
         cfg = config.copy()
     else:
-        cfg = compose([*extra, *overrides])
+        cfg = compose_tasks(tasks, [*extra, *overrides])
     if not progress:
         cfg.report.progress = "never"
     module = _torch_module(model)

@@ -114,6 +114,18 @@ def test_readme_example_runs(tmp_path: Path) -> None:
     assert re.search(r"acc = 0\.\d+ ± 0\.\d+", proc.stdout), proc.stdout
 
 
+def test_a_list_of_tasks_is_evaluated_together(folder_run) -> None:
+    results = mill.evaluate(["arc_easy", "piqa"], "stories260k", limit=3)
+    assert list(results.tasks) == ["arc_easy", "piqa"]
+    for name, row in folder_run[1].tasks["arc_easy"].metrics.items():
+        assert results.metric("arc_easy", name) == row
+    alone = mill.evaluate("piqa", "stories260k", limit=3)
+    for name, row in alone.tasks["piqa"].metrics.items():
+        assert results.metric("piqa", name) == row
+    with pytest.raises(ConfigError, match="task 'arc' is a group of tasks"):
+        mill.evaluate(["arc", "piqa"], "stories260k")
+
+
 @pytest.mark.parametrize("where", ["afile", "afile/run"])
 def test_output_dir_that_is_a_file_is_a_user_error(where: str, tmp_path: Path) -> None:
     """A file where the folder goes: ConfigError naming output_dir, nothing written."""

@@ -318,3 +318,32 @@ def compare_png(rows: Sequence[dict[str, Any]], label_a: str, label_b: str) -> b
         f"B − A   (A = {label_a}, B = {label_b}; whiskers: paired bootstrap CI)", fontsize=9
     )
     return to_png(fig)
+
+
+def curve_png(metric: str, series: dict[str, Sequence[tuple[int, Score]]]) -> bytes:
+    """A metric against the training step: per task a line, a band of +-1 stderr and a
+    lighter one of the 95% CI (evaluation during training's ``curves.html``)."""
+    fig = _figure(8.0, 3.6)
+    ax = fig.subplots()
+    higher = True
+    for i, (task, points) in enumerate(series.items()):
+        color = PALETTE[i % len(PALETTE)]
+        kept = [(step, s) for step, s in points if s.value is not None]
+        if not kept:
+            continue
+        higher = kept[0][1].higher_is_better
+        steps = [step for step, _ in kept]
+        values = [float(s.value) for _, s in kept]  # type: ignore[arg-type]
+        for z, alpha in ((None, 0.10), (1.0, 0.22)):  # the 95% interval, then +-1 SE in it
+            bands = [
+                _interval(s, False, z) or (v, v) for v, (_, s) in zip(values, kept, strict=True)
+            ]
+            lows, highs = [lo for lo, _ in bands], [hi for _, hi in bands]
+            ax.fill_between(steps, lows, highs, color=color, alpha=alpha, linewidth=0)
+        ax.plot(steps, values, marker="o", markersize=4, color=color, label=task)
+    ax.set_xlabel("training step", fontsize=9)
+    ax.set_ylabel(_metric_label(metric, higher), fontsize=9)
+    ax.legend(fontsize=8.5, frameon=False, title="band: ±1 SE · light: 95% CI", title_fontsize=8)
+    _style(ax)
+    ax.grid(axis="y", color="#eeeeee", linewidth=0.8)
+    return to_png(fig)

@@ -176,21 +176,25 @@ def run_job(
     output_dir: Path,
     hydra_cfg: DictConfig | None = None,
     model: LanguageModel | None = None,
+    dist: Dist | None = None,
 ) -> Results | None:
     """Evaluate the configured task(s) on the configured model into ``output_dir``.
 
     Returns the results (also in ``results.json``); None on ranks other than 0 under a
     user's launcher. Raises MillError on bad input, after marking the manifest failed and
     leaving no ``results.json``. ``model``: an already-built model to evaluate in this
-    process instead of ``cfg.model`` (:func:`mill.evaluate`).
+    process instead of ``cfg.model`` (:func:`mill.evaluate`). ``dist``: the process group
+    of a caller that joined one (a training job, :mod:`mill.integrations`): every rank
+    evaluates its own copy of ``model`` on its share of the docs, and the group stays open.
     """
     from mill.runner.execute import execute
     from mill.runner.launch import launch_workers
 
     resolved = _resolve(cfg)
     settings = check_settings(resolved)  # before any data or model loads
-    dist = Dist()
-    if launched_world_size() > 1:
+    own_group = dist is None
+    dist = dist or Dist()
+    if own_group and launched_world_size() > 1:
         if settings.num_processes not in (None, 1):
             raise ConfigError(
                 f"mill was started by a launcher with {launched_world_size()} processes and "
@@ -218,8 +222,9 @@ def run_job(
                 fault("prepared")
             path = Path(dist.broadcast(str(folder.path.resolve())))
             if dist.world_size > 1:  # under the user's launcher: this process is one rank
-                results = execute(resolved, path, dist)
-                dist.close()
+                results = execute(resolved, path, dist, model)
+                if own_group:
+                    dist.close()
                 return results
             n = 1 if model is not None else settings.processes()
             if n == 1:
@@ -244,7 +249,8 @@ def run_job(
     except MillError as err:
         if owned:
             mark_failed(folder, err)
-        dist.close()  # every rank raised the same error: leave the group together
+        if own_group:  # every rank raised the same error: leave the group together
+            dist.close()
         raise
     except BaseException as err:
         if owned:
