@@ -13,7 +13,7 @@ import pytest
 from mill.data.load import DataSource
 from mill.errors import ConfigError, DatasetUnavailable
 from mill.types import OutputType, Response
-from tests.lmeval.conftest import needs_lm_eval, needs_shared
+from tests.lmeval.conftest import documented_bbh_overrides, needs_lm_eval, needs_shared
 
 pytestmark = [needs_lm_eval]
 
@@ -123,6 +123,38 @@ def test_dataset_overrides_validate(tmp_path: Path) -> None:
         read_overrides(str(tmp_path / "missing.yaml"))
     with pytest.raises(ConfigError, match="must map"):
         read_overrides({"gsm8k": "json"})
+
+
+def test_malformed_dataset_overrides_file_is_one_line_naming_file_and_line(
+    tmp_path: Path,
+) -> None:
+    from mill.lm_eval.bridge import read_overrides
+
+    file = tmp_path / "bbh.yaml"  # {dataset_name} inside a flow mapping: not YAML
+    file.write_text(
+        "leaderboard_bbh_*:\n  dataset_kwargs:\n    data_files: {test: /d/{dataset_name}.json}\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        read_overrides(str(file))
+    message = str(err.value)
+    assert message.startswith("task.dataset_overrides: malformed YAML in ")
+    assert f"{file}, line 3, column 27" in message and "\n" not in message
+
+
+def test_readme_dataset_overrides_example_is_valid_yaml(tmp_path: Path) -> None:
+    """The documented ``task.dataset_overrides`` for leaderboard_bbh reads as printed (the
+    slow tests/lmeval/test_leaderboard_tasks.py runs it on the BIG-Bench-Hard files)."""
+    from mill.lm_eval.bridge import read_overrides
+
+    examples = documented_bbh_overrides()
+    assert examples, "the README lost its leaderboard_bbh dataset_overrides example"
+    for n, (doc, text) in enumerate(examples):
+        file = tmp_path / f"{n}.yaml"
+        file.write_text(text)
+        keys = read_overrides(str(file))["leaderboard_bbh_*"]
+        assert keys["dataset_path"] == "json" and keys["dataset_name"] is None, doc
+        assert keys["dataset_kwargs"]["data_files"]["test"].endswith("/{dataset_name}.json")
+        assert keys["dataset_kwargs"]["field"] == "examples"
 
 
 def test_missing_lm_eval_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
