@@ -57,3 +57,18 @@ def test_requests_hold_up_to_batch_prompts_prompts_of_one_task_and_payload() -> 
         ("a", ["p6", "p8"], [6, 8], gen),
         ("a", ["p7"], [7], {"stop": ["Q:"], "seed": 7}),
     ]
+
+
+def test_chat_refuses_the_completions_settings_it_inherits_but_cannot_use(compose) -> None:
+    """openai_chat's config extends openai_completions'; batch_prompts and prompt_ids come
+    along at their defaults, and any other value is refused before a request is sent."""
+    import pytest
+
+    from mill.errors import ConfigError
+    from mill.model.openai_api import OpenAIChat
+
+    model = compose("model=openai_chat", "model.base_url=http://127.0.0.1:9/v1").model
+    assert (model.batch_prompts, model.prompt_ids) == (1, "auto")
+    for key, value in (("batch_prompts", 4), ("prompt_ids", True), ("prompt_ids", "false")):
+        with pytest.raises(ConfigError, match=f"model.{key}=.* means nothing to model=openai_chat"):
+            OpenAIChat(base_url="http://127.0.0.1:9/v1", **{key: value})
