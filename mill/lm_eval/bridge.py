@@ -158,14 +158,16 @@ def _where(manager: Any, match: Callable[[Any], bool]) -> str:
 
 
 def _missing_file(err: BaseException) -> str | None:
-    """The local path a data loader could not find, if ``err`` names one."""
-    for quoted in re.findall(r"'([^']+)'", str(err)):
-        if ("/" in quoted or "\\" in quoted) and "://" not in quoted:
-            if not Path(quoted).exists():
-                return quoted
-    filename = getattr(err, "filename", None)
-    if filename and not Path(str(filename)).exists():
-        return str(filename)
+    """The local file a data loader could not find, if ``err`` is about one: a
+    FileNotFoundError naming an absolute path that does not exist (``datasets`` resolves
+    ``data_files``; a Hub id such as ``org/name`` is never absolute)."""
+    if not isinstance(err, FileNotFoundError) or type(err).__name__ == "DatasetNotFoundError":
+        return None
+    candidates = [str(err.filename)] if err.filename else []
+    candidates += re.findall(r"'([^']+)'", str(err))
+    for path in candidates:
+        if os.path.isabs(path) and not os.path.exists(path):
+            return path
     return None
 
 

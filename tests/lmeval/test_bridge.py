@@ -110,6 +110,7 @@ def test_unreachable_dataset_names_it(tmp_path: Path) -> None:
         _suite(tmp_path, ["mill_gated"])
     message = str(err.value)
     assert "mill-test-org/not-on-this-machine" in message
+    assert "gated or unreachable offline" in message and "does not exist" not in message
     assert "task.dataset_overrides" in message and "\n" not in message
 
 
@@ -190,3 +191,15 @@ def test_lm_eval_cli_defaults_mills_batch_size_to_auto() -> None:
         ["ls", "tasks"],
     ):
         assert default_batch_size(kept) == kept
+
+
+def test_missing_local_file_is_named_and_a_hub_id_is_not_a_file(tmp_path: Path) -> None:
+    from mill.lm_eval.bridge import _missing_file
+
+    gone = tmp_path / "nope.jsonl"
+    assert _missing_file(FileNotFoundError(f"Unable to find '{gone}'")) == str(gone)
+    assert _missing_file(FileNotFoundError(2, "No such file", str(gone))) == str(gone)
+    hub = "Dataset 'org/name' doesn't exist on the Hub or cannot be accessed."
+    assert _missing_file(FileNotFoundError(hub)) is None
+    assert _missing_file(ConnectionError(f"Couldn't reach '{gone}'")) is None
+    assert _missing_file(FileNotFoundError(f"Unable to find '{tmp_path}'")) is None  # exists
