@@ -203,3 +203,13 @@ def test_missing_local_file_is_named_and_a_hub_id_is_not_a_file(tmp_path: Path) 
     assert _missing_file(FileNotFoundError(hub)) is None
     assert _missing_file(ConnectionError(f"Couldn't reach '{gone}'")) is None
     assert _missing_file(FileNotFoundError(f"Unable to find '{tmp_path}'")) is None  # exists
+
+
+def test_dataset_error_without_a_dataset_id_reads_as_a_sentence() -> None:
+    from mill.lm_eval.bridge import LMEvalSuite
+
+    message = str(LMEvalSuite._dataset_error(None, ConnectionError("Network is unreachable")))
+    assert message.startswith(
+        "an lm-eval task's dataset cannot be loaded (Network is unreachable); it is gated"
+    )
+    assert "an lm-eval dataset cannot" not in message and "\n" not in message
