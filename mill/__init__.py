@@ -5,7 +5,8 @@ dataset does. The Python API (loaded on first use):
 
 * ``mill.evaluate(task=..., model=..., overrides=[...])`` -> :class:`mill.results.Results`
 * ``mill.compose([...overrides])``: the config the ``mill`` command line would run
-* ``mill.load(folder)``: a finished experiment folder, typed (:class:`mill.results.Run`)
+* ``mill.load(folder)``: a finished experiment folder, typed (:class:`mill.results.Run`),
+  checked against the checksums the run recorded (``trust_edited=True`` reads edited files)
 """
 
 from __future__ import annotations

@@ -40,10 +40,12 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
 
+    from mill.instantiate import checked_composition
+
     _register_resolvers()
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_module("mill.conf", version_base="1.3"):
+        with checked_composition(), initialize_config_module("mill.conf", version_base="1.3"):
             return hydra_compose("mill", overrides=list(overrides))
     except HydraException as err:
         from mill.runner.config_errors import describe
@@ -121,6 +123,9 @@ def evaluate(
         on_sample: called with each doc's :class:`~mill.record.SampleRecord` (no folder).
         progress: show progress on stderr.
     """
+    from mill.files import contain_library_caches
+
+    contain_library_caches()
     named = [] if model is None or not isinstance(model, str) else [f"model={model}"]
     extra = [
         *([f"task={task}"] if task else []),
@@ -148,6 +153,9 @@ def evaluate(
             name = getattr(lm.inner, "name", None) or type(lm.inner).__name__
             cfg.model = {"name": str(name), "in_memory": True}
         if output_dir is not None:
+            from mill.experiment.folder import check_folder
+
+            check_folder(Path(output_dir), "output_dir")
             if on_sample is not None:
                 raise ConfigError("on_sample is for runs without output_dir; read the folder")
             from mill.runner.job import run_job
@@ -187,12 +195,12 @@ def _evaluate_in_memory(
     from mill.runner.dist import Dist
     from mill.runner.execute import _seed_everything, sink_record
     from mill.runner.job import _resolve
-    from mill.runner.settings import RunnerSettings
+    from mill.runner.settings import check_settings
     from mill.runner.shard import ShardedDispatch
     from mill.sinks import build_sinks, send
 
     resolved = _resolve(cfg)
-    settings = RunnerSettings.parse(resolved.get("runner"))
+    settings = check_settings(resolved)  # before any data or model loads
     allow = [str(a) for a in cfg.get("allow_targets", [])]
     _seed_everything(settings.seed)
     start = time.monotonic()

@@ -144,15 +144,19 @@ def main() -> None:
     from omegaconf.errors import OmegaConfBaseException
 
     from mill.errors import MillError, storage_error
+    from mill.files import contain_library_caches
+    from mill.instantiate import checked_composition
 
     argv = sys.argv[1:]
+    contain_library_caches()  # matplotlib's cache into Mill's, unless the user chose one
     # composition errors reach this function as exceptions, printed below as one line
     os.environ["HYDRA_FULL_ERROR"] = "1"
     if launched_world_size() > 1:
         _under_launcher(argv)
     try:
-        _job()
-    except (HydraException, yaml.YAMLError, OmegaConfBaseException) as err:
+        with checked_composition():  # Hydra's own hooks pass the allow-list first
+            _job()
+    except (HydraException, yaml.YAMLError, OmegaConfBaseException, MillError) as err:
         from mill.runner.config_errors import describe
 
         # a Mill check inside an interpolation (${mill_name:...} in the run folder's name)
@@ -163,8 +167,16 @@ def main() -> None:
         raise SystemExit(2) from None
     except (OSError, ValueError) as err:
         # Hydra making the run folder or opening mill.log in it: a full disk or a
-        # read-only folder gets one line too
+        # read-only folder gets one line too, and so does a file where the folder goes
         storage = storage_error(err)
+        if storage is None and isinstance(err, (FileExistsError, NotADirectoryError)):
+            from mill.experiment.folder import check_folder
+
+            try:
+                sweep = any(a in ("-m", "--multirun") for a in argv)
+                check_folder(Path(str(err.filename)), f"hydra.{'sweep' if sweep else 'run'}.dir")
+            except MillError as refused:
+                storage = refused
         if storage is None:
             raise
         _say(str(storage))

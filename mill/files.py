@@ -6,6 +6,7 @@ Every file of an experiment folder, a report or a sweep summary is written throu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -13,6 +14,37 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import MillError
+
+
+def cache_root() -> Path:
+    """``$MILL_CACHE`` or ``~/.cache/mill``: where Mill keeps what it builds or remembers."""
+    return Path(os.environ.get("MILL_CACHE", Path.home() / ".cache" / "mill"))
+
+
+# Caches that libraries keep under the user's home, moved into Mill's cache when the user
+# has not chosen a place (README, "What Mill guarantees", lists what is not moved).
+LIBRARY_CACHES = {
+    "MPLCONFIGDIR": "matplotlib",  # matplotlib's font cache and config (~/.config, ~/.cache)
+    "TORCHINDUCTOR_CACHE_DIR": "torchinductor",  # torch's compile cache ($TMPDIR)
+    "TRITON_CACHE_DIR": "triton",  # GPU kernels compiled by triton (~/.triton)
+}
+
+
+def contain_library_caches() -> None:
+    """Point :data:`LIBRARY_CACHES` into :func:`cache_root` for this process and the
+    processes it starts; a variable the user set is left as it is. Call at run start,
+    before the library is imported."""
+    for variable, folder in LIBRARY_CACHES.items():
+        if not os.environ.get(variable):
+            os.environ[variable] = str(cache_root() / folder)
+
+
+def datasets_cache_dir() -> str | None:
+    """Where ``datasets`` keeps the Arrow copy of a local data file: in Mill's cache,
+    unless the user chose a ``datasets`` cache (``HF_DATASETS_CACHE`` or ``HF_HOME``)."""
+    if os.environ.get("HF_DATASETS_CACHE") or os.environ.get("HF_HOME"):
+        return None
+    return str(cache_root() / "datasets")
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
@@ -26,9 +58,21 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     os.replace(tmp, path)
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as indented UTF-8 JSON with a final newline, atomically."""
-    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+def write_json(path: Path, data: Any) -> str:
+    """Write ``data`` as indented UTF-8 JSON with a final newline, atomically; returns the
+    SHA-256 (hex) of the bytes written."""
+    blob = (json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    write_atomic(path, blob)
+    return hashlib.sha256(blob).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 (hex) of the file ``path``, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def read_json(path: Path, error: type[Exception] = MillError) -> Any:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -90,7 +91,8 @@ def resolve_target(target: str, allow: Iterable[str] = ()) -> Any:
         else:
             raise ValueError(f"{here!r} does not exist")
         if isinstance(obj, ModuleType):
-            if obj.__name__ != here or not _inside(obj.__name__, packages):
+            on_the_way = any(p.startswith(here + ".") for p in packages)  # hydra._internal
+            if obj.__name__ != here or not (_inside(here, packages) or on_the_way):
                 raise ValueError(
                     f"{here!r} is the module {obj.__name__!r} imported by "
                     f"{'.'.join(parts[:m])!r}, not a part of it"
@@ -141,3 +143,222 @@ def instantiate(node: Any, allow: Iterable[str] = (), **kwargs: Any) -> Any:
         if isinstance(cause, MillError):
             raise cause from None
         raise ConfigError(f"cannot build {node.get('_target_', 'object')}: {err}") from err
+
+
+# --- Hydra's own hooks -------------------------------------------------------------------
+#
+# Hydra acts on parts of the composed config itself, before (or without) Mill's code:
+# ``hydra.callbacks`` (instantiated before the job runs, recursively), ``hydra.launcher`` and
+# ``hydra.sweeper`` (plugins, instantiated with their nested ``_target_``s),
+# ``hydra.job_logging`` and ``hydra.hydra_logging`` (``logging.config.dictConfig``: a
+# handler's or formatter's ``class``, any ``()`` factory, any ``ext://`` import) and
+# ``hydra.job.env_set`` (environment variables set for the job and inherited by every
+# process it starts). Each is checked on every config Hydra composes (run, each job of a
+# sweep, the compose API) by :func:`checked_composition`, before Hydra returns it.
+
+PLUGIN_PACKAGES = ("hydra_plugins", "hydra._internal.core_plugins")
+LOGGING_PACKAGES = ("logging",)
+LOGGING_STREAMS = ("ext://sys.stdout", "ext://sys.stderr")
+# environment variables that make a process load code: refused in hydra.job.env_set
+CODE_ENV_PREFIXES = ("LD_", "DYLD_", "PYTHON")
+CODE_ENV_NAMES = frozenset(
+    {"BASH_ENV", "ENV", "NODE_OPTIONS", "PERL5OPT", "PERL5LIB", "RUBYOPT", "GCONV_PATH"}
+)
+
+
+def _value(node: DictConfig | ListConfig, key: Any) -> Any:
+    """``node[key]`` resolved; its raw text when it cannot be resolved yet (a value of
+    ``hydra.runtime``, which Hydra fills when the job starts)."""
+    try:
+        return node[key]
+    except Exception:  # noqa: BLE001 (any resolver error: the raw value is what is checked)
+        raw = node._get_node(key)
+        return raw._value() if raw is not None else None
+
+
+def _walk(node: Any, path: str) -> Iterable[tuple[str, Any, Any]]:
+    """``(path, key, value)`` of every entry under ``node``, containers included."""
+    if isinstance(node, DictConfig):
+        items: Iterable[tuple[Any, str]] = ((k, f"{path}.{k}") for k in node.keys())
+    elif isinstance(node, ListConfig):
+        items = ((i, f"{path}[{i}]") for i in range(len(node)))
+    else:
+        return
+    for key, where in items:
+        value = _value(node, key)
+        yield where, key, value
+        yield from _walk(value, where)
+
+
+def _refuse(where: str, value: Any, why: str, packages: tuple[str, ...]) -> ConfigError:
+    return ConfigError(
+        f"{where}={value!r} is not allowed: {why}. There Mill allows only "
+        f"{', '.join(p + '.*' for p in packages)}; add a package you trust to "
+        "allow_targets on the command line (e.g. +allow_targets=[my_pkg.])"
+    )
+
+
+def _check_callable(where: str, target: Any, extra: tuple[str, ...], allow: tuple[str, ...]) -> Any:
+    try:
+        return resolve_target(str(target), (*extra, *allow))
+    except ValueError as err:
+        raise _refuse(where, str(target), str(err), _packages((*extra, *allow))) from None
+
+
+def _check_logging(node: Any, where: str, allow: tuple[str, ...]) -> None:
+    """A ``logging.config.dictConfig`` tree: ``()`` and ``class`` name callables, and an
+    ``ext://`` string imports what it names."""
+    for path, key, value in _walk(node, where):
+        if key in ("()", "class") and not isinstance(value, (DictConfig, ListConfig)):
+            _check_callable(path, value, LOGGING_PACKAGES, allow)
+        elif isinstance(value, str) and value.strip().startswith("ext://"):
+            if value.strip() not in LOGGING_STREAMS:
+                raise ConfigError(
+                    f"{path}={value!r} is not allowed: logging configs may import only "
+                    f"{' and '.join(LOGGING_STREAMS)}"
+                )
+
+
+def _check_plugin(node: Any, where: str, kind: type, allow: tuple[str, ...]) -> None:
+    target = _value(node, "_target_") if isinstance(node, DictConfig) else None
+    if target is not None:
+        obj = _check_callable(f"{where}._target_", target, PLUGIN_PACKAGES, allow)
+        if not (inspect.isclass(obj) and issubclass(obj, kind)):
+            raise ConfigError(
+                f"{where}._target_={str(target)!r} is not a Hydra {kind.__name__.lower()} "
+                f"plugin (a subclass of {kind.__module__}.{kind.__name__}); pick one with "
+                f"hydra/{where.rsplit('.', 1)[-1]}=<name> (basic"
+                f"{', slurm' if kind.__name__ == 'Launcher' else ''})"
+            )
+    for path, key, value in _walk(node, where):
+        if key == "_target_" and path != f"{where}._target_":
+            _check_callable(path, value, PLUGIN_PACKAGES, allow)
+
+
+def check_hydra_hooks(hydra_node: Any, allow: Iterable[str] = ()) -> None:
+    """Raise ConfigError for anything under ``hydra`` that Hydra would import, call or
+    hand to a process outside the allow-list (see the comment above)."""
+    from hydra.plugins.launcher import Launcher
+    from hydra.plugins.sweeper import Sweeper
+
+    if not isinstance(hydra_node, DictConfig):
+        return
+    allow = tuple(allow)
+    for key in hydra_node.keys():
+        where = f"hydra.{key}"
+        value = _value(hydra_node, key)
+        if key in ("job_logging", "hydra_logging"):
+            _check_logging(value, where, allow)
+        elif key == "launcher":
+            _check_plugin(value, where, Launcher, allow)
+        elif key == "sweeper":
+            _check_plugin(value, where, Sweeper, allow)
+        else:  # callbacks, and a _target_ anywhere else
+            for path, sub, target in _walk(value, where):
+                if sub == "_target_":
+                    _check_callable(path, target, (), allow)
+    env = OmegaConf.select(hydra_node, "job.env_set", default=None)
+    for name in env.keys() if isinstance(env, DictConfig) else ():
+        text = str(name)
+        if text.upper().startswith(CODE_ENV_PREFIXES) or text.upper() in CODE_ENV_NAMES:
+            raise ConfigError(
+                f"hydra.job.env_set.{text} is not allowed: it makes the processes Mill "
+                "starts load code; set it in your shell if you mean it"
+            )
+
+
+def _override_allow(overrides: Iterable[str]) -> list[str] | None:
+    """``allow_targets`` as the command line (or the API's overrides) set it; None when
+    they do not."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    found: list[str] | None = None
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        if override.key_or_group == "allow_targets" and not override.is_sweep_override():
+            value = None if override.is_delete() else override.value()
+            found = [str(v) for v in value] if isinstance(value, list) else []
+    return found
+
+
+def check_searchpath(overrides: Iterable[str]) -> None:
+    """A ``pkg://`` entry of ``hydra.searchpath`` is imported while Hydra composes: it must
+    name a package of the allow-list (checked by spelling, before composition)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    overrides = list(overrides)
+    packages = _packages((*PLUGIN_PACKAGES, *(_override_allow(overrides) or [])))
+    for override in OverridesParser.create().parse_overrides(overrides):
+        if override.key_or_group != "hydra.searchpath" or override.is_delete():
+            continue
+        value = override.value()
+        for entry in value if isinstance(value, list) else [value]:
+            text = str(entry).strip()
+            module = text.removeprefix("pkg://").split("/")[0]
+            if text.startswith("pkg://") and not _inside(module, packages):
+                raise _refuse("hydra.searchpath", text, "Hydra imports that package", packages)
+
+
+def check_composed(cfg: DictConfig, overrides: Iterable[str]) -> None:
+    """The checks of one composed config (with its ``hydra`` node): ``allow_targets`` comes
+    from the command line only (a config file, e.g. a task YAML found through
+    ``hydra.searchpath``, cannot widen it), then :func:`check_hydra_hooks`."""
+    allowed = _override_allow(overrides)
+    composed = (
+        [str(a) for a in (_value(cfg, "allow_targets") or [])] if "allow_targets" in cfg else []
+    )
+    if composed != (allowed or []):
+        raise ConfigError(
+            f"allow_targets={composed} is set by a config file, not on the command line; "
+            "a config cannot allow its own code: pass allow_targets=[...] on the command "
+            "line (or in mill.evaluate's overrides) if you trust it"
+        )
+    check_hydra_hooks(_value(cfg, "hydra") if "hydra" in cfg else None, composed)
+
+
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+def _sweep_jobs(loader: Any, cfg: DictConfig) -> list[list[str]]:
+    """The overrides of every job of a sweep by Hydra's basic sweeper (as
+    ``load_sweep_config`` will compose them); none for another sweeper, which composes its
+    jobs as it goes (each still checked as it is composed)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if OmegaConf.select(cfg, "hydra.sweeper._target_") != BASIC_SWEEPER:
+        return []
+    params = OmegaConf.select(cfg, "hydra.sweeper.params") or {}
+    arguments = [f"{k}={v}" for k, v in params.items()]
+    arguments += [str(o) for o in cfg.hydra.overrides.task]
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
+    base = [str(o) for o in cfg.hydra.overrides.hydra]
+    return [base + job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+@contextmanager
+def checked_composition() -> Iterator[None]:
+    """Within this block every config Hydra composes (``mill``'s run, the master config
+    and every job of a sweep, the compose API) passes :func:`check_composed` before Hydra
+    sees it: before logging is configured, callbacks instantiated, plugins loaded or any
+    folder made. A sweep's jobs are all composed and checked before its first job runs."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.types import RunMode
+
+    original = ConfigLoaderImpl.load_configuration
+
+    def load_configuration(
+        self: Any, config_name: Any, overrides: list[str], run_mode: Any, *args: Any, **kw: Any
+    ) -> DictConfig:
+        check_searchpath(overrides)
+        cfg = original(self, config_name, overrides, run_mode, *args, **kw)
+        check_composed(cfg, overrides)
+        if run_mode == RunMode.MULTIRUN:
+            for job in _sweep_jobs(self, cfg):
+                check_composed(original(self, config_name, job, RunMode.RUN), job)
+        return cfg
+
+    ConfigLoaderImpl.load_configuration = load_configuration  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ConfigLoaderImpl.load_configuration = original  # type: ignore[method-assign]

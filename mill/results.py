@@ -14,6 +14,7 @@ Nothing here imports torch.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -59,21 +60,38 @@ class MetricValue:
     higher_is_better: bool | None = _doc(
         "direction of the metric; absent inside group micro/macro rows", None
     )
+    ci: list[float] | None = _doc(
+        "95% interval [low, high], inside the metric's bounds (see `ci_method`); absent in "
+        "results written before Mill recorded it",
+        None,
+    )
+    ci_method: str | None = _doc(
+        "wilson (means of 0/1 values), percentile bootstrap (other bounded means), normal, "
+        "clipped (other bounded aggregates: value +- 1.96 stderr cut to the bounds) or "
+        "normal (unbounded)",
+        None,
+    )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MetricValue:
         data = _need(data, "a metric row")
+        ci = data.get("ci")
         return cls(
             value=data.get("value"),
             stderr=data.get("stderr"),
             n=int(data.get("n", 0)),
             higher_is_better=data.get("higher_is_better"),
+            ci=None if ci is None else [float(x) for x in ci],
+            ci_method=data.get("ci_method"),
         )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"value": self.value, "stderr": self.stderr, "n": self.n}
         if self.higher_is_better is not None:
             out["higher_is_better"] = self.higher_is_better
+        if self.ci is not None:
+            out["ci"] = self.ci
+            out["ci_method"] = self.ci_method
         return out
 
     @property
@@ -274,6 +292,11 @@ class Results:
         "the server reported them; absent for in-process backends",
         None,
     )
+    samples_sha256: dict[str, str] = _doc(
+        "task -> SHA-256 of `samples/<task>.jsonl` as the run wrote it; `mill.load`, "
+        "`report` and `compare` refuse a file that no longer matches",
+        factory=dict,
+    )
     schema_version: int = _doc("version of this schema", SCHEMA_VERSION)
 
     @classmethod
@@ -293,6 +316,7 @@ class Results:
             truncation=Truncation.from_dict(data.get("truncation") or {}),
             seconds=float(data.get("seconds", 0.0)),
             usage=None if data.get("usage") is None else dict(data["usage"]),
+            samples_sha256={str(k): str(v) for k, v in (data.get("samples_sha256") or {}).items()},
             schema_version=version,
         )
 
@@ -308,6 +332,8 @@ class Results:
         }
         if self.usage is not None:
             out["usage"] = self.usage
+        if self.samples_sha256:
+            out["samples_sha256"] = self.samples_sha256
         return out
 
     @classmethod
@@ -323,6 +349,38 @@ class Results:
         if metric not in rows:
             raise KeyError(f"task {task!r} has no metric {metric!r}; metrics: {', '.join(rows)}")
         return rows[metric]
+
+    def data_origin(self, task: str) -> str:
+        """Where ``task``'s documents came from, in words: an lm-eval task's own dataset
+        (path, name, data files: Mill's data source does not apply to it), else the run's
+        data source (``bundled``, ``local <dir>`` or ``hub``)."""
+        lm = self.tasks[task].data.get("lm_eval") if task in self.tasks else None
+        if isinstance(lm, dict):
+            path, name = lm.get("dataset_path"), lm.get("dataset_name")
+            kwargs = lm.get("dataset_kwargs") or {}
+            files = kwargs.get("data_files") if isinstance(kwargs, dict) else None
+            if isinstance(files, dict):
+                files = ", ".join(str(v) for v in files.values())
+            where = f"{path}/{name}" if name else str(path)
+            if files:
+                return f"lm-eval dataset {where}, files {files}"
+            return f"lm-eval dataset {where}"
+        source = self.data_source
+        return f"local {source.dir}" if source.source == "local" and source.dir else source.source
+
+    def bundled_tasks(self) -> list[str]:
+        """Tasks scored on the excerpts bundled with Mill (not benchmark scores)."""
+        return [t for t in self.tasks if self.data_origin(t) == "bundled"]
+
+    @property
+    def data_label(self) -> str:
+        """The short data label of report titles: ``bundled``, ``local``, ``hub``, ``lm-eval``
+        (every task bridged), or several joined by ``+``."""
+        kinds = [
+            "lm-eval" if "lm_eval" in body.data else self.data_source.source
+            for body in self.tasks.values()
+        ]
+        return "+".join(dict.fromkeys(kinds)) or self.data_source.source
 
     def flat(self) -> dict[str, float]:
         """Every number as ``<task>/<metric>`` and ``<task>/<metric>_stderr`` (subjects as
@@ -377,6 +435,9 @@ class Manifest:
     error: str | None = _doc("first line of the error, for a failed run", None)
     traceback: str | None = _doc("traceback of a failure that is Mill's own bug", None)
     seconds: float | None = _doc("wall-clock seconds, once finished", None)
+    results_sha256: str | None = _doc(
+        "SHA-256 of `results.json` as the run wrote it (checked on read), once succeeded", None
+    )
     extra: dict[str, Any] = _doc("keys this version of the schema does not name", factory=dict)
 
     @classmethod
@@ -441,6 +502,55 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+class EditedResults(ResultsError):
+    """A run's ``results.json`` or samples file changed after the run wrote it."""
+
+
+def edited_files(path: Path, results: Results, manifest: Manifest) -> list[str]:
+    """The files of the run folder ``path`` that no longer hold what the run wrote:
+    ``results.json`` against the manifest's ``results_sha256``, each ``samples/<task>.jsonl``
+    against ``results.json``'s ``samples_sha256`` (a recorded file that is gone counts).
+    A folder written before Mill recorded checksums has nothing to check."""
+    edited = []
+    results_path = path / "results.json"
+    if manifest.results_sha256 and files.sha256_file(results_path) != manifest.results_sha256:
+        edited.append("results.json")
+    for task, digest in results.samples_sha256.items():
+        samples = path / "samples" / f"{task}.jsonl"
+        if not samples.is_file() or files.sha256_file(samples) != digest:
+            edited.append(f"samples/{task}.jsonl")
+    return edited
+
+
+def check_edited(
+    path: Path,
+    results: Results,
+    manifest: Manifest,
+    trust_edited: bool,
+    how: str = "trust_edited=True",
+    error: type[MillError] = EditedResults,
+) -> list[str]:
+    """:func:`edited_files`, refused with one line (``error``) unless ``trust_edited``;
+    returns the edited files (what a reader accepting them says it read). ``how``: how the
+    reader accepts them (``trust_edited=true`` on the command line)."""
+    edited = edited_files(path, results, manifest)
+    if edited and not trust_edited:
+        raise error(
+            f"{path}: {', '.join(edited)} changed after the run wrote it (its SHA-256 is not "
+            f"the one the run recorded); Mill does not read edited results: rerun the "
+            f"evaluation, or read them knowingly with {how}"
+        )
+    return edited
+
+
+def edited_note(path: Path, edited: list[str]) -> str:
+    """What a reader that accepted edited files says (console, logs, report pages)."""
+    return (
+        f"{path}: read with trust_edited: {', '.join(edited)} changed after the run wrote "
+        "it; these are not the run's own results"
+    )
+
+
 @dataclass
 class Run:
     """A finished experiment folder, typed: what :func:`load` returns."""
@@ -448,6 +558,8 @@ class Run:
     path: Path
     results: Results
     manifest: Manifest
+    edited: list[str] = field(default_factory=list)
+    """Files read although they changed after the run (``trust_edited``); empty otherwise."""
 
     def samples_path(self, task: str) -> Path:
         """``samples/<task>.jsonl`` of this run."""
@@ -461,15 +573,23 @@ class Run:
         return read_samples(path)
 
 
-def load(folder: str | Path) -> Run:
-    """Read a finished run's folder: ``results.json``, ``manifest.json`` and its samples."""
+def load(folder: str | Path, trust_edited: bool = False) -> Run:
+    """Read a finished run's folder: ``results.json``, ``manifest.json`` and its samples.
+
+    The files are checked against the SHA-256 the run recorded (:func:`edited_files`): an
+    edited one raises :class:`EditedResults`, unless ``trust_edited=True``, which reads it
+    with a warning and lists it in ``Run.edited``."""
     path = Path(folder)
     results_path = path / "results.json"
     if not results_path.is_file():
         raise ResultsError(f"{path} has no results.json; give the folder of a run that succeeded")
     manifest_path = path / "manifest.json"
     manifest = Manifest.read(manifest_path) if manifest_path.is_file() else Manifest()
-    return Run(path, Results.read(results_path), manifest)
+    results = Results.read(results_path)
+    edited = check_edited(path, results, manifest, trust_edited)
+    if edited:
+        warnings.warn(edited_note(path, edited), stacklevel=2)
+    return Run(path, results, manifest, edited)
 
 
 # --- docs/results-schema.md -------------------------------------------------------------

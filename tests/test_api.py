@@ -112,3 +112,13 @@ def test_readme_example_runs(tmp_path: Path) -> None:
     proc = run_process(sys.executable, script, cwd=tmp_path, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.search(r"acc = 0\.\d+ ± 0\.\d+", proc.stdout), proc.stdout
+
+
+@pytest.mark.parametrize("where", ["afile", "afile/run"])
+def test_output_dir_that_is_a_file_is_a_user_error(where: str, tmp_path: Path) -> None:
+    """A file where the folder goes: ConfigError naming output_dir, nothing written."""
+    (tmp_path / "afile").write_text("mine")
+    with pytest.raises(ConfigError, match=r"output_dir=.*a file is in the way"):
+        mill.evaluate("arc_easy", "fake", limit=2, output_dir=tmp_path / where)
+    assert (tmp_path / "afile").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]

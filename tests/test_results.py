@@ -113,9 +113,11 @@ def test_a_sample_line_that_is_not_a_record_names_file_and_line(group_run, tmp_p
     lines = path.read_text().splitlines()
     path.write_text("\n".join([lines[0], json.dumps({"doc_id": 1})]) + "\n")
     with pytest.raises(ResultsError, match=f"{path}:2 is not a sample record"):
-        mill.load(folder).samples("arc_easy")
+        with pytest.warns(UserWarning, match="read with trust_edited"):
+            run = mill.load(folder, trust_edited=True)
+        run.samples("arc_easy")
     with pytest.raises(ReportInputError, match=f"{path}:2 is not a sample record"):
-        RunFolder.open(folder).samples("arc_easy")
+        RunFolder.open(folder, trust_edited=True).samples("arc_easy")
 
 
 def test_manifest_keeps_keys_it_does_not_name() -> None:
@@ -145,3 +147,85 @@ def test_a_group_with_one_aggregate_round_trips() -> None:
     results = Results.from_dict({"tasks": {}, "groups": {"g": body}})
     assert results.to_dict()["groups"]["g"] == body
     assert results.flat() == {"g/acc,none_macro": 0.5, "g/acc,none_macro_stderr": 0.1}
+
+
+def _set_every_acc_to_1(path: Path) -> None:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        row["metrics"]["acc"] = 1.0
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_results_record_the_checksums_of_what_the_run_wrote(group_run) -> None:
+    import hashlib
+
+    folder, results = group_run
+    manifest = Manifest.read(folder / "manifest.json")
+    digest = hashlib.sha256((folder / "results.json").read_bytes()).hexdigest()
+    assert manifest.results_sha256 == digest
+    assert set(results.samples_sha256) == {"arc_easy", "arc_challenge"}
+    for task, recorded in results.samples_sha256.items():
+        data = (folder / "samples" / f"{task}.jsonl").read_bytes()
+        assert hashlib.sha256(data).hexdigest() == recorded
+    assert mill.load(folder).edited == []
+
+
+def test_edited_samples_are_refused_unless_trusted(group_run, tmp_path: Path) -> None:
+    """Issue 26, item 5: every acc set to 1 in a samples file is seen by mill.load and by
+    report/compare's reader, refused in one line; trust_edited reads it and says so."""
+    import shutil
+
+    from mill.report.load import ReportInputError
+    from mill.results import EditedResults
+
+    folder = tmp_path / "run"
+    shutil.copytree(group_run[0], folder)
+    _set_every_acc_to_1(folder / "samples" / "arc_easy.jsonl")
+    with pytest.raises(EditedResults) as caught:
+        mill.load(folder)
+    message = str(caught.value)
+    assert "\n" not in message and "samples/arc_easy.jsonl changed after the run" in message
+    assert "trust_edited=True" in message
+    with pytest.raises(ReportInputError, match="samples/arc_easy.jsonl changed") as caught:
+        RunFolder.open(folder)
+    assert "trust_edited=true" in str(caught.value)
+    with pytest.warns(UserWarning, match="read with trust_edited: samples/arc_easy.jsonl"):
+        run = mill.load(folder, trust_edited=True)
+    assert run.edited == ["samples/arc_easy.jsonl"]
+    assert all(s.metrics["acc"] == 1.0 for s in run.samples("arc_easy"))
+    opened = RunFolder.open(folder, trust_edited=True)
+    assert opened.edited_note is not None and "not the run's own results" in opened.edited_note
+
+
+def test_edited_or_missing_files_are_named(group_run, tmp_path: Path) -> None:
+    import shutil
+
+    from mill.results import EditedResults, edited_files
+
+    folder = tmp_path / "run"
+    shutil.copytree(group_run[0], folder)
+    raw = (folder / "results.json").read_text()
+    (folder / "results.json").write_text(raw.replace('"seconds"', '"seconds" ', 1))
+    (folder / "samples" / "arc_challenge.jsonl").unlink()
+    with pytest.raises(EditedResults, match="results.json, samples/arc_challenge.jsonl changed"):
+        mill.load(folder)
+    results = Results.read(folder / "results.json")
+    manifest = Manifest.read(folder / "manifest.json")
+    assert edited_files(folder, results, manifest) == [
+        "results.json",
+        "samples/arc_challenge.jsonl",
+    ]
+
+
+def test_folders_from_before_checksums_are_read(group_run, tmp_path: Path) -> None:
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(group_run[0], folder)
+    data = json.loads((folder / "results.json").read_text())
+    del data["samples_sha256"]
+    (folder / "results.json").write_text(json.dumps(data))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    del manifest["results_sha256"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert mill.load(folder).edited == []

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, DatasetUnavailable
+from mill.files import datasets_cache_dir
 
 SOURCES = ("hub", "local", "bundled")
 
@@ -295,10 +296,60 @@ def _builder_kwargs(spec: DatasetSpec) -> dict[str, Any]:
     return {"features": features, "keep_default_na": False, **spec.builder_kwargs}
 
 
+ID_FIELDS = ("id", "task_id", "question_id", "doc_id", "idx", "ID")
+"""Fields that name a document, the first one the rows have is checked for repeats."""
+
+
+def duplicate_ids(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """``{"field", "count", "first"}`` when rows repeat a document id (``count``: rows whose
+    id an earlier row already had; ``first``: the first repeated id), else None."""
+    field_name = next((f for f in ID_FIELDS if rows and f in rows[0]), None)
+    if field_name is None:
+        return None
+    seen: set[Any] = set()
+    repeated: list[Any] = []
+    for row in rows:
+        value = row.get(field_name)
+        if value is None or not isinstance(value, (str, int)):
+            continue
+        if value in seen:
+            repeated.append(value)
+        seen.add(value)
+    if not repeated:
+        return None
+    return {"field": field_name, "count": len(repeated), "first": repeated[0]}
+
+
 def load_rows(
     spec: DatasetSpec, split: str, source: DataSource, subject: str = "default"
 ) -> LoadedSplit:
-    """Load one split as a list of dict rows (hub schema for hub, file schema for files)."""
+    """Load one split as a list of dict rows (hub schema for hub, file schema for files).
+
+    Rows that repeat a document id are kept (each is scored) and warned about once (console
+    and mill.log); their count is in the origin (``duplicate_ids``: the manifest's
+    ``datasets``)."""
+    loaded = _load_rows(spec, split, source, subject)
+    repeats = duplicate_ids(loaded.rows)
+    if repeats is not None:
+        import logging
+
+        where = loaded.origin.get("file") or loaded.origin.get("hub")
+        loaded.origin["duplicate_ids"] = repeats
+        logging.getLogger(__name__).warning(
+            "%s (split %r): %d row(s) repeat a document id (field %r, first: %r); each is "
+            "scored as a document of its own: remove the repeats if they are not meant",
+            where,
+            split,
+            repeats["count"],
+            repeats["field"],
+            repeats["first"],
+        )
+    return loaded
+
+
+def _load_rows(
+    spec: DatasetSpec, split: str, source: DataSource, subject: str = "default"
+) -> LoadedSplit:
     path = _local_file(spec, split, source, subject)
     if path is not None:
         if not path.is_file():
@@ -321,6 +372,7 @@ def load_rows(
                 spec.local_builder,
                 data_files={split: str(path)},
                 split=split,
+                cache_dir=datasets_cache_dir(),  # Mill's cache, not ~/.cache/huggingface
                 **_builder_kwargs(spec),
             )
             rows = ds.to_list()  # pyarrow takes bytes that are not UTF-8 and fails here

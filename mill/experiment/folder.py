@@ -6,6 +6,8 @@
   ``runner.resume=true``, and report and compare refuse it;
 * samples stream into ``samples/<task>.partial.jsonl`` and are renamed to
   ``samples/<task>.jsonl`` only when the run succeeds;
+* ``results.json`` records each samples file's SHA-256 and the manifest ``results.json``'s,
+  so a reader can tell a file edited since (:func:`mill.results.edited_files`);
 * ``manifest.json`` carries ``status``: running, succeeded, failed (with the error) or
   interrupted (SIGINT/SIGTERM);
 * while a run is in progress its driver holds an exclusive lock on ``.lock``, so a
@@ -22,7 +24,7 @@ from typing import Any
 import jsonlines
 
 from mill.errors import ConfigError, ExperimentExists, MillError
-from mill.files import write_json
+from mill.files import sha256_file, write_json
 from mill.record import SampleRecord
 from mill.results import Manifest, Results
 
@@ -46,6 +48,20 @@ def check_name(value: Any, setting: str) -> str:
             "choose a plain name (letters, digits, '_', '-', '.')"
         )
     return text
+
+
+def check_folder(path: Path, setting: str) -> None:
+    """ConfigError naming ``setting`` when ``path`` cannot be a folder: it, or a folder
+    above it, exists as a file."""
+    for place in (Path(path), *Path(path).parents):
+        if place.exists():
+            if not place.is_dir():
+                what = "" if place == Path(path) else f" ({place} is a file)"
+                raise ConfigError(
+                    f"{setting}={path} cannot be the experiment folder: a file is in the "
+                    f"way{what}; choose a folder path"
+                )
+            return
 
 
 class ExperimentFolder:
@@ -186,9 +202,19 @@ class ExperimentFolder:
             manifest = Manifest.from_dict(manifest)
         write_json(self.manifest_path, manifest.to_dict())
 
-    def write_results(self, results: Results) -> None:
-        """``results.json``, atomically, in the schema of :class:`mill.results.Results`."""
-        write_json(self.results_path, results.to_dict())
+    def write_results(self, results: Results) -> str:
+        """``results.json``, atomically, in the schema of :class:`mill.results.Results`;
+        returns its SHA-256 (the manifest records it)."""
+        return write_json(self.results_path, results.to_dict())
+
+    def samples_sha256(self) -> dict[str, str]:
+        """task -> SHA-256 of each final ``samples/<task>.jsonl`` (``results.json`` records
+        them)."""
+        return {
+            path.name.removesuffix(".jsonl"): sha256_file(path)
+            for path in sorted(self.samples_dir.glob("*.jsonl"))
+            if not path.name.endswith(".partial.jsonl")
+        }
 
     def write_text(self, name: str, text: str) -> None:
         self.inside(self.path / name).write_text(text, encoding="utf-8")

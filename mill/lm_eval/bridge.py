@@ -33,7 +33,7 @@ from mill.data.load import DataSource
 from mill.errors import ConfigError, DatasetUnavailable, TaskError, yaml_syntax
 from mill.lm_eval import require_lm_eval
 from mill.metrics.base import CorpusMetric, Metric
-from mill.metrics.stats import mean_stderr
+from mill.metrics.stats import interval, mean_stderr
 from mill.task.base import Task, TaskGroup
 from mill.types import Doc, GenerationArgs, OutputType, Request, Response
 
@@ -818,14 +818,22 @@ class LMEvalSuite(TaskGroup):
                 stderr = values.get(f"{metric}_stderr,{filter_name}")
                 kind = "micro" if weights.get(metric, True) else "macro"
                 n = values.get("sample_count", {}).get(key, values.get("sample_len", 0))
-                rows[key] = {
-                    kind: {
-                        "value": value,
-                        "stderr": None if stderr in (None, "N/A") else float(stderr),
-                        "n": n if kind == "micro" else len(group.get_all_tasks()),
-                    },
-                    "higher_is_better": bool(higher.get(metric, True)),
+                body = {
+                    "value": value,
+                    "stderr": None if stderr in (None, "N/A") else float(stderr),
+                    "n": n if kind == "micro" else len(group.get_all_tasks()),
                 }
+                leaves = [per_task.get(t.task_name) for t in group.get_all_tasks()]
+                members = [leaf.metrics.get(key) if leaf else None for leaf in leaves]
+                # a group of 0/1 means (accuracies) is inside [0, 1]: its interval too
+                binary = all(m and m.get("ci_method") == "wilson" for m in members)
+                found = interval(
+                    [], value, body["stderr"], is_mean=False,
+                    bounds=(0.0, 1.0) if binary else None, iters=0, seed=0,
+                )  # fmt: skip
+                if found is not None:
+                    body["ci"], body["ci_method"] = list(found[0]), found[1]
+                rows[key] = {kind: body, "higher_is_better": bool(higher.get(metric, True))}
             if rows:
                 out[group_name] = {
                     "tasks": [t.task_name for t in group.get_all_tasks()],

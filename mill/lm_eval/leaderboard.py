@@ -22,6 +22,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from mill.metrics.stats import interval
+
 # leaderboard group -> (metric key, random-guess baseline from the choices?)
 TASKS: dict[str, tuple[tuple[str, ...], bool]] = {
     "leaderboard_bbh": (("acc_norm,none",), True),
@@ -96,23 +98,28 @@ def leaderboard_scores(
     return out
 
 
+def _row(value: float, stderr: float | None, n: int) -> dict[str, Any]:
+    """A normalised score's row; its 95% interval stays inside [0, 100]."""
+    row: dict[str, Any] = {"value": value, "stderr": stderr, "n": n}
+    found = interval([], value, stderr, is_mean=False, bounds=(0.0, 100.0), iters=0, seed=0)
+    if found is not None:
+        row["ci"], row["ci_method"] = list(found[0]), found[1]
+    return row
+
+
 def as_group_rows(scores: Mapping[str, Any]) -> dict[str, Any]:
     """The normalised scores as a Mill results group (``macro`` rows: means of parts), so
     the console table, report.html and compare show them."""
     metrics: dict[str, Any] = {}
     for task, body in scores["tasks"].items():
         metrics[f"{task} (normalised)"] = {
-            "macro": {
-                "value": body["score"],
-                "stderr": body["stderr"],
-                "n": len(body["subtasks"]),
-            },
+            "macro": _row(body["score"], body["stderr"], len(body["subtasks"])),
             "higher_is_better": True,
         }
     if "overall" in scores:
         overall = scores["overall"]
         metrics["overall (normalised)"] = {
-            "macro": {"value": overall["score"], "stderr": overall["stderr"], "n": overall["n"]},
+            "macro": _row(overall["score"], overall["stderr"], overall["n"]),
             "higher_is_better": True,
         }
     return {"tasks": list(scores["tasks"]), "metrics": metrics, "source": scores["source"]}

@@ -2,7 +2,8 @@
 
 Every aggregate has a standard error: the closed form ``std(ddof=1)/sqrt(n)`` when the
 aggregate is a mean of per-sample values (:class:`MeanMetric`), a seeded bootstrap over
-docs otherwise (:class:`CorpusMetric`).
+docs otherwise (:class:`CorpusMetric`), and a 95% interval that stays inside the metric's
+``bounds`` (:meth:`Metric.interval`, :func:`mill.metrics.stats.interval`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mill.metrics.stats import bootstrap_stderr, mean, mean_stderr
+from mill.metrics import stats
+from mill.metrics.stats import Bounds, bootstrap_stderr, mean, mean_stderr
 from mill.types import Doc, OutputType, Response
 
 if TYPE_CHECKING:
@@ -40,6 +42,9 @@ class Metric:
     higher_is_better: ClassVar[bool] = True
     needs_unconditioned: ClassVar[bool] = False
     """True: the evaluator issues context-free requests (PMI) for this metric."""
+    bounds: ClassVar[Bounds | None] = None
+    """The range the value cannot leave (``(0.0, 1.0)`` for pass@k, f1): its interval stays
+    inside. A mean of 0/1 values is bounded by [0, 1] without saying so."""
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> SampleValue:
         """Per-sample value from a doc and its responses (ordered by request index)."""
@@ -70,6 +75,36 @@ class Metric:
     def is_mean(self) -> bool:
         """The aggregate is the mean of per-sample floats (closed-form stderr)."""
         return False
+
+    def value_bounds(self, values: Sequence[SampleValue]) -> Bounds | None:
+        """:attr:`bounds`, or [0, 1] for a mean of 0/1 values."""
+        if self.bounds is None and self.is_mean:
+            present = [v for v in values if v is not None]
+            if present and all(isinstance(v, (bool, int, float)) and v in (0, 1) for v in present):
+                return (0.0, 1.0)
+        return self.bounds
+
+    def interval(
+        self,
+        values: Sequence[SampleValue],
+        value: float | None,
+        stderr: float | None,
+        *,
+        iters: int,
+        seed: int,
+    ) -> tuple[tuple[float, float], str] | None:
+        """The 95% interval of ``value`` = :meth:`aggregate` of ``values`` and its method
+        (:func:`mill.metrics.stats.interval`: Wilson for 0/1 means, a percentile bootstrap
+        for other bounded means, value +- 1.96 stderr clipped to the bounds otherwise)."""
+        return stats.interval(
+            values,
+            value,
+            stderr,
+            is_mean=self.is_mean,
+            bounds=self.value_bounds(values),
+            iters=iters,
+            seed=seed,
+        )
 
 
 class MeanMetric(Metric):

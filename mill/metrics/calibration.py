@@ -103,6 +103,7 @@ class ExpectedCalibrationError(CorpusMetric):
     name = "ece"
     output_types = LOGPROBS
     higher_is_better = False
+    bounds = (0.0, 1.0)
 
     def __init__(self, bins: int = 10) -> None:
         if int(bins) < 1:

@@ -37,6 +37,7 @@ class F1(MeanMetric):
 
     name = "f1"
     output_types = frozenset({OutputType.GENERATIVE})
+    bounds = (0.0, 1.0)
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> float:
         golds = doc.gold if isinstance(doc.gold, tuple) else (str(doc.gold),)

@@ -5,6 +5,8 @@ sum (n_i/N) m_i with stderr sqrt(sum (n_i/N)^2 se_i^2) (members are independent 
 for other metrics the metric on the pooled samples with a stratified seeded bootstrap
 stderr (each member resampled within itself).
 macro: the unweighted mean of the member values, stderr sqrt(sum se_i^2) / k.
+Every row has a 95% interval inside the metric's bounds (:meth:`Metric.interval`; a macro
+row's is value +- 1.96 stderr clipped to them).
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from mill.metrics.base import Metric
-from mill.metrics.stats import combined_stderr, mean, stratified_bootstrap_stderr
+from mill.metrics.stats import (
+    combined_stderr,
+    interval,
+    mean,
+    stratified_bootstrap_stderr,
+)
 
 
 class Member(Protocol):
@@ -23,14 +30,22 @@ class Member(Protocol):
     values: dict[str, list[Any]]
 
 
+def with_interval(
+    body: dict[str, Any], metric: Metric, values: Sequence[Any], iters: int, seed: int
+) -> dict[str, Any]:
+    """``body`` (value, stderr, ...) with its 95% interval ``ci`` and ``ci_method``."""
+    found = metric.interval(values, body["value"], body["stderr"], iters=iters, seed=seed)
+    if found is not None:
+        body["ci"], body["ci_method"] = list(found[0]), found[1]
+    return body
+
+
 def row(metric: Metric, values: Sequence[Any], iters: int, seed: int) -> dict[str, Any]:
-    """One aggregated row: value, stderr, n, direction."""
-    return {
-        "value": metric.aggregate(values) if values else None,
-        "stderr": metric.stderr(values, iters=iters, seed=seed),
-        "n": len(values),
-        "higher_is_better": metric.higher_is_better,
-    }
+    """One aggregated row: value, stderr, its 95% interval, n, direction."""
+    value = metric.aggregate(values) if values else None
+    body = {"value": value, "stderr": metric.stderr(values, iters=iters, seed=seed)}
+    body = with_interval(body, metric, values, iters, seed)
+    return {**body, "n": len(values), "higher_is_better": metric.higher_is_better}
 
 
 def aggregate_members(
@@ -51,13 +66,21 @@ def aggregate_members(
             micro_se = combined_stderr([n / total for n in ns], ses)
         else:
             micro_se = stratified_bootstrap_stderr(strata, metric.aggregate, iters=iters, seed=seed)
+        micro = {"value": metric.aggregate(pooled), "stderr": micro_se}
+        macro_value = mean(vals)
+        macro = {
+            "value": macro_value,
+            "stderr": combined_stderr([1 / len(members)] * len(members), ses),
+        }
+        bounds = metric.value_bounds(pooled)
+        found = interval(
+            [], macro_value, macro["stderr"], is_mean=False, bounds=bounds, iters=0, seed=0
+        )
+        if found is not None:
+            macro["ci"], macro["ci_method"] = list(found[0]), found[1]
         out[metric.name] = {
-            "micro": {"value": metric.aggregate(pooled), "stderr": micro_se, "n": total},
-            "macro": {
-                "value": mean(vals),
-                "stderr": combined_stderr([1 / len(members)] * len(members), ses),
-                "n": len(members),
-            },
+            "micro": {**with_interval(micro, metric, pooled, iters, seed), "n": total},
+            "macro": {**macro, "n": len(members)},
             "higher_is_better": metric.higher_is_better,
         }
     return out

@@ -30,6 +30,7 @@ class ConfidenceWeightedAccuracy(MeanMetric):
 
     name = "confidence_weighted_acc"
     output_types = LOGPROBS
+    bounds = (0.0, 1.0)
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> float:
         scores = char_normalised(doc, responses)
@@ -43,6 +44,7 @@ class ProbabilityMass(MeanMetric):
 
     name = "probability_mass"
     output_types = LOGPROBS
+    bounds = (0.0, 1.0)
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> float:
         return float(softmax(logprobs(responses))[int(doc.gold)])  # type: ignore[arg-type]
@@ -53,6 +55,7 @@ class ProbabilityMassNorm(MeanMetric):
 
     name = "probability_mass_norm"
     output_types = LOGPROBS
+    bounds = (0.0, 1.0)
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> float:
         return float(softmax(char_normalised(doc, responses))[int(doc.gold)])  # type: ignore[arg-type]
@@ -65,6 +68,7 @@ class BrierScore(MeanMetric):
     name = "brier"
     output_types = LOGPROBS
     higher_is_better = False
+    bounds = (0.0, 2.0)
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> float:
         probs = softmax(logprobs(responses))

@@ -28,6 +28,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 class _RepeatsMetric(MeanMetric):
     output_types = frozenset({OutputType.GENERATIVE})
+    bounds = (0.0, 1.0)
 
     def __init__(self, k: int = 1, **exact_match: Any) -> None:
         if int(k) < 1:

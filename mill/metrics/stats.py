@@ -1,5 +1,6 @@
-"""Small statistics: mean, its closed-form stderr, seeded bootstrap stderrs, and the paired
-tests that compare two runs (paired bootstrap, McNemar's exact test)."""
+"""Small statistics: mean, its closed-form stderr, seeded bootstrap stderrs, the 95%
+intervals every report shows (:func:`interval`), and the paired tests that compare two runs
+(paired bootstrap, McNemar's exact test)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,12 @@ Statistic = Callable[[np.ndarray], np.ndarray]
 
 CHUNK = 1000
 """Resamples drawn and evaluated at once by :func:`paired_bootstrap`."""
+
+Z95 = 1.96
+"""The normal quantile of every 95% interval Mill reports."""
+
+Bounds = tuple[float, float]
+"""The range a metric's value cannot leave, e.g. (0, 1) for an accuracy."""
 
 
 def mean(values: Sequence[float]) -> float:
@@ -108,3 +115,96 @@ def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> tuple[int, int, float]:
     if n10 + n01 == 0:
         return n10, n01, 1.0
     return n10, n01, float(binomtest(n01, n10 + n01, 0.5).pvalue)
+
+
+def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion p = successes / n (None when n = 0):
+    (p + z^2/2n +- z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n), always inside [0, 1]."""
+    if n <= 0:
+        return None
+    p, z2 = successes / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def clipped_interval(
+    value: float | None, stderr: float | None, bounds: Bounds | None, z: float = Z95
+) -> tuple[float, float] | None:
+    """value +- z * stderr, cut to ``bounds`` when given (None without a value or stderr)."""
+    if value is None or stderr is None or not math.isfinite(value):
+        return None
+    lo, hi = value - z * stderr, value + z * stderr
+    if bounds is not None:
+        lo, hi = max(bounds[0], lo), min(bounds[1], hi)
+    return lo, hi
+
+
+def percentile_bootstrap_mean(
+    values: Sequence[float], *, iters: int, seed: int, level: float = 0.95
+) -> tuple[float, float] | None:
+    """Percentile interval of the mean: the (1 - level)/2 and (1 + level)/2 quantiles
+    (numpy's linear) of the mean over ``iters`` resamples with replacement, ``rng =
+    numpy.random.default_rng(seed)``, drawn in chunks of :data:`CHUNK`. Inside the range
+    of ``values``, so inside any bounds they respect. None when n < 2 or iters < 2."""
+    arr = np.asarray(values, dtype=np.float64)
+    n = len(arr)
+    if n < 2 or iters < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    means = np.empty(iters, dtype=np.float64)
+    for start in range(0, iters, CHUNK):
+        rows = min(CHUNK, iters - start)
+        means[start : start + rows] = arr[rng.integers(0, n, size=(rows, n))].mean(-1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def _numbers(values: Sequence[object]) -> list[float] | None:
+    """The values as floats (None values dropped), or None when some are not numbers."""
+    out = []
+    for v in values:
+        if v is None:
+            continue
+        if isinstance(v, (bool, int, float, np.floating, np.integer)):
+            out.append(float(v))
+        else:
+            return None
+    return out
+
+
+def interval(
+    values: Sequence[object],
+    value: float | None,
+    stderr: float | None,
+    *,
+    is_mean: bool,
+    bounds: Bounds | None,
+    iters: int,
+    seed: int,
+) -> tuple[tuple[float, float], str] | None:
+    """The 95% interval of an aggregate and the name of its method, so that the interval of
+    a bounded quantity never leaves its bounds:
+
+    * ``wilson``: a mean of 0/1 values (accuracies): :func:`wilson_interval`;
+    * ``percentile bootstrap``: a mean of other values with ``bounds`` (pass@k, f1):
+      :func:`percentile_bootstrap_mean` (seeded);
+    * ``normal, clipped``: any other aggregate with ``bounds``: value +- 1.96 stderr cut to
+      them (:func:`clipped_interval`; group macro rows too);
+    * ``normal``: unbounded aggregates (perplexities): value +- 1.96 stderr.
+
+    None when there is no value (or, for the normal forms, no stderr)."""
+    if value is None or not math.isfinite(value):
+        return None
+    numbers = _numbers(values) if is_mean else None
+    if numbers and all(v in (0.0, 1.0) for v in numbers):
+        found = wilson_interval(sum(numbers), len(numbers))
+        return None if found is None else (found, "wilson")
+    if numbers and bounds is not None:
+        found = percentile_bootstrap_mean(numbers, iters=iters, seed=seed)
+        if found is not None:
+            return (max(bounds[0], found[0]), min(bounds[1], found[1])), "percentile bootstrap"
+    found = clipped_interval(value, stderr, bounds)
+    if found is None:
+        return None
+    return found, "normal" if bounds is None else "normal, clipped"

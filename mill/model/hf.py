@@ -228,7 +228,7 @@ class HFCausalLM(TokenizingLM):
 
             fused = fuse_gelu(self.model)
         self.dtype = str(self.model.dtype).removeprefix("torch.")
-        self.max_length = int(max_length or self._default_max_length())
+        self.max_length = int(max_length if max_length is not None else self._default_max_length())
         if not self.cache_budget:
             self.cache_budget = self._auto_cache_budget()
         self._init_tokenizer()

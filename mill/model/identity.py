@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from mill.files import cache_root
+
 _CHUNK = 8 << 20
 RACY_S = 2.0
 """Files modified more recently than this are not remembered (see the module docstring)."""
@@ -35,11 +37,6 @@ _TABLE = "file_sha256"
 # the folder (weights, configs, tokenizer files, generation config, chat templates, remote
 # code) is part of the model's identity.
 _NOT_MODEL = ("optimizer", "scheduler", "rng_state", "trainer_state", "training_args", "readme")
-
-
-def cache_root() -> Path:
-    """``$MILL_CACHE`` or ``~/.cache/mill``: where Mill keeps what it builds or remembers."""
-    return Path(os.environ.get("MILL_CACHE", Path.home() / ".cache" / "mill"))
 
 
 def memo_path() -> Path:

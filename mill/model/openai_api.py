@@ -301,7 +301,7 @@ class OpenAICompletions(TokenizingLM):
         self.model = str(entry["id"])
         self.name = name or self.model
         reported = entry.get("max_model_len")
-        self.max_length = int(max_length or reported or 2048)
+        self.max_length = int(max_length if max_length is not None else reported or 2048)
         if str(tokenizer) == "remote":
             self.tokenizer = RemoteTokenizer(self.client, self.model)
             self._init_tokenizer()

@@ -317,7 +317,9 @@ def compare_command(cfg: Any) -> None:
                 f"compare needs two run folders: mill -cn compare a=<run dir> b=<run dir> "
                 f"({key}= is missing)"
             )
-    run_a, run_b = RunFolder.open(str(cfg.a)), RunFolder.open(str(cfg.b))
+    trust = bool(cfg.get("trust_edited", False))
+    run_a = RunFolder.open(str(cfg.a), trust_edited=trust)
+    run_b = RunFolder.open(str(cfg.b), trust_edited=trust)
     if run_a.path.resolve() == run_b.path.resolve():
         raise ReportInputError(f"a and b are the same folder ({run_a.path}); give two runs")
     tasks = _names(cfg.get("tasks")) or None
@@ -333,6 +335,9 @@ def compare_command(cfg: Any) -> None:
     only_b = [t for t in run_b.task_names if t not in run_a.task_names]
     console.print(f"A = {labels[0]}: {run_a.path}", soft_wrap=True)
     console.print(f"B = {labels[1]}: {run_b.path}", soft_wrap=True)
+    for run in (run_a, run_b):
+        if run.edited_note:
+            console.print(run.edited_note, soft_wrap=True)
     console.print(compare_table(rows, f"{labels[1]} (B) - {labels[0]} (A)", alpha))
     for row in rows:
         console.print(row.verdict, soft_wrap=True)
@@ -360,8 +365,8 @@ def write_compare(
     out.mkdir(parents=True, exist_ok=True)
     dicts = [asdict(r) for r in rows]
     blob = {
-        "a": {"path": str(run_a.path), "label": labels[0]},
-        "b": {"path": str(run_b.path), "label": labels[1]},
+        "a": {"path": str(run_a.path), "label": labels[0], "edited": run_a.edited},
+        "b": {"path": str(run_b.path), "label": labels[1], "edited": run_b.edited},
         **params,
         "rows": dicts,
     }

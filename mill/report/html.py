@@ -124,13 +124,28 @@ def chips(items: Iterable[tuple[str, str]]) -> str:
     )
 
 
-def _bundled_note(sources: Iterable[str]) -> str:
-    if "bundled" in set(sources):
-        return (
-            '<p class="note"><b>Bundled sample data.</b> These numbers come from the small '
-            "excerpts shipped with Mill (data=bundled); they are not benchmark scores.</p>"
+def _notes(runs: Iterable[RunFolder]) -> str:
+    """Where each task's data came from (a warning for the bundled excerpts, which are not
+    benchmark scores) and, for files read with ``trust_edited``, that they were edited."""
+    runs = list(runs)
+    origins = {
+        (task, run.results.data_origin(task)): None for run in runs for task in run.task_names
+    }
+    bundled = list(dict.fromkeys(task for task, origin in origins if origin == "bundled"))
+    out = []
+    for run in runs:
+        if run.edited_note:
+            out.append(f'<p class="note"><b>Edited results.</b> {esc(run.edited_note)}</p>')
+    if bundled:
+        out.append(
+            '<p class="note"><b>Bundled sample data.</b> The numbers of '
+            f"{esc(', '.join(bundled))} come from the small excerpts shipped with Mill "
+            "(data=bundled); they are not benchmark scores.</p>"
         )
-    return ""
+    if origins:
+        where = "; ".join(f"{task}: {origin}" for task, origin in origins)
+        out.append(f"<p class='small'>Data: {esc(where)}.</p>")
+    return "".join(out)
 
 
 def scores_table(scores: Sequence[Score]) -> str:
@@ -203,7 +218,7 @@ def run_page(
     parts = [
         f"<h1>{esc(run.task_label)} · {esc(run.model_label)}</h1>",
         chips(c for c in meta if c),
-        _bundled_note([run.data_source]),
+        _notes([run]),
         "<h2>Results</h2>",
         scores_table(run.scores()),
         figure(scores_png, "scores with standard errors", "Scores with ±1 SE and 95% CIs."),
@@ -304,7 +319,7 @@ def sweep_page(
     parts = [
         f"<h1>{esc(title)}</h1>",
         chips(c for c in meta if c),
-        _bundled_note(run.data_source for _, run, _ in runs),
+        _notes(run for _, run, _ in runs),
     ]
     if entries:
         parts += [
@@ -381,7 +396,7 @@ def compare_page(
                 (f"α = {params['alpha']}", ""),
             ]
         ),
-        _bundled_note([run_a.data_source, run_b.data_source]),
+        _notes([run_a, run_b]),
         "<h2>Verdicts</h2>",
         verdicts,
         "<h2>Paired differences</h2>",

@@ -12,12 +12,18 @@ from typing import Any
 
 from mill.errors import MillError
 from mill.files import job_order, read_json
+from mill.metrics.stats import clipped_interval
 from mill.record import SampleRecord
-from mill.results import Manifest, Results, Run
+from mill.results import Manifest, Results, Run, check_edited, edited_note
 
 
 class ReportInputError(MillError):
     """A folder given to ``report`` or ``compare`` is not a usable experiment folder."""
+
+
+class EditedRunError(ReportInputError):
+    """A run folder whose files changed after the run wrote them (refused even inside a
+    sweep, where an unusable job is otherwise listed as failed)."""
 
 
 @dataclass
@@ -31,16 +37,20 @@ class Score:
     n: int | str
     higher_is_better: bool = True
     kind: str = "task"  # task, micro or macro
+    interval: tuple[float, float] | None = None
+    """The 95% interval results.json records (inside the metric's bounds)."""
 
     @property
     def row_name(self) -> str:
         return self.task if self.kind == "task" else f"{self.task} ({self.kind})"
 
-    def ci(self, z: float = 1.96) -> tuple[float, float] | None:
-        """Normal-approximation interval value +- z * stderr (None without a stderr)."""
-        if self.value is None or self.stderr is None:
-            return None
-        return self.value - z * self.stderr, self.value + z * self.stderr
+    def ci(self) -> tuple[float, float] | None:
+        """The 95% interval: as results.json records it (Wilson, percentile bootstrap or
+        clipped to the metric's bounds, :func:`mill.metrics.stats.interval`), else, for
+        results written before Mill recorded it, value +- 1.96 stderr (None without one)."""
+        if self.interval is not None:
+            return self.interval
+        return clipped_interval(self.value, self.stderr, None)
 
 
 @dataclass
@@ -55,10 +65,12 @@ class RunFolder(Run):
     )
 
     @classmethod
-    def open(cls, path: str | Path, finished: bool = True) -> RunFolder:
-        """Open a run folder; ReportInputError when it has no ``results.json`` or (with
+    def open(cls, path: str | Path, finished: bool = True, trust_edited: bool = False) -> RunFolder:
+        """Open a run folder; ReportInputError when it has no ``results.json``, (with
         ``finished``, for everything but the run's own last step) when its manifest does
-        not say ``succeeded``: an interrupted run's files are not a result."""
+        not say ``succeeded`` (an interrupted run's files are not a result), or when a file
+        changed after the run wrote it (:func:`mill.results.check_edited`; accepted with
+        ``trust_edited``, then listed in ``edited``)."""
         path = Path(path)
         if not path.is_dir():
             raise ReportInputError(f"{path} is not a folder; give the path of a run folder")
@@ -102,7 +114,10 @@ class RunFolder(Run):
             raise ReportInputError(
                 f"{results_path} does not follow the results schema: {err}"
             ) from err
-        return cls(path, results, manifest, config)
+        edited = check_edited(
+            path, results, manifest, trust_edited, "trust_edited=true", EditedRunError
+        )
+        return cls(path, results, manifest, edited=edited, config=config)
 
     # --- identity -------------------------------------------------------------------
 
@@ -125,7 +140,13 @@ class RunFolder(Run):
 
     @property
     def data_source(self) -> str:
-        return self.results.data_source.source
+        """The short data label (:attr:`mill.results.Results.data_label`)."""
+        return self.results.data_label
+
+    @property
+    def edited_note(self) -> str | None:
+        """What a report of files read with ``trust_edited`` says; None when none was edited."""
+        return edited_note(self.path, self.edited) if self.edited else None
 
     @property
     def title(self) -> str:
@@ -144,7 +165,17 @@ class RunFolder(Run):
         out: list[Score] = []
         for task, body in self.results.tasks.items():
             for metric, row in body.metrics.items():
-                out.append(Score(task, metric, row.value, row.stderr, row.n, row.better_is_higher))
+                out.append(
+                    Score(
+                        task,
+                        metric,
+                        row.value,
+                        row.stderr,
+                        row.n,
+                        row.better_is_higher,
+                        interval=_pair(row.ci),
+                    )  # fmt: skip
+                )
         for group, body in self.results.groups.items():
             for metric, both in body.metrics.items():
                 for kind, row in both.kinds():
@@ -157,6 +188,7 @@ class RunFolder(Run):
                             row.n,
                             both.higher_is_better,
                             kind,
+                            _pair(row.ci),
                         )
                     )
         return out
@@ -170,6 +202,10 @@ class RunFolder(Run):
             except MillError as err:
                 raise ReportInputError(str(err)) from err
         return self._samples_cache[task]
+
+
+def _pair(ci: list[float] | None) -> tuple[float, float] | None:
+    return None if ci is None else (ci[0], ci[1])
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -195,8 +231,10 @@ class Sweep:
     failed: list[tuple[Path, str]]
 
 
-def open_sweep(path: str | Path) -> Sweep:
-    """Open ``outputs/multiruns/<date>/<time>`` (job sub-folders with a manifest or results)."""
+def open_sweep(path: str | Path, trust_edited: bool = False) -> Sweep:
+    """Open ``outputs/multiruns/<date>/<time>`` (job sub-folders with a manifest or results).
+    A job that cannot be reported is listed in ``failed``; an edited one is refused
+    (:class:`EditedRunError`) unless ``trust_edited``."""
     path = Path(path)
     jobs = sorted(
         (
@@ -214,7 +252,9 @@ def open_sweep(path: str | Path) -> Sweep:
     failed: list[tuple[Path, str]] = []
     for job in jobs:
         try:
-            runs.append(RunFolder.open(job))
+            runs.append(RunFolder.open(job, trust_edited=trust_edited))
+        except EditedRunError:
+            raise
         except ReportInputError as err:
             failed.append((job, str(err)))
     return Sweep(path, runs, failed)

@@ -3,8 +3,9 @@
 matplotlib is imported inside the functions, so importing this module (and ``mill --help``)
 stays fast. Every function returns PNG bytes; the caller saves them and inlines them in HTML.
 
-Intervals drawn are value +- 1.96 * stderr (95%, normal approximation); the thick part of a
-bar is +- 1 stderr.
+Intervals drawn are the 95% intervals results.json records (:meth:`Score.ci`: Wilson for
+accuracies, inside the metric's bounds); the thick part of a bar is +- 1 stderr, cut to
+that interval.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from mill.metrics.stats import clipped_interval
 from mill.report.calibration import Reliability
 from mill.report.load import Score
 from mill.report.numbers import number
@@ -21,7 +23,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-Z95 = 1.96
 PALETTE = (
     "#1f6fb4",
     "#e0701c",
@@ -64,7 +65,7 @@ def _log_scale(metric: str, rows: Sequence[Score]) -> bool:
     values = [s.value for s in rows if s.value is not None]
     if "perplexity" not in metric or not values or min(values) <= 0:
         return False
-    ends = [x for s in rows if (ci := s.ci(Z95)) for x in ci if x > 0]
+    ends = [x for s in rows if (ci := s.ci()) for x in ci if x > 0]
     return max([*values, *ends]) / min([*values, *ends]) > 10
 
 
@@ -72,10 +73,13 @@ def _metric_label(metric: str, higher_is_better: bool) -> str:
     return f"{metric}  ({'higher' if higher_is_better else 'lower'} is better)"
 
 
-def _interval(score: Score, log: bool, z: float) -> tuple[float, float] | None:
-    ci = score.ci(z)
+def _interval(score: Score, log: bool, z: float | None = None) -> tuple[float, float] | None:
+    """The 95% interval (``z`` None), or value +- z * stderr cut to it."""
+    ci = score.ci()
     if ci is None or score.value is None:
         return None
+    if z is not None:
+        ci = clipped_interval(score.value, score.stderr, ci, z) or ci
     lo, hi = ci
     if log and lo <= 0:  # a log axis cannot show it: draw down to 1% of the value
         lo = score.value / 100
@@ -90,7 +94,7 @@ def _set_xlim(ax: Axes, metric: str, rows: Sequence[Score], log: bool) -> None:
         return
     if not values or not all(0 <= v <= 1 for v in values) or metric == "bits_per_byte":
         return
-    ends = [x for s in rows if (ci := s.ci(Z95)) for x in ci]
+    ends = [x for s in rows if (ci := s.ci()) for x in ci]
     ax.set_xlim(min([0.0, *ends]) - 0.01, max([1.0, *ends]) + 0.01)
 
 
@@ -99,7 +103,7 @@ def _draw_interval(
 ) -> None:
     if score.value is None:
         return
-    wide, narrow = _interval(score, log, Z95), _interval(score, log, 1.0)
+    wide, narrow = _interval(score, log), _interval(score, log, 1.0)
     if wide is not None and narrow is not None:
         ax.plot(wide, (y, y), color=color, linewidth=1.4, solid_capstyle="butt")
         for x in wide:

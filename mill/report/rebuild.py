@@ -57,15 +57,22 @@ def _one_by_one(jobs: Sequence[Callable[[], bytes]]) -> list[bytes]:
 
 def write_run_report(path: str | Path, finished: bool = True, draw: Drawing = _one_by_one) -> Path:
     """Plots (``plots/scores.png``, ``plots/calibration_<task>.png``) and ``report.html``
-    (``finished=False``: the run's own last step, before its manifest says succeeded).
-    ``draw`` runs the drawing jobs (the files are the same whichever runs them)."""
+    in the run's own folder (``finished=False``: the run's own last step, before its
+    manifest says succeeded). ``draw`` runs the drawing jobs (the files are the same
+    whichever runs them)."""
+    run = RunFolder.open(path, finished=finished)
+    return write_run_pages(run, run.path, draw)
+
+
+def write_run_pages(run: RunFolder, out: Path, draw: Drawing = _one_by_one) -> Path:
+    """``out/plots/`` and ``out/report.html`` of ``run`` (``out`` is the run's own folder at
+    the end of a run, a folder under ``out=`` for ``mill -cn report``)."""
     from functools import partial
 
     from mill.report import html, plots
 
-    run = RunFolder.open(path, finished=finished)
-    out = run.path / PLOTS
-    out.mkdir(exist_ok=True)
+    plots_dir = out / PLOTS
+    plots_dir.mkdir(parents=True, exist_ok=True)
     rels = calibrations(run)
     chance = {rel.task: rel.chance for rel in rels}
     jobs = [partial(plots.reliability_png, rel) for rel in rels]
@@ -73,10 +80,10 @@ def write_run_report(path: str | Path, finished: bool = True, draw: Drawing = _o
     *reliability_pngs, scores_png = draw(jobs)
     calibration = []
     for rel, png in zip(rels, reliability_pngs, strict=True):
-        write_atomic(out / f"calibration_{_safe(rel.task)}.png", png)
+        write_atomic(plots_dir / f"calibration_{_safe(rel.task)}.png", png)
         calibration.append((rel, png))
-    write_atomic(out / "scores.png", scores_png)
-    target = run.path / HTML
+    write_atomic(plots_dir / "scores.png", scores_png)
+    target = out / HTML
     write_atomic(target, html.run_page(run, scores_png, calibration))
     return target
 
@@ -120,14 +127,17 @@ def write_multi_report(
     runs: Sequence[RunFolder],
     failed: Sequence[tuple[Path, str]],
     console: Console,
+    pages: Sequence[Path] | None = None,
 ) -> Path:
-    """The task x model table (printed, ``report.txt``), chart and page for several runs."""
+    """The task x model table (printed, ``report.txt``), chart and page for several runs;
+    ``pages``: each run's ``report.html`` the page links to (default: in its folder)."""
     from mill.report import html, plots
     from mill.report.table import sweep_table
 
     out.mkdir(parents=True, exist_ok=True)
     names = labels(runs)
     rows = entries(runs, names)
+    pages = [run.path / HTML for run in runs] if pages is None else pages
     chart = None
     if rows:
         console.print(sweep_table(rows, title))
@@ -135,10 +145,13 @@ def write_multi_report(
         write_atomic(out / SWEEP_PNG, chart)  # a file, not plots/: a sweep's folders are its jobs
     for job, why in failed:
         console.print(f"failed: {job.name}: {why}")
+    for run in runs:
+        if run.edited_note:
+            console.print(run.edited_note, soft_wrap=True)
     write_atomic(out / TEXT, console.export_text())
     links = [
-        (name, run, os.path.relpath(run.path / HTML, out))
-        for name, run in zip(names, runs, strict=True)
+        (name, run, os.path.relpath(page, out))
+        for name, run, page in zip(names, runs, pages, strict=True)
     ]
     fails = [(str(os.path.relpath(job, out)), why) for job, why in failed]
     ece = [(name, rel) for name, run in zip(names, runs, strict=True) for rel in calibrations(run)]
@@ -148,20 +161,21 @@ def write_multi_report(
 
 
 def write_sweep_report(sweep: Sweep, console: Console) -> Path:
+    """The sweep's own page, in the sweep folder (the end of a multirun)."""
     return write_multi_report(
-        f"sweep {sweep.path.parent.name}/{sweep.path.name}",
-        sweep.path,
-        sweep.runs,
-        sweep.failed,
-        console,
+        _sweep_title(sweep.path), sweep.path, sweep.runs, sweep.failed, console
     )
+
+
+def _sweep_title(path: Path) -> str:
+    return f"sweep {path.parent.name}/{path.name}"
 
 
 def _warn(what: str, err: Exception, path: Path) -> None:
     log.warning("%s not written: %s: %s", what, type(err).__name__, err)
     print(
         f"mill: warning: {what} not written ({type(err).__name__}: {err}); the results are "
-        f"complete. Retry with: mill -cn report runs=[{path}]",
+        f"complete. Rebuild it elsewhere with: mill -cn report runs=[{path}] out=<folder>",
         file=sys.stderr,
     )
 
@@ -186,21 +200,34 @@ def report_after_sweep(path: Path, mode: str = "auto") -> None:
         _warn("sweep report", err, path)
 
 
-def _expand(path: Path) -> tuple[list[RunFolder], Sweep | None]:
+def _expand(path: Path, trust_edited: bool) -> tuple[list[RunFolder], Sweep | None]:
     if not path.exists():
         raise ReportInputError(f"{path} does not exist; give a run folder or a sweep folder")
     if is_run(path):
-        return [RunFolder.open(path)], None
-    sweep = open_sweep(path)
+        return [RunFolder.open(path, trust_edited=trust_edited)], None
+    sweep = open_sweep(path, trust_edited)
     return sweep.runs, sweep
 
 
-def report_command(cfg: Any) -> None:
-    """``mill -cn report runs=[...]``: rebuild reports from existing folders.
+def _destinations(runs: Sequence[RunFolder], out: Path) -> list[Path]:
+    """``out/<folder name>`` per run (``_2``, ``_3`` ... where two runs share a name)."""
+    seen: dict[str, int] = {}
+    found = []
+    for run in runs:
+        name = run.path.name or "run"
+        seen[name] = seen.get(name, 0) + 1
+        found.append(out / (name if seen[name] == 1 else f"{name}_{seen[name]}"))
+    return found
 
-    One run folder: its plots, ``report.html`` and ``report.txt``. One sweep folder: every
-    job's, then the sweep's task x model table, chart and page. Several folders: each
-    one's, then a combined page in ``out``."""
+
+def report_command(cfg: Any) -> None:
+    """``mill -cn report runs=[...] out=<folder>``: rebuild reports from existing folders,
+    writing only under ``out`` (never into the folders read).
+
+    One run folder: its plots, ``report.html`` and ``report.txt`` in ``out``. One sweep
+    folder: every job's in ``out/<job>/``, then the sweep's task x model table, chart and
+    page in ``out``. Several folders: each run's in ``out/<run>/``, then a combined page in
+    ``out``. Jobs of a sweep that failed are listed, and the command then exits 2."""
     from omegaconf import OmegaConf
 
     from mill.report.console import make_console
@@ -213,25 +240,48 @@ def report_command(cfg: Any) -> None:
     paths = [Path(str(p)) for p in (given if OmegaConf.is_list(given) else [given])]
     if not paths:
         raise ReportInputError("runs=[] is empty; give at least one run or sweep folder")
-    opened = [_expand(p) for p in paths]  # every folder checked before anything is written
-    mode = str(cfg.get("progress", "auto"))
-    written: list[Path] = []
+    trust = bool(cfg.get("trust_edited", False))
+    # every folder checked before anything is written
+    opened = [_expand(p, trust) for p in paths]
+    out = Path(str(cfg.out))
+    runs = [run for found, _ in opened for run in found]
+    failed = [f for _, sweep in opened if sweep is not None for f in sweep.failed]
     single = len(opened) == 1 and opened[0][1] is None
-    for runs, _ in opened:
-        for run in runs:  # the table of a lone run is printed; of several, only written
-            console = make_console(False, mode, record=True) if single else _silent_console()
-            write_atomic(run.path / TEXT, run_table_text(run, console))
-            written.append(write_run_report(run.path))
-    if len(opened) == 1 and opened[0][1] is not None:
-        sweep = opened[0][1]
-        written.append(write_sweep_report(sweep, make_console(False, mode, record=True)))
-    elif len(paths) > 1:
-        runs = [run for found, _ in opened for run in found]
-        failed = [f for _, sweep in opened if sweep is not None for f in sweep.failed]
-        out = Path(str(cfg.out))
-        title = f"{len(runs)} runs: " + ", ".join(sorted({r.task_label for r in runs}))
-        console = make_console(stderr=False, mode=mode, record=True)
-        written.append(write_multi_report(title, out, runs, failed, console))
+    dests = [out] if single else _destinations(runs, out)
+    read = [*paths, *(run.path for run in runs)]
+    for target in (out, *dests):
+        inside = [p for p in read if target.resolve().is_relative_to(p.resolve())]
+        if inside:
+            raise ReportInputError(
+                f"out={out} would write into {inside[0]}, a folder this report reads; Mill "
+                "never writes into the folders it reports: choose another out= folder"
+            )
+    mode = str(cfg.get("progress", "auto"))
     err = make_console(stderr=True, mode=mode)
+    written: list[Path] = []
+    pages = []
+    for run, dest in zip(runs, dests, strict=True):
+        # the table of a lone run is printed; of several, only written
+        console = make_console(False, mode, record=True) if single else _silent_console()
+        dest.mkdir(parents=True, exist_ok=True)
+        if run.edited_note:
+            console.print(run.edited_note, soft_wrap=True)
+        write_atomic(dest / TEXT, run_table_text(run, console))
+        pages.append(write_run_pages(run, dest))
+    written += pages
+    if not single:
+        sweep = opened[0][1] if len(opened) == 1 else None
+        if sweep is not None:
+            title = _sweep_title(sweep.path)
+        else:
+            title = f"{len(runs)} runs: " + ", ".join(sorted({r.task_label for r in runs}))
+        console = make_console(stderr=False, mode=mode, record=True)
+        written.append(write_multi_report(title, out, runs, failed, console, pages))
     for target in written:
         err.print(f"[mill] wrote {target}")
+    if failed:
+        jobs = "; ".join(f"{job.name} ({why})" for job, why in failed)
+        raise ReportInputError(
+            f"{len(failed)} job(s) of the sweep failed and are not in the report: {jobs}; "
+            f"the report of the others is in {out}"
+        )

@@ -8,7 +8,10 @@ Entries are keyed by (model key, request content hash):
 * :attr:`Request.content_hash` covers everything the model sees (output type, context,
   continuation, generation arguments), so a request is found again whatever its doc id.
 
-Responses are stored as zlib-compressed JSON (token lists compress well). The database
+Responses are stored as zlib-compressed JSON (token lists compress well), each with a
+SHA-256 of (model key, request hash, stored bytes): an entry that does not match it (edited,
+moved to another key, damaged) is a corrupt cache, one line; an entry from before checksums
+is recomputed. The database
 runs in WAL mode with one transaction per doc (its responses): a process killed at any
 moment (SIGKILL, OOM, preemption) keeps every response committed before it died, and a
 rerun takes them from the cache instead of the model. Each host writes its own file
@@ -45,9 +48,28 @@ CREATE TABLE IF NOT EXISTS responses (
     request TEXT NOT NULL,
     response BLOB NOT NULL,
     created REAL NOT NULL,
+    checksum TEXT,
     PRIMARY KEY (model, request)
 ) WITHOUT ROWID;
 """
+
+
+def entry_checksum(model: str, request: str, blob: bytes) -> str:
+    """SHA-256 of a cache entry: its model key, request hash and stored bytes."""
+    return hashlib.sha256(b"\0".join((model.encode(), request.encode(), blob))).hexdigest()
+
+
+def _has_checksums(conn: sqlite3.Connection) -> bool:
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
+    return "checksum" in columns
+
+
+def corrupt(path: Path, why: object) -> ConfigError:
+    """The one line of a cache file Mill cannot trust."""
+    return ConfigError(
+        f"the response cache {path} is corrupt ({why}); delete the file (it only "
+        "holds cached responses) or run with runner.cache=false"
+    )
 
 
 def model_key(identity: dict[str, Any]) -> str:
@@ -79,6 +101,9 @@ def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
         # drop the last few transactions, and the database stays consistent either way.
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.executescript(_SCHEMA)
+        if not _has_checksums(conn):  # a file written before entries had checksums
+            with conn:
+                conn.execute("ALTER TABLE responses ADD COLUMN checksum TEXT")
     return conn
 
 
@@ -117,23 +142,33 @@ class ResponseStore:
         return sorted(self.folder.glob("responses-*.sqlite"))
 
     def get_many(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """Cached responses (as dicts) of this model for the given content hashes."""
+        """Cached responses (as dicts) of this model for the given content hashes. An entry
+        whose checksum does not match is a corrupt cache (ConfigError); one without a
+        checksum (written before them) is not returned, so it is computed again."""
         wanted = list(dict.fromkeys(hashes))
         found: dict[str, dict[str, Any]] = {}
         for path in self.files():
             with self._reading(path) as conn:
+                checksum = "checksum" if _has_checksums(conn) else "NULL"
                 for start in range(0, len(wanted), 500):
                     chunk = [h for h in wanted[start : start + 500] if h not in found]
                     if not chunk:
                         continue
                     marks = ",".join("?" * len(chunk))
                     rows = conn.execute(
-                        f"SELECT request, response FROM responses "
+                        f"SELECT request, response, {checksum} FROM responses "
                         f"WHERE model = ? AND request IN ({marks})",
                         [self.key, *chunk],
                     )
-                    for request, blob in rows:
-                        found[request] = json.loads(zlib.decompress(blob))
+                    for request, blob, stored in rows:
+                        if stored is None:
+                            continue
+                        if stored != entry_checksum(self.key, request, blob):
+                            raise corrupt(path, f"entry {request[:12]} fails its checksum")
+                        try:
+                            found[request] = json.loads(zlib.decompress(blob))
+                        except (zlib.error, ValueError) as err:
+                            raise corrupt(path, f"entry {request[:12]}: {err}") from err
         return found
 
     @contextlib.contextmanager
@@ -151,10 +186,7 @@ class ResponseStore:
                 "runner.cache to another folder, or runner.cache=false"
             ) from err
         except sqlite3.DatabaseError as err:
-            raise ConfigError(
-                f"the response cache {path} is corrupt ({err}); delete the file (it only "
-                "holds cached responses) or run with runner.cache=false"
-            ) from err
+            raise corrupt(path, err) from err
         finally:
             if conn is not None and conn is not self._conn:
                 conn.close()
@@ -166,18 +198,17 @@ class ResponseStore:
     def put_many(self, items: Sequence[tuple[str, Response]]) -> None:
         """Commit finished responses (a doc's) in one transaction: all or none survive."""
         now = time.time()
-        rows = [
-            (
-                self.key,
-                digest,
-                zlib.compress(json.dumps(asdict(response), ensure_ascii=False).encode(), 1),
-                now,
-            )
-            for digest, response in items
-        ]
+        rows = []
+        for digest, response in items:
+            blob = zlib.compress(json.dumps(asdict(response), ensure_ascii=False).encode(), 1)
+            rows.append((self.key, digest, blob, now, entry_checksum(self.key, digest, blob)))
         try:
             with self._conn:
-                self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO responses (model, request, response, created, "
+                    "checksum) VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
         except sqlite3.OperationalError as err:
             raise self._storage(err, "write to") from err
 

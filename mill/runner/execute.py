@@ -292,6 +292,7 @@ def execute(
         if callable(usage):
             results.usage = usage()
         folder.close_samples(success=True)
+        results.samples_sha256 = folder.samples_sha256()
         fault("samples_closed")
         clock.mark("metrics")
         manifest.datasets = {t.name: t.origins for t in tasks}
@@ -308,9 +309,10 @@ def execute(
         # the commit order: samples, results.json, report.txt, plots/ + report.html, and
         # last the manifest's "succeeded". Until that last write the folder is unfinished
         # (report and compare refuse it) and runner.resume=true completes it from the cache.
-        folder.write_results(results)
+        manifest.results_sha256 = folder.write_results(results)
         fault("results_written")
-        title = f"{cfg.task.get('name', '')} | {cfg.model.get('name', '')} | data={source.source}"
+        data = results.data_label
+        title = f"{cfg.task.get('name', '')} | {cfg.model.get('name', '')} | data={data}"
         out_console = make_console(stderr=False, mode=mode, record=True)
         out_console.print(results_table(results, title))
         if results.usage:
@@ -344,6 +346,8 @@ def execute(
                 with contextlib.suppress(OSError):  # a full disk fails the close's flush too
                     folder.close_samples(success=False)
             manifest.status = "succeeded" if success else status
+            if not success:  # a resumed run writes results.json again
+                manifest.results_sha256 = None
             manifest.seconds = round(time.monotonic() - start, 3)
             try:
                 folder.write_manifest(manifest)

@@ -32,7 +32,7 @@ from mill.results import Manifest, Results
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
 from mill.runner.faults import fault
 from mill.runner.logs import to_file
-from mill.runner.settings import RunnerSettings, refuse_device_map
+from mill.runner.settings import RunnerSettings, check_settings, refuse_device_map
 
 log = logging.getLogger("mill")
 
@@ -187,7 +187,7 @@ def run_job(
     from mill.runner.launch import launch_workers
 
     resolved = _resolve(cfg)
-    settings = RunnerSettings.parse(resolved.get("runner"))
+    settings = check_settings(resolved)  # before any data or model loads
     dist = Dist()
     if launched_world_size() > 1:
         if settings.num_processes not in (None, 1):

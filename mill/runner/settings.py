@@ -42,6 +42,66 @@ def _flag(value: Any, key: str, allow_auto: bool = False) -> bool | None:
     raise ConfigError(f"runner.{key}={value!r} is not {choices}")
 
 
+@dataclass(frozen=True)
+class Number:
+    """What a numeric setting accepts: at least ``minimum`` (above it when ``above``), a
+    whole number when ``whole``, null when ``optional``, and the ``words`` listed."""
+
+    minimum: float
+    whole: bool = True
+    optional: bool = False
+    words: tuple[str, ...] = ()
+    above: bool = False
+
+
+# Numeric settings outside the runner group, checked before any data or model loads (a
+# backend without the key is not affected). runner.* is checked by RunnerSettings.parse.
+NUMBERS: dict[str, Number] = {
+    "model.max_length": Number(1, optional=True),
+    "model.max_gen_toks": Number(1),
+    "model.batch_size": Number(1, words=("auto",)),
+    "model.token_budget": Number(1, optional=True),
+    "model.cache_budget": Number(1, optional=True),
+    "model.num_concurrent": Number(1),
+    "model.batch_prompts": Number(1),
+    "model.max_retries": Number(0),
+    "model.backoff_s": Number(0, whole=False),
+    "model.timeout_s": Number(0, whole=False, above=True),
+    "report.every_s": Number(0, whole=False, above=True),
+}
+
+
+def check_number(setting: str, value: Any, rule: Number) -> Any:
+    """``value`` when ``rule`` accepts it, else ConfigError naming ``setting``."""
+    if value is None and rule.optional:
+        return value
+    if isinstance(value, str) and value.lower() in rule.words:
+        return value.lower()
+    kind = "a whole number" if rule.whole else "a number"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if number and rule.whole and not isinstance(value, int):
+        number = float(value).is_integer()
+    if number:
+        number = value > rule.minimum if rule.above else value >= rule.minimum
+    if not number:
+        bound = f"{'>' if rule.above else '>='} {rule.minimum:g}"
+        also = [*rule.words, *(["null"] if rule.optional else [])]
+        alternatives = f" (or {' or '.join(also)})" if also else ""
+        raise ConfigError(f"{setting}={value!r} is not allowed: give {kind} {bound}{alternatives}")
+    return int(value) if rule.whole else value
+
+
+def check_settings(resolved: dict[str, Any]) -> RunnerSettings:
+    """Every setting a run's numbers depend on, checked on the resolved config before any
+    data or model loads: :data:`NUMBERS` and the runner group (returned parsed)."""
+    for setting, rule in NUMBERS.items():
+        group, key = setting.split(".")
+        node = resolved.get(group)
+        if isinstance(node, dict) and key in node:
+            check_number(setting, node[key], rule)
+    return RunnerSettings.parse(resolved.get("runner"))
+
+
 def refuse_device_map(model: Any, processes: int) -> None:
     """A model spread over GPUs (``model.device_map``) runs as one process: refuse it under
     ``processes`` > 1 data-parallel workers."""
@@ -112,11 +172,13 @@ class RunnerSettings:
             num_processes=num_processes,
             launcher=launcher,
             cpu=_flag(node["cpu"], "cpu", allow_auto=True),
-            seed=int(node["seed"]),
-            bootstrap_iters=int(node["bootstrap_iters"]),
+            seed=check_number("runner.seed", node["seed"], Number(0)),
+            bootstrap_iters=check_number(
+                "runner.bootstrap_iters", node["bootstrap_iters"], Number(0)
+            ),
             resume=bool(_flag(node["resume"], "resume")),
             cache=cache,
-            timeout_s=int(node["timeout_s"]),
+            timeout_s=check_number("runner.timeout_s", node["timeout_s"], Number(1)),
         )
 
     def use_cpu(self) -> bool:

@@ -142,3 +142,21 @@ def test_bundled_arc_loads_without_importing_datasets() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_duplicate_ids_counted_in_the_origin_and_warned(tmp_path: Path, caplog) -> None:
+    from mill.data.load import DatasetSpec, DataSource, duplicate_ids, load_rows
+
+    rows = [{"id": "a", "q": 1}, {"id": "b", "q": 2}, {"id": "a", "q": 3}, {"id": "a", "q": 4}]
+    assert duplicate_ids(rows) == {"field": "id", "count": 2, "first": "a"}
+    assert duplicate_ids([{"task_id": 1}, {"task_id": 1}])["field"] == "task_id"
+    assert duplicate_ids([{"id": "a"}, {"id": "b"}]) is None
+    assert duplicate_ids([{"q": 1}, {"q": 1}]) is None  # no id field: nothing to say
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = DatasetSpec(path="mine", data_files={"test": str(path)})
+    with caplog.at_level("WARNING"):
+        loaded = load_rows(spec, "test", DataSource())
+    assert len(loaded.rows) == 4  # kept: each is scored
+    assert loaded.origin["duplicate_ids"]["count"] == 2
+    assert [r.getMessage() for r in caplog.records if "repeat a document id" in r.getMessage()]

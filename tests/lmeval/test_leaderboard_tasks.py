@@ -46,6 +46,22 @@ def test_leaderboard_bbh_offline_with_normalised_score(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads((run / "results.json").read_text())
     assert len(results["tasks"]) == 24
+    # issue 26, item 12: the report says where the data came from (not "bundled"), and no
+    # interval of a bounded quantity leaves its bounds (n=2 per task)
+    page = (run / "report.html").read_text()
+    assert "Bundled sample data" not in page and "data=bundled" not in page
+    assert "data=lm-eval" in page and "data=lm-eval" in (run / "report.txt").read_text()
+    bbh_file = SHARED / "data" / "bbh" / "boolean_expressions.json"
+    assert f"leaderboard_bbh_boolean_expressions: lm-eval dataset json, files {bbh_file}" in page
+    for body in results["tasks"].values():
+        for row in body["metrics"].values():
+            assert row["ci_method"] == "wilson" and 0 <= row["ci"][0] <= row["ci"][1] <= 1
+    for name, body in results["groups"].items():
+        top = 100.0 if name == "leaderboard_normalised" else 1.0
+        for both in body["metrics"].values():
+            for kind in ("micro", "macro"):
+                if kind in both:
+                    assert 0 <= both[kind]["ci"][0] <= both[kind]["ci"][1] <= top, name
     group = results["groups"]["leaderboard_bbh"]["metrics"]["acc_norm,none"]["micro"]
     raws = [t["metrics"]["acc_norm,none"]["value"] for t in results["tasks"].values()]
     assert group["value"] == pytest.approx(sum(raws) / len(raws)) and group["n"] == 48

@@ -234,3 +234,22 @@ def test_real_runs_compare_on_their_shared_docs(sweep, single_run: Path, tmp_pat
     )
     proc = run_mill("-cn", "compare", f"a={a}", f"b={sweep.path / '2_wikitext_stories260k'}")
     assert proc.returncode == 2 and "no task in common" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ([1.0, 0, 0, 0], [1.0, 1, 1, 0]),  # the acc 0.25 vs 0.75, n=4
+        ([0.0, 0, 0, 0], [1.0, 1, 1, 1]),  # the largest difference there is
+        ([1.0, 1, 1, 1], [0.0, 0, 0, 0]),
+    ],
+)
+def test_a_difference_of_accuracies_stays_inside_minus_1_1(a, b) -> None:
+    from mill.metrics import Accuracy
+    from mill.report.compare import compare_metric
+
+    row = compare_metric("t", Accuracy(), a, b, iters=2000, seed=0, alpha=0.05)
+    lo, hi = row.ci
+    assert -1.0 <= lo <= row.diff <= hi <= 1.0
+    if abs(row.diff) == 1.0:
+        assert lo == hi == row.diff

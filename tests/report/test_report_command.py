@@ -32,38 +32,97 @@ def _strip(folder: Path) -> dict[str, bytes]:
     return before
 
 
+def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``folder``: its bytes and mtime (what "nothing written" compares)."""
+    return {
+        str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+
+
 @pytest.mark.slow
-def test_rebuilding_a_sweep_reproduces_every_file(sweep, tmp_path: Path) -> None:
+def test_rebuilding_a_sweep_reproduces_every_file_under_out(sweep, tmp_path: Path) -> None:
+    """Issue 26, item 7: the rebuilt reports go under out=, equal to the ones the sweep
+    wrote; the sweep folder it reads is left exactly as it was."""
     copy = tmp_path / "sweep"
     shutil.copytree(sweep.path, copy)
     jobs = sorted(p for p in copy.iterdir() if p.is_dir() and p.name[0].isdigit())
-    before = {job.name: _strip(job) for job in jobs}
-    sweep_before = _strip(copy)
-    proc = run_mill("-cn", "report", f"runs=[{copy}]")
+    before = _snapshot(copy)
+    out = tmp_path / "out"
+    proc = run_mill("-cn", "report", f"runs=[{copy}]", f"out={out}")
     assert proc.returncode == 0, proc.stderr
+    assert _snapshot(copy) == before  # not a byte, not an mtime changed
     for job in jobs:
-        after = {k: (job / k).read_bytes() for k in before[job.name]}
-        assert after.keys() == before[job.name].keys()
-        for name, data in after.items():
-            if name == "report.html":  # the page names its folder; all else is identical
-                data = data.replace(str(copy).encode(), str(sweep.path).encode())
-            assert data == before[job.name][name], f"{job.name}/{name}"
-    # the sweep's task x model table is printed again, and the page is rebuilt
-    assert set(sweep_before) == {"report.html", "report.txt", "sweep.png"}
-    assert (copy / "sweep.png").read_bytes() == sweep_before["sweep.png"]
+        derived = {k: v for k, (v, _) in before.items() if k.startswith(job.name + "/")}
+        derived = {
+            k.removeprefix(job.name + "/"): v
+            for k, v in derived.items()
+            if k.split("/")[1] in DERIVED
+        }
+        assert derived, job.name
+        for name, data in derived.items():
+            rebuilt = (out / job.name / name).read_bytes()
+            if name == "report.html":  # the page names the folder it reads; all else is equal
+                rebuilt = rebuilt.replace(str(copy).encode(), str(sweep.path).encode())
+            assert rebuilt == data, f"{job.name}/{name}"
+    # the sweep's task x model table is printed again, and the page is rebuilt in out
+    assert (out / "sweep.png").read_bytes() == before["sweep.png"][0]
     table = [line for line in proc.stdout.splitlines() if line.startswith(("|", "+"))]
-    old = [line for line in sweep_before["report.txt"].decode().splitlines() if line[:1] in "|+"]
+    old = [line for line in before["report.txt"][0].decode().splitlines() if line[:1] in "|+"]
     assert table == old and any("| gpt2_random |" in line for line in table)
-    assert f"wrote {copy / 'report.html'}" in proc.stderr
+    assert f"wrote {out / 'report.html'}" in proc.stderr
+    assert "href='0_arc_stories260k/report.html'" in (out / "report.html").read_text()
 
 
 @pytest.mark.slow
-def test_one_run_prints_its_table(sweep) -> None:
+def test_a_sweep_with_failed_jobs_names_them_and_exits_2(sweep, tmp_path: Path) -> None:
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep.path, copy)
+    job = copy / "3_wikitext_gpt2_random"
+    (job / "results.json").unlink()
+    manifest = json.loads((job / "manifest.json").read_text())
+    manifest.update(status="failed", error="ValueError: boom")
+    (job / "manifest.json").write_text(json.dumps(manifest))
+    before = _snapshot(copy)
+    out = tmp_path / "out"
+    proc = run_mill("-cn", "report", f"runs=[{copy}]", f"out={out}")
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("mill: error: ")]
+    assert len(errors) == 1 and "1 job(s) of the sweep failed" in errors[0]
+    assert "3_wikitext_gpt2_random" in errors[0] and "boom" in errors[0]
+    assert _snapshot(copy) == before
+    page = (out / "report.html").read_text()
+    assert "Failed jobs" in page and "3_wikitext_gpt2_random" in page
+    assert (out / "0_arc_stories260k" / "report.html").is_file()
+    assert not (out / "3_wikitext_gpt2_random").exists()
+
+
+@pytest.mark.slow
+def test_out_inside_a_folder_it_reads_is_refused(sweep, tmp_path: Path) -> None:
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep.path, copy)
+    before = _snapshot(copy)
+    proc = run_mill("-cn", "report", f"runs=[{copy}]", f"out={copy / 'again'}")
+    assert proc.returncode == 2 and "a folder this report reads" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    # two jobs given one by one with out= their sweep folder: out/<run> is each run's own
+    jobs = [copy / "0_arc_stories260k", copy / "1_arc_gpt2_random"]
+    proc = run_mill("-cn", "report", f"runs=[{jobs[0]},{jobs[1]}]", f"out={copy}")
+    assert proc.returncode == 2 and f"would write into {jobs[0]}" in proc.stderr
+    assert _snapshot(copy) == before
+
+
+@pytest.mark.slow
+def test_one_run_prints_its_table(sweep, tmp_path: Path) -> None:
     run = sweep.path / "3_wikitext_gpt2_random"
-    proc = run_mill("-cn", "report", f"runs=[{run}]")
+    out = tmp_path / "out"
+    proc = run_mill("-cn", "report", f"runs=[{run}]", f"out={out}")
     assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == (out / "report.txt").read_text().strip()
     assert proc.stdout.strip() == (run / "report.txt").read_text().strip()
     assert "| task     | metric            |" in proc.stdout
+    assert (out / "report.html").is_file() and (out / "plots" / "scores.png").is_file()
 
 
 @pytest.mark.slow
@@ -73,7 +132,8 @@ def test_several_runs_get_a_combined_page(sweep, single_run: Path, tmp_path: Pat
     proc = run_mill("-cn", "report", f"runs=[{runs[0]},{runs[1]}]", f"out={out}")
     assert proc.returncode == 0, proc.stderr
     html = (out / "report.html").read_text()
-    assert (out / "sweep.png").is_file() and "../" in html
+    assert (out / "sweep.png").is_file() and "href='run/report.html'" in html
+    assert (out / "0_arc_stories260k" / "report.html").is_file()
     # one row per task x model: arc_easy has both models; arc_challenge only stories260k
     lines = [line for line in proc.stdout.splitlines() if line.startswith("| arc_easy ")]
     assert sum("stories260k" in line for line in lines) == 2  # acc, acc_norm
@@ -85,13 +145,58 @@ def test_several_runs_get_a_combined_page(sweep, single_run: Path, tmp_path: Pat
     assert expected + ["30"] in cells
 
 
+def _edit_acc(run: Path) -> None:
+    """Every acc of the run's arc_easy samples set to 1 (the issue's edit)."""
+    path = run / "samples" / "arc_easy.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        row["metrics"]["acc"] = 1.0
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+@pytest.mark.slow
+def test_report_and_compare_refuse_edited_samples_unless_trusted(
+    single_run: Path, tmp_path: Path
+) -> None:
+    """Issue 26, item 5: report and compare see an edited samples file: one line, exit 2;
+    with trust_edited=true they run and say so, in the console and on the pages."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(single_run, a)
+    shutil.copytree(single_run, b)
+    _edit_acc(b)
+    for args in (
+        ["-cn", "report", f"runs=[{b}]", f"out={tmp_path / 'r'}"],
+        ["-cn", "compare", f"a={a}", f"b={b}", "iters=200"],
+    ):
+        proc = run_mill(*args)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith("mill: error: ") and len(proc.stderr.splitlines()) == 1
+        assert "samples/arc_easy.jsonl changed after the run" in proc.stderr
+        assert "trust_edited=true" in proc.stderr
+    assert not (tmp_path / "r").exists()
+    proc = run_mill("-cn", "report", f"runs=[{b}]", f"out={tmp_path / 'r'}", "trust_edited=true")
+    assert proc.returncode == 0, proc.stderr
+    assert "read with trust_edited: samples/arc_easy.jsonl" in proc.stdout
+    assert "Edited results." in (tmp_path / "r" / "report.html").read_text()
+    out = tmp_path / "c"
+    proc = run_mill(
+        "-cn", "compare", f"a={a}", f"b={b}", "iters=200", "trust_edited=true", f"out={out}"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"{b}: read with trust_edited: samples/arc_easy.jsonl" in proc.stdout
+    assert "Edited results." in (out / "compare.html").read_text()
+    blob = json.loads((out / "compare.json").read_text())
+    assert blob["b"]["edited"] == ["samples/arc_easy.jsonl"] and blob["a"]["edited"] == []
+
+
 @pytest.mark.slow
 def test_report_never_imports_torch_or_transformers(sweep, tmp_path: Path) -> None:
     copy = tmp_path / "sweep"
     shutil.copytree(sweep.path, copy)
+    out = tmp_path / "out"
     code = (
         "import sys\n"
-        f"sys.argv = ['mill', '-cn', 'report', 'runs=[{copy}]']\n"
+        f"sys.argv = ['mill', '-cn', 'report', 'runs=[{copy}]', 'out={out}']\n"
         "from mill.cli import main\n"
         "main()\n"
         "heavy = ('torch', 'transformers', 'accelerate', 'datasets')\n"
@@ -103,7 +208,7 @@ def test_report_never_imports_torch_or_transformers(sweep, tmp_path: Path) -> No
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
     )
     assert proc.returncode == 0, proc.stderr
-    assert "NO-MODEL-IMPORTS" in proc.stdout and (copy / "report.html").is_file()
+    assert "NO-MODEL-IMPORTS" in proc.stdout and (out / "report.html").is_file()
 
 
 @pytest.mark.slow

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
+from mill.report.load import RunFolder
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -60,8 +62,11 @@ def test_run_page_shows_every_number_of_results_json(sweep) -> None:
             cells = f"<td>{task}</td><td>{metric} <span class='small'>↑</span></td>"
             assert cells in html
             after = html.split(cells, 1)[1]
+            lo, hi = row["ci"]  # the recorded interval (Wilson for acc), inside [0, 1]
+            assert 0 <= lo <= hi <= 1
             assert after.startswith(
                 f'<td class="num">{row["value"]:.4f}</td><td class="num">{row["stderr"]:.4f}</td>'
+                f'<td class="num">[{lo:.4f}, {hi:.4f}]</td>'
             )
     micro = results["groups"]["arc"]["metrics"]["acc"]["micro"]
     assert f"{micro['value']:.4f}" in html and "40 samples" in html
@@ -173,3 +178,68 @@ def test_sweep_with_a_failed_job_lists_it(tmp_path: Path) -> None:
     html = (sweep / "report.html").read_text()
     assert "1 failed" in html and "1_arc_easy_stories260k" in html and "word_perplexity" in html
     assert "failed: 1_arc_easy_stories260k" in proc.stdout
+
+
+def _hand_run(path: Path, data: dict, source: str = "bundled") -> RunFolder:
+    """A run of two 4-doc tasks, acc 0.25 and 0.75 (the issue's numbers), rows as the
+    evaluator builds them."""
+    from mill.metrics import Accuracy
+    from mill.metrics.groups import row
+    from mill.results import DataSource, Manifest, MetricValue, Results, TaskResults
+
+    tasks = {}
+    for name, values in (("low", [1.0, 0, 0, 0]), ("high", [1.0, 1, 1, 0])):
+        body = MetricValue.from_dict(row(Accuracy(), values, 200, 0))
+        tasks[name] = TaskResults(
+            metrics={"acc": body}, settings={"output_type": "logprobs"}, data=data
+        )
+    results = Results(tasks=tasks, data_source=DataSource(source))
+    return RunFolder(path, results, Manifest(status="succeeded"))
+
+
+def test_intervals_on_the_page_stay_inside_0_1(tmp_path: Path) -> None:
+    """Issue 26, item 12: n=4, acc 0.25 and 0.75 showed [-0.2400, 0.7400] and [0.26, 1.24]."""
+    from mill.report import html, plots
+
+    run = _hand_run(tmp_path, {})
+    page = html.run_page(run, b"png", [])
+    assert "[0.0456, 0.6994]" in page and "[0.3006, 0.9544]" in page
+    assert "-0.2400" not in page and "1.2400" not in page
+    cis = {s.task: tuple(round(x, 4) for x in s.ci()) for s in run.scores()}
+    assert cis == {"low": (0.0456, 0.6994), "high": (0.3006, 0.9544)}
+    assert plots.scores_png(run.scores(), {}).startswith(b"\x89PNG")
+    # the task x model page and chart read the same intervals
+    sweep = html.sweep_page("t", [("m", run, "r.html")], [("m", s) for s in run.scores()], None, [])
+    assert "Bundled sample data" in sweep
+
+
+def test_bridged_tasks_say_where_their_data_came_from(tmp_path: Path) -> None:
+    """Issue 26, item 12: an lm-eval task on local files is not "data=bundled"."""
+    from mill.report import html
+
+    lm = {
+        "lm_eval": {
+            "dataset_path": "json",
+            "dataset_name": None,
+            "dataset_kwargs": {"data_files": {"test": "/data/bbh/snarks.json"}},
+        }
+    }
+    run = _hand_run(tmp_path, lm)
+    assert run.data_source == "lm-eval" and run.results.bundled_tasks() == []
+    page = html.run_page(run, b"png", [])
+    assert "Bundled sample data" not in page and "data=bundled" not in page
+    assert (
+        "data=lm-eval" in page and "low: lm-eval dataset json, files /data/bbh/snarks.json" in page
+    )
+    hub = {"lm_eval": {"dataset_path": "cais/mmlu", "dataset_name": "anatomy"}}
+    assert (
+        _hand_run(tmp_path, hub).results.data_origin("low") == "lm-eval dataset cais/mmlu/anatomy"
+    )
+    native = _hand_run(tmp_path, {})
+    page = html.run_page(native, b"png", [])
+    assert "The numbers of low, high come from the small excerpts" in page
+    assert "Data: low: bundled; high: bundled." in page
+    local = _hand_run(tmp_path, {}, source="local")
+    local.results.data_source.dir = "/data/arc"
+    page = html.run_page(local, b"png", [])
+    assert "Bundled sample data" not in page and "Data: low: local /data/arc" in page

@@ -158,6 +158,22 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
             "is corrupt",
             "runner.cache=false",
         ]
+    if name == "edited cache entry":  # a first run fills the cache; one entry is edited
+        import sqlite3
+        import zlib
+
+        cache = tmp_path / "cache"
+        args = [f"runner.cache={cache}", "task.limit=2", "model=fake"]
+        first = run_mill(*args, f"hydra.run.dir={tmp_path / 'first'}")
+        assert first.returncode == 0, first.stderr
+        (db,) = cache.glob("responses-*.sqlite")
+        with sqlite3.connect(db) as conn:
+            request, blob = conn.execute("SELECT request, response FROM responses").fetchone()
+            body = json.loads(zlib.decompress(blob))
+            body["logprob"] = 0.0
+            edited = zlib.compress(json.dumps(body).encode())
+            conn.execute("UPDATE responses SET response = ? WHERE request = ?", (edited, request))
+        return args, [str(db), "is corrupt", "fails its checksum", "runner.cache=false"]
     if name == "task.limit not a number":
         return ["task.limit=abc"], ["task.limit='abc'", "not a whole number"]
     if name == "task.limit not whole":
@@ -195,6 +211,32 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
             f"{bad}, line 3",
             "block style",
         ]
+    if name == "run folder is a file":
+        (tmp_path / "run").write_text("not a folder")
+        return ["task.limit=2"], ["hydra.run.dir=", "a file is in the way", "choose a folder"]
+    if name == "launcher is not a plugin":
+        return ["hydra.launcher._target_=mill.runner.sweep.SweepSummary"], [
+            "hydra.launcher._target_='mill.runner.sweep.SweepSummary'",
+            "is not a Hydra launcher plugin",
+            "hydra/launcher=<name>",
+        ]
+    if name == "sweeper is not a plugin":
+        return ["hydra.sweeper._target_=os.system"], [
+            "hydra.sweeper._target_='os.system' is not allowed",
+            "allow_targets",
+        ]
+    # numeric settings: refused before the model loads (its folder does not even exist)
+    missing_model = ["model=hf", f"model.pretrained={tmp_path / 'no-such-model'}"]
+    if name == "model.max_length zero":
+        return [*missing_model, "model.max_length=0"], ["model.max_length=0", ">= 1 (or null)"]
+    if name == "model.max_length negative":
+        return [*missing_model, "model.max_length=-8"], ["model.max_length=-8", ">= 1"]
+    if name == "model.batch_size zero":
+        return [*missing_model, "model.batch_size=0"], ["model.batch_size=0", "(or auto)"]
+    if name == "runner.timeout_s zero":
+        return [*missing_model, "runner.timeout_s=0"], ["runner.timeout_s=0", ">= 1"]
+    if name == "runner.seed not a number":
+        return [*missing_model, "runner.seed=abc"], ["runner.seed='abc'", "whole number"]
     raise AssertionError(name)
 
 
@@ -265,9 +307,18 @@ CASES = [
     "empty data file",
     "missing data file",
     "corrupt cache database",
+    "edited cache entry",
     "task.limit not a number",
     "task.limit not whole",
     "task.num_fewshot not whole",
+    "run folder is a file",
+    "launcher is not a plugin",
+    "sweeper is not a plugin",
+    "model.max_length zero",
+    "model.max_length negative",
+    "model.batch_size zero",
+    "runner.timeout_s zero",
+    "runner.seed not a number",
     *(
         pytest.param(case, marks=needs_lm_eval)
         for case in (
@@ -345,3 +396,22 @@ def test_long_contexts_are_truncated_counted_and_warned_once(tmp_path: Path) -> 
     assert truncation["tokens"] == cut > 0 and truncation["by_task"]["arc_easy"] > 0
     assert f"{truncation['requests']} of 24 requests (arc_easy: " in warnings[0]
     assert f"{cut} tokens were cut" in warnings[0] and "max_length=24" in warnings[0]
+
+
+@pytest.mark.slow
+def test_duplicate_document_ids_are_warned_and_counted(tmp_path: Path) -> None:
+    """Rows repeating a document id are scored (the file is what it is) but never in
+    silence: one warning in the console and mill.log, the count in the manifest."""
+    rows = [ARC_ROW, {**ARC_ROW}, {**ARC_ROW, "id": "other"}, {**ARC_ROW}]
+    data = write_jsonl(tmp_path / "arc.jsonl", rows)
+    out = tmp_path / "run"
+    proc = run_mill("model=fake", *_test_split(data), f"hydra.run.dir={out}")
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "repeat a document id" in line]
+    assert len(warnings) == 1, proc.stderr
+    assert str(data) in warnings[0] and "2 row(s)" in warnings[0]
+    assert "repeat a document id" in (out / "mill.log").read_text()
+    manifest = json.loads((out / "manifest.json").read_text())
+    origin = manifest["datasets"]["arc_easy"]["default/test"]
+    assert origin["duplicate_ids"] == {"field": "id", "count": 2, "first": ARC_ROW["id"]}
+    assert json.loads((out / "results.json").read_text())["tasks"]["arc_easy"]["metrics"]

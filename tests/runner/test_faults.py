@@ -11,6 +11,7 @@ the folder's own path aside), with no finished request computed again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
+import mill
 from tests.helpers import run_mill
 
 pytestmark = pytest.mark.slow
@@ -54,6 +56,10 @@ def _cached(folder: Path) -> int:
         return int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _manifest(folder: Path) -> dict[str, Any]:
     return json.loads((folder / "manifest.json").read_text())
 
@@ -74,6 +80,9 @@ def _snapshot(folder: Path, batch_padding: bool = False) -> dict[str, Any]:
         elif rel == "manifest.json":
             manifest = json.loads(data)
             volatile = ("started", "first_started", "seconds", "attempts", "argv", "cache")
+            # results.json's checksum covers its seconds: checked below against the file
+            assert manifest["results_sha256"] == _sha256(folder / "results.json")
+            volatile += ("results_sha256",)
             manifest = {k: v for k, v in manifest.items() if k not in volatile}
             manifest["ranks"] = [{"requests": r["requests"]} for r in manifest["ranks"]]
             out[rel] = manifest
@@ -174,6 +183,7 @@ def test_killed_run_resumes_to_the_uninterrupted_folder(
         assert cache["computed"] == total - committed
     padding = scenario == "generation"
     assert _snapshot(folder, padding) == _snapshot(references[scenario], padding)
+    assert mill.load(folder).edited == []  # the resumed folder passes the checks on read
 
 
 def test_sigterm_marks_the_manifest_interrupted_and_says_how_to_resume(

@@ -107,3 +107,76 @@ def test_generation_and_rolling_requests_are_cached(gpt2: HFCausalLM, tmp_path: 
     assert again.generate_until(gen)[0].text == text
     assert again.loglikelihood_rolling(rolling)[0].logprob == logprob
     assert again.stats() == {"hits": 2, "computed": 0, "shared": 0}
+
+
+def _fake_store(folder: Path) -> tuple[ResponseStore, list[Request]]:
+    """A store filled by the fake model (no torch): three docs' responses."""
+    from mill.model.fake import FakeLM
+
+    fake = FakeLM()
+    store = ResponseStore(folder, fake.identity())
+    reqs = _requests()[:9]
+    CachedModel(fake, store).loglikelihood(reqs)
+    return store, reqs
+
+
+def test_an_edited_cache_entry_is_a_corrupt_cache(tmp_path: Path) -> None:
+    """Issue 26, item 5: an entry changed behind Mill's back fails its checksum and is
+    reported as a corrupt cache, one line; an entry moved to another request too."""
+    import json
+    import zlib
+
+    from mill.errors import ConfigError
+
+    store, reqs = _fake_store(tmp_path)
+    with sqlite3.connect(store.path) as conn:
+        request, blob = conn.execute("SELECT request, response FROM responses LIMIT 1").fetchone()
+        body = json.loads(zlib.decompress(blob))
+        body["logprob"] = 0.0  # the "right" answer, edited in
+        edited = zlib.compress(json.dumps(body).encode())
+        conn.execute("UPDATE responses SET response = ? WHERE request = ?", (edited, request))
+    with pytest.raises(ConfigError) as caught:
+        store.get_many([r.content_hash for r in reqs])
+    message = str(caught.value)
+    assert f"the response cache {store.path} is corrupt" in message
+    assert "fails its checksum" in message and "runner.cache=false" in message
+    assert "\n" not in message
+    store.close()
+
+
+def test_an_entry_moved_to_another_request_is_refused(tmp_path: Path) -> None:
+    from mill.errors import ConfigError
+
+    store, reqs = _fake_store(tmp_path)
+    a, b = reqs[0].content_hash, reqs[1].content_hash
+    with sqlite3.connect(store.path) as conn:
+        (blob_a,) = conn.execute(
+            "SELECT response FROM responses WHERE request = ?", (a,)
+        ).fetchone()
+        (sum_a,) = conn.execute("SELECT checksum FROM responses WHERE request = ?", (a,)).fetchone()
+        conn.execute(
+            "UPDATE responses SET response = ?, checksum = ? WHERE request = ?", (blob_a, sum_a, b)
+        )
+    with pytest.raises(ConfigError, match="fails its checksum"):
+        store.get_many([b])
+    store.close()
+
+
+def test_entries_from_before_checksums_are_computed_again(tmp_path: Path) -> None:
+    """A cache file written before entries had checksums: its table gains the column, and
+    its unchecked entries are misses (computed and stored again, with a checksum)."""
+    from mill.model.fake import FakeLM
+
+    fake = FakeLM()
+    store, reqs = _fake_store(tmp_path)
+    store.close()
+    with sqlite3.connect(store.path) as conn:  # the table as it was before checksums
+        conn.execute("ALTER TABLE responses DROP COLUMN checksum")
+    again = CachedModel(fake, ResponseStore(tmp_path, fake.identity()))
+    again.loglikelihood(reqs)
+    assert again.stats() == {"hits": 0, "computed": 9, "shared": 0}
+    third = CachedModel(fake, ResponseStore(tmp_path, fake.identity()))
+    third.loglikelihood(reqs)
+    assert third.stats()["hits"] == 9
+    third.store.close()
+    again.store.close()

@@ -88,3 +88,56 @@ def test_resume_may_lower_memory_settings() -> None:
     assert config_changes(old, new) == []
     new["model"]["name"] = "other"
     assert config_changes(old, new) == ["model.name"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "fragment"),
+    [
+        ("model.max_length", 0, ">= 1 (or null)"),  # was silently the model's 512
+        ("model.max_length", -1, ">= 1"),
+        ("model.max_length", 2.5, "whole number"),
+        ("model.max_gen_toks", 0, ">= 1"),
+        ("model.batch_size", 0, "(or auto)"),
+        ("model.batch_size", "big", "(or auto)"),
+        ("model.token_budget", -4096, ">= 1"),
+        ("model.timeout_s", 0, "> 0"),
+        ("model.max_retries", -1, ">= 0"),
+        ("model.num_concurrent", 0, ">= 1"),
+        ("report.every_s", -1.0, "> 0"),
+        ("runner.bootstrap_iters", -5, ">= 0"),
+        ("runner.timeout_s", 0, ">= 1"),
+        ("runner.seed", "abc", "whole number"),
+    ],
+)
+def test_nonsense_numbers_are_refused(setting: str, value: object, fragment: str) -> None:
+    from mill.runner.settings import check_settings
+
+    group, key = setting.split(".")
+    with pytest.raises(ConfigError) as info:
+        check_settings({group: {key: value}})
+    assert str(info.value).startswith(f"{setting}={value!r} is not allowed"), str(info.value)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"model": {"max_length": None, "batch_size": "auto", "token_budget": None}},
+        {"model": {"max_length": 2048, "batch_size": 8, "timeout_s": 0.5, "max_retries": 0}},
+        {"report": {"every_s": 10.0}, "runner": {"seed": 0, "bootstrap_iters": 0}},
+    ],
+)
+def test_sensible_numbers_pass(node: dict) -> None:
+    from mill.runner.settings import check_settings
+
+    check_settings(node)
+
+
+def test_api_refuses_before_the_model_loads(tmp_path) -> None:
+    """mill.evaluate: max_length=0 is named, not the model folder that does not exist
+    (which loading would have reported first)."""
+    import mill
+
+    overrides = [f"model.pretrained={tmp_path / 'none'}", "model.max_length=0"]
+    with pytest.raises(ConfigError, match=r"model\.max_length=0 is not allowed"):
+        mill.evaluate("arc_easy", "hf", limit=2, overrides=overrides)
