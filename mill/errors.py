@@ -33,6 +33,20 @@ class StorageError(MillError):
     """A file cannot be written: the disk is full, the folder is read-only or not ours."""
 
 
+def yaml_syntax(err: BaseException) -> str:
+    """A PyYAML syntax error as one phrase: ``malformed YAML in <file>, line L, column C:
+    <problem> (<context>)`` (the config, a task YAML, an overrides file alike)."""
+    mark = getattr(err, "problem_mark", None)
+    where = f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}" if mark else "a file"
+    problem = getattr(err, "problem", None) or (str(err).splitlines() or [type(err).__name__])[0]
+    context = getattr(err, "context", None)
+    start = getattr(err, "context_mark", None)
+    if context and start is not None and mark is not None and start.line != mark.line:
+        context = f"{context} started at line {start.line + 1}, column {start.column + 1}"
+    extra = f" ({context})" if context else ""
+    return f"malformed YAML in {where}: {problem}{extra}"
+
+
 # errno values that mean "this storage cannot take the write", not "Mill has a bug"
 _STORAGE_ERRNOS = frozenset(
     getattr(errno, name)

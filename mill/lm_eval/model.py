@@ -15,6 +15,7 @@ generation), so the answers equal lm-eval's ``hf`` model's within 1e-4 and come 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +43,29 @@ _ENGINE_ARGS = (
     "device_map",
     "fused_gelu",
 )
+
+# a child of lm-eval's logger, so lm-eval's CLI prints it beside its own lines
+log = logging.getLogger("lm_eval.mill")
+
+
+def available_device(device: Any) -> Any:
+    """``device`` unless it is a CUDA device this machine lacks: then ``auto`` (the GPU
+    torch picks, else the CPU), logged. lm-eval passes its default device (``cuda:0``) to
+    every model; its ``hf`` model falls back the same way ("Device not specified")."""
+    if device is None or not str(device).startswith("cuda"):
+        return device
+    import torch
+
+    available = torch.cuda.is_available()
+    _, _, index = str(device).partition(":")
+    if available and (not index.isdigit() or int(index) < torch.cuda.device_count()):
+        return device
+    fallback = "cuda" if available else "cpu"
+    log.info(
+        "Device %r not available (Cuda Available? %s, %d GPU(s)): using %s",
+        str(device), available, torch.cuda.device_count() if available else 0, fallback,
+    )  # fmt: skip
+    return fallback
 
 
 def _arg(value: Any) -> Any:
@@ -80,6 +104,8 @@ class MillLM(LM):
             )
         args = {k: _arg(v) for k, v in kwargs.items() if k in _ENGINE_ARGS and v is not None}
         args.setdefault("dtype", "float32")
+        if "device" in args:
+            args["device"] = available_device(args["device"])
         if args.get("batch_size") in (None, "auto") or str(args.get("batch_size")).startswith(
             "auto"
         ):

@@ -292,6 +292,17 @@ class OpenAICompletions(TokenizingLM):
             )
         if str(prompt_ids) not in ("auto", "True", "False", "true", "false"):
             raise ConfigError(f"model.prompt_ids={prompt_ids!r}: choose auto, true or false")
+        if self.takes_messages():  # one conversation per request, sent as messages
+            for key, value, default in (
+                ("batch_prompts", batch_prompts, 1),
+                ("prompt_ids", prompt_ids, "auto"),
+            ):
+                if str(value) != str(default):
+                    raise ConfigError(
+                        f"model.{key}={value!r} means nothing to model={self.backend} (one "
+                        "conversation per request, sent as messages); drop it, or use "
+                        "model=openai_completions"
+                    )
         self.batch_prompts = int(batch_prompts)
         if self.batch_prompts < 1 or int(num_concurrent) < 1:
             raise ConfigError("model.batch_prompts and model.num_concurrent must be >= 1")

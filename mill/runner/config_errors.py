@@ -98,12 +98,9 @@ def _override(err: Any) -> str:
 
 
 def _yaml(err: Any) -> str:
-    mark = getattr(err, "problem_mark", None)
-    where = f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}" if mark else "a file"
-    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-    context = getattr(err, "context", None)
-    extra = f" ({context})" if context else ""
-    return f"malformed YAML in {where}: {problem}{extra}; fix the file and rerun"
+    from mill.errors import yaml_syntax
+
+    return f"{yaml_syntax(err)}; fix the file and rerun"
 
 
 def _interpolation(err: Any) -> str:

@@ -5,11 +5,15 @@ stderr (``<task>/<metric>``, ``<task>/<metric>_stderr``, subjects and group aggr
 likewise) as metrics, tags for the task, model and folder, and the report, results,
 manifest, samples and plots as artifacts.
 
-The default tracking store is a local file store, ``outputs/mlruns`` (``mlflow ui
---backend-store-uri outputs/mlruns`` shows it); ``sink.mlflow.tracking_uri`` (or
-``MLFLOW_TRACKING_URI``) points elsewhere: a server URL, or ``sqlite:///mlflow.db`` with
-the full ``mlflow`` package. MLflow 3 keeps its file store in maintenance mode behind
-``MLFLOW_ALLOW_FILE_STORE``; this sink sets it while it writes to a file store.
+The default tracking store is the one MLflow recommends, a SQLite database:
+``sqlite:///outputs/mlflow.db`` (relative to the working folder, as the runs' own
+``outputs/``), its artifacts beside it in ``outputs/mlartifacts``; ``mlflow ui
+--backend-store-uri sqlite:///outputs/mlflow.db`` shows it. It needs SQLAlchemy and Alembic,
+which the ``mlflow`` extra installs (``mlflow-skinny`` alone lacks them).
+``sink.mlflow.tracking_uri`` (or ``MLFLOW_TRACKING_URI``) points elsewhere: another
+``sqlite:///`` file, a server URL, or a plain folder for MLflow's file store (kept in
+maintenance mode by MLflow 3 behind ``MLFLOW_ALLOW_FILE_STORE``, which this sink sets while
+it writes to one).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from mill.errors import ConfigError
 from mill.sinks import RunRecord, Sink, safe_key
 
 PARAM_LIMIT = 6000
@@ -28,12 +33,48 @@ PARAM_LIMIT = 6000
 ``resolved.yaml`` artifact)."""
 
 
+DEFAULT_STORE = "sqlite:///outputs/mlflow.db"
+"""The tracking store when neither ``sink.mlflow.tracking_uri`` nor ``MLFLOW_TRACKING_URI``
+names one (relative to the working folder)."""
+
+_SQLITE = "sqlite:///"
+
+
 def tracking_uri(value: str | None) -> str:
-    """A URI for ``value``: URIs as they are, a plain path as an absolute ``file:`` URI."""
-    value = value or os.environ.get("MLFLOW_TRACKING_URI") or "outputs/mlruns"
+    """A URI for ``value`` (default :data:`DEFAULT_STORE`): a ``sqlite:///`` file as an
+    absolute one, other URIs as they are, a plain path as an absolute ``file:`` URI (the
+    file store)."""
+    value = value or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_STORE
+    if value.startswith(_SQLITE):
+        path, sep, query = value.removeprefix(_SQLITE).partition("?")
+        if path and path != ":memory:":
+            path = str(Path(path).expanduser().resolve())
+        return f"{_SQLITE}{path}{sep}{query}"
     if "://" in value or value.startswith("file:"):
         return value
     return Path(value).expanduser().resolve().as_uri()
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of a local ``sqlite:///`` store URI, else None."""
+    if not uri.startswith(_SQLITE):
+        return None
+    path = uri.removeprefix(_SQLITE).partition("?")[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+def _sql_store_available() -> None:
+    """MLflow's SQL stores need SQLAlchemy and Alembic; ``mlflow-skinny`` does not bring
+    them. A one-line error naming the fix instead of MLflow's import error."""
+    try:
+        import alembic  # noqa: F401
+        import sqlalchemy  # noqa: F401
+    except ImportError as err:
+        raise ConfigError(
+            f"MLflow's SQLite store needs SQLAlchemy and Alembic ({err}): pip install "
+            "'mill-eval[mlflow]', or log to MLflow's file store with "
+            "sink.mlflow.tracking_uri=outputs/mlruns"
+        ) from None
 
 
 @contextmanager
@@ -56,8 +97,8 @@ class MLflowSink(Sink):
     """Log runs to an MLflow tracking store.
 
     Args:
-        tracking_uri: store URI or local folder; null: ``MLFLOW_TRACKING_URI`` or
-            ``outputs/mlruns``.
+        tracking_uri: store URI or local folder (MLflow's file store); null:
+            ``MLFLOW_TRACKING_URI`` or ``sqlite:///outputs/mlflow.db``.
         experiment: MLflow experiment name (created when missing).
         run_name: null: the run folder's name.
         tags: extra tags for every run.
@@ -77,16 +118,27 @@ class MLflowSink(Sink):
 
     def log(self, record: RunRecord) -> str:
         uri = tracking_uri(self.tracking_uri)
+        if uri.startswith("sqlite:"):
+            _sql_store_available()
+        database = sqlite_file(uri)
+        if database is not None:
+            database.parent.mkdir(parents=True, exist_ok=True)
         with _file_store_allowed(uri):
-            return self._log(uri, record)
+            return self._log(uri, record, database)
 
-    def _log(self, uri: str, record: RunRecord) -> str:
+    def _log(self, uri: str, record: RunRecord, database: Path | None) -> str:
         from mlflow.entities import Metric, Param, RunTag
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(self.experiment)
-        experiment_id = found.experiment_id if found else client.create_experiment(self.experiment)
+        if found is not None:
+            experiment_id = found.experiment_id
+        else:
+            # a local database keeps its artifacts beside it (MLflow's default would be
+            # ./mlruns in the working folder, outside outputs/)
+            artifacts = (database.parent / "mlartifacts").as_uri() if database else None
+            experiment_id = client.create_experiment(self.experiment, artifacts)
         tags = {**record.tags, **self.tags}
         run = client.create_run(experiment_id, run_name=self.run_name or record.name, tags=tags)
         run_id = run.info.run_id

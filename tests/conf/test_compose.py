@@ -111,24 +111,35 @@ HF_MODELS = [  # transformers models: their configs extend model/hf
 SINGLE_TASKS = [
     t for t in TASKS if str(_own("task", t).get("_target_", "")).startswith("mill.tasks.")
 ]
+# (the defaults-list entry, the base's group and name)
+HF_BASE, TASK_BASE = ("hf", "model", "hf"), ("/task_base@_here_", "", "task_base")
+CHAT_BASE = ("openai_completions", "model", "openai_completions")
+DATA_BASE = ("/data_base@_here_", "", "data_base")
 
 
 @pytest.mark.parametrize(
     ("group", "name", "base"),
-    [("model", m, "hf") for m in HF_MODELS]
-    + [("task", t, "/task_base@_here_") for t in SINGLE_TASKS],
+    [("model", m, HF_BASE) for m in HF_MODELS]
+    + [("model", "openai_chat", CHAT_BASE)]
+    + [("task", t, TASK_BASE) for t in SINGLE_TASKS]
+    + [("data", d, DATA_BASE) for d in _options("data")],
 )
 def test_configs_extend_their_base_and_state_only_what_differs(
-    compose, group: str, name: str, base: str
+    compose, group: str, name: str, base: tuple[str, str, str]
 ) -> None:
+    entry, base_group, base_name = base
     own = _own(group, name)
     defaults = own.pop("defaults", [])
-    assert base in defaults and defaults.index(base) < defaults.index("_self_"), defaults
-    base_node = _own("model", "hf") if group == "model" else _own("", "task_base")
+    assert entry in defaults and defaults.index(entry) < defaults.index("_self_"), defaults
+    base_node = _own(base_group, base_name)
     same = [k for k, v in own.items() if k in base_node and base_node[k] == v and k != "dataset"]
     assert not same, f"{group}/{name}.yaml repeats its base: {same}"
+    overrides = [f"{group}={name}"] + (["data.dir=/d"] if name == "local" else [])
+    composed = OmegaConf.to_container(compose(*overrides)[group], resolve=False)
+    if "_target_" not in composed:  # a data config: plain settings
+        assert set(composed) == set(base_node) | set(own)
+        return
     # what the file leaves to its base is what its target would do without the key
-    composed = OmegaConf.to_container(compose(f"{group}={name}")[group], resolve=False)
     fallback = _defaults(composed["_target_"])
     inherited = {k: v for k, v in composed.items() if k not in own and k not in ("_target_",)}
     wrong = {k: v for k, v in inherited.items() if k in fallback and fallback[k] != v}

@@ -45,6 +45,26 @@ def parity_script():
     return module
 
 
+def documented_bbh_overrides() -> list[tuple[Path, str]]:
+    """Every ``task.dataset_overrides`` example for ``leaderboard_bbh`` in the README and
+    docs/, as printed: (file, YAML text). A block starts at a line ``leaderboard_bbh_*:``
+    and runs over the lines indented deeper."""
+    found = []
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        lines = doc.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            if line.strip() != "leaderboard_bbh_*:":
+                continue
+            indent = len(line) - len(line.lstrip())
+            block = [line]
+            for more in lines[i + 1 :]:
+                if not more.strip() or len(more) - len(more.lstrip()) <= indent:
+                    break
+                block.append(more)
+            found.append((doc, "\n".join(b[indent:] for b in block) + "\n"))
+    return found
+
+
 @pytest.fixture()
 def local_tasks(tmp_path: Path) -> Path:
     """The test-tree task YAMLs with their ``../shared/`` paths pointing at SHARED."""

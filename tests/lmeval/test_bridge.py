@@ -13,7 +13,7 @@ import pytest
 from mill.data.load import DataSource
 from mill.errors import ConfigError, DatasetUnavailable
 from mill.types import OutputType, Response
-from tests.lmeval.conftest import needs_lm_eval, needs_shared
+from tests.lmeval.conftest import documented_bbh_overrides, needs_lm_eval, needs_shared
 
 pytestmark = [needs_lm_eval]
 
@@ -110,6 +110,7 @@ def test_unreachable_dataset_names_it(tmp_path: Path) -> None:
         _suite(tmp_path, ["mill_gated"])
     message = str(err.value)
     assert "mill-test-org/not-on-this-machine" in message
+    assert "gated or unreachable offline" in message and "does not exist" not in message
     assert "task.dataset_overrides" in message and "\n" not in message
 
 
@@ -123,6 +124,38 @@ def test_dataset_overrides_validate(tmp_path: Path) -> None:
         read_overrides(str(tmp_path / "missing.yaml"))
     with pytest.raises(ConfigError, match="must map"):
         read_overrides({"gsm8k": "json"})
+
+
+def test_malformed_dataset_overrides_file_is_one_line_naming_file_and_line(
+    tmp_path: Path,
+) -> None:
+    from mill.lm_eval.bridge import read_overrides
+
+    file = tmp_path / "bbh.yaml"  # {dataset_name} inside a flow mapping: not YAML
+    file.write_text(
+        "leaderboard_bbh_*:\n  dataset_kwargs:\n    data_files: {test: /d/{dataset_name}.json}\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        read_overrides(str(file))
+    message = str(err.value)
+    assert message.startswith("task.dataset_overrides: malformed YAML in ")
+    assert f"{file}, line 3, column 27" in message and "\n" not in message
+
+
+def test_readme_dataset_overrides_example_is_valid_yaml(tmp_path: Path) -> None:
+    """The documented ``task.dataset_overrides`` for leaderboard_bbh reads as printed (the
+    slow tests/lmeval/test_leaderboard_tasks.py runs it on the BIG-Bench-Hard files)."""
+    from mill.lm_eval.bridge import read_overrides
+
+    examples = documented_bbh_overrides()
+    assert examples, "the README lost its leaderboard_bbh dataset_overrides example"
+    for n, (doc, text) in enumerate(examples):
+        file = tmp_path / f"{n}.yaml"
+        file.write_text(text)
+        keys = read_overrides(str(file))["leaderboard_bbh_*"]
+        assert keys["dataset_path"] == "json" and keys["dataset_name"] is None, doc
+        assert keys["dataset_kwargs"]["data_files"]["test"].endswith("/{dataset_name}.json")
+        assert keys["dataset_kwargs"]["field"] == "examples"
 
 
 def test_missing_lm_eval_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,3 +191,25 @@ def test_lm_eval_cli_defaults_mills_batch_size_to_auto() -> None:
         ["ls", "tasks"],
     ):
         assert default_batch_size(kept) == kept
+
+
+def test_missing_local_file_is_named_and_a_hub_id_is_not_a_file(tmp_path: Path) -> None:
+    from mill.lm_eval.bridge import _missing_file
+
+    gone = tmp_path / "nope.jsonl"
+    assert _missing_file(FileNotFoundError(f"Unable to find '{gone}'")) == str(gone)
+    assert _missing_file(FileNotFoundError(2, "No such file", str(gone))) == str(gone)
+    hub = "Dataset 'org/name' doesn't exist on the Hub or cannot be accessed."
+    assert _missing_file(FileNotFoundError(hub)) is None
+    assert _missing_file(ConnectionError(f"Couldn't reach '{gone}'")) is None
+    assert _missing_file(FileNotFoundError(f"Unable to find '{tmp_path}'")) is None  # exists
+
+
+def test_dataset_error_without_a_dataset_id_reads_as_a_sentence() -> None:
+    from mill.lm_eval.bridge import LMEvalSuite
+
+    message = str(LMEvalSuite._dataset_error(None, ConnectionError("Network is unreachable")))
+    assert message.startswith(
+        "an lm-eval task's dataset cannot be loaded (Network is unreachable); it is gated"
+    )
+    assert "an lm-eval dataset cannot" not in message and "\n" not in message

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_mill
+from tests.helpers import run_mill, run_process
 from tests.lmeval.conftest import needs_lm_eval, needs_shared
 
 pytestmark = [pytest.mark.slow, needs_lm_eval, needs_shared]
@@ -102,25 +102,69 @@ def test_errors_are_one_line(local_tasks: Path, tmp_path: Path) -> None:
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-def test_lm_eval_cli_with_mill_engine(local_tasks: Path, tmp_path: Path) -> None:
+def _lm_eval_cli(
+    module: str, model: str, model_args: str, local_tasks: Path, out: Path
+) -> subprocess.CompletedProcess[str]:
+    """lm-eval's CLI (``module``: ``lm_eval``, or ``mill.lm_eval`` with ``--model mill``) on
+    the test tasks, with lm-eval's default device: no ``--device``."""
+    return run_process(
+        sys.executable, "-m", module, "--model", model, "--model_args", model_args,
+        "--tasks", "mill_arc_easy,mill_wikitext", "--include_path", str(local_tasks),
+        "--limit", "6", "--output_path", str(out), "--log_samples", timeout=900,
+    )  # fmt: skip
+
+
+def _lm_eval_out(out: Path) -> tuple[dict, dict[str, list[dict]]]:
+    """lm-eval's results file and its samples per task, from ``--output_path``."""
+    (file,) = out.rglob("results_*.json")
+    samples = {
+        task: [json.loads(line) for line in next(out.rglob(f"samples_{task}_*.jsonl")).open()]
+        for task in ("mill_arc_easy", "mill_wikitext")
+    }
+    return json.loads(file.read_text()), samples
+
+
+def test_lm_eval_cli_with_mill_engine_equals_hf_on_cpu(local_tasks: Path, tmp_path: Path) -> None:
+    """The README's ``python -m mill.lm_eval --model mill`` without ``--device``: lm-eval
+    passes its default (``cuda:0``); on a machine without CUDA Mill logs and runs on the CPU
+    as lm-eval's ``hf`` does, with the same metrics."""
+    import torch
+
     from mill.lm_eval import INSTALL_HINT  # noqa: F401 - the package imports without lm_eval
 
     model = Path(__file__).resolve().parents[2] / "mill" / "resources" / "models" / "stories260k"
-    out = tmp_path / "out"
-    proc = subprocess.run(
-        [
-            sys.executable, "-m", "mill.lm_eval", "--model", "mill",
-            "--model_args", f"pretrained={model},dtype=float32",
-            "--tasks", "mill_arc_easy", "--include_path", str(local_tasks),
-            "--limit", "3", "--output_path", str(out), "--device", "cpu",
-        ],
-        capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+    mill_out, hf_out = tmp_path / "mill", tmp_path / "hf"
+    proc = _lm_eval_cli("mill.lm_eval", "mill", f"pretrained={model}", local_tasks, mill_out)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    (file,) = out.rglob("results_*.json")
-    results = json.loads(file.read_text())
-    row = results["results"]["mill_arc_easy"]
-    assert 0.0 <= row["acc,none"] <= 1.0 and results["config"]["model"] == "mill"
+    if not torch.cuda.is_available():
+        assert "Device 'cuda:0' not available (Cuda Available? False" in proc.stderr
+        assert "using cpu" in proc.stderr
+    results, samples = _lm_eval_out(mill_out)
+    assert results["config"]["model"] == "mill"
     assert results["config"]["mill_model"]["pretrained"] == str(model)
     # lm-eval's default batch size (1) would cap Mill's forward passes: auto unless given
     assert results["config"]["batch_size"] == "auto"
+
+    proc = _lm_eval_cli("lm_eval", "hf", f"pretrained={model},dtype=float32", local_tasks, hf_out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Device not specified" in proc.stderr or torch.cuda.is_available()
+    hf_results, hf_samples = _lm_eval_out(hf_out)
+    for task in ("mill_arc_easy", "mill_wikitext"):
+        mine, theirs = results["results"][task], hf_results["results"][task]
+        metrics = [k for k in theirs if "," in k and "_stderr" not in k]
+        assert metrics and {k: mine[k] for k in metrics} == pytest.approx(
+            {k: theirs[k] for k in metrics}, rel=1e-6
+        ), task
+        # and per request: the same log-likelihoods (1e-4, Mill's parity bound), per doc
+        # the same accuracies
+        assert [s["doc_id"] for s in samples[task]] == [s["doc_id"] for s in hf_samples[task]]
+        for a, b in zip(samples[task], hf_samples[task], strict=True):
+            assert _lls(a) == pytest.approx(_lls(b), abs=1e-4, rel=1e-6), (task, a["doc_id"])
+            assert [a.get(k) for k in ("acc", "acc_norm")] == [
+                b.get(k) for k in ("acc", "acc_norm")
+            ]
+
+
+def _lls(sample: dict) -> list[float]:
+    """The log-likelihoods of an lm-eval sample line (its ``resps``, stored as strings)."""
+    return [float(r[0][0] if isinstance(r[0], list) else r[0]) for r in sample["resps"]]

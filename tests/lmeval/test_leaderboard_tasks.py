@@ -15,15 +15,24 @@ import yaml
 
 from mill.data.load import DataSource
 from tests.helpers import run_mill
-from tests.lmeval.conftest import SHARED, needs_lm_eval, needs_shared, parity_script
+from tests.lmeval.conftest import (
+    SHARED,
+    documented_bbh_overrides,
+    needs_lm_eval,
+    needs_shared,
+    parity_script,
+)
 
 pytestmark = [pytest.mark.slow, needs_lm_eval]
 
 
 @needs_shared
 def test_leaderboard_bbh_offline_with_normalised_score(tmp_path: Path) -> None:
+    # the README's own example, as printed, with its /data/bbh pointing at the shared files
+    ((_, text), *_) = documented_bbh_overrides()
     overrides = tmp_path / "bbh.yaml"
-    overrides.write_text(yaml.safe_dump(parity_script().bbh_overrides(SHARED / "data")))
+    overrides.write_text(text.replace("/data/bbh/", f"{SHARED / 'data' / 'bbh'}/"))
+    assert yaml.safe_load(overrides.read_text()) == parity_script().bbh_overrides(SHARED / "data")
     run = tmp_path / "run"
     proc = run_mill(
         "task=lm_eval",

@@ -120,3 +120,18 @@ def test_possible_echoed_log_probabilities_pass() -> None:
     )
     assert lps == [None, 0.0, 1e-7] and tops == [None, {"a": 0}, None]
     assert _echoed(_choice([-1.0, -0.5, -2.0]), 3, REQUEST, URL)[0] == [-1.0, -0.5]
+
+
+def test_chat_refuses_the_completions_settings_it_inherits_but_cannot_use(compose) -> None:
+    """openai_chat's config extends openai_completions'; batch_prompts and prompt_ids come
+    along at their defaults, and any other value is refused before a request is sent."""
+    import pytest
+
+    from mill.errors import ConfigError
+    from mill.model.openai_api import OpenAIChat
+
+    model = compose("model=openai_chat", "model.base_url=http://127.0.0.1:9/v1").model
+    assert (model.batch_prompts, model.prompt_ids) == (1, "auto")
+    for key, value in (("batch_prompts", 4), ("prompt_ids", True), ("prompt_ids", "false")):
+        with pytest.raises(ConfigError, match=f"model.{key}=.* means nothing to model=openai_chat"):
+            OpenAIChat(base_url="http://127.0.0.1:9/v1", **{key: value})

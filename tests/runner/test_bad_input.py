@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ARC_ROW, run_mill, write_jsonl
+from tests.lmeval.conftest import needs_lm_eval
 
 
 def _nan_model(tmp_path: Path) -> Path:
@@ -179,6 +180,37 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
         return ["task.limit=2.5"], ["task.limit=2.5", "not a whole number"]
     if name == "task.num_fewshot not whole":
         return ["task.num_fewshot=1.5"], ["task.num_fewshot=1.5", "not a whole number"]
+    if name == "lm-eval task YAML syntax error":
+        overrides, yaml_file = _lm_eval_task(tmp_path, "doc_to_text: [oops\ndoc_to_target: a\n")
+        return overrides, [
+            "lm-eval task 'mine'",
+            "cannot be read: malformed YAML in",
+            f"{yaml_file}, line 9",
+            "started at line 8",
+        ]
+    if name == "lm-eval data file missing":
+        missing = tmp_path / "nope.jsonl"
+        overrides, yaml_file = _lm_eval_task(tmp_path, data=missing)
+        return overrides, [
+            f"lm-eval task 'mine' ({yaml_file}), dataset_kwargs.data_files.test",
+            f"data file {missing} does not exist",
+        ]
+    if name == "lm-eval !function module missing":
+        overrides, yaml_file = _lm_eval_task(tmp_path, "process_docs: !function nomodule.fix\n")
+        return overrides, [
+            f"lm-eval task 'mine' ({yaml_file}), process_docs",
+            "!function nomodule.fix",
+            "nomodule.py beside the YAML",
+        ]
+    if name == "lm-eval dataset_overrides malformed":
+        overrides, _ = _lm_eval_task(tmp_path)
+        bad = tmp_path / "bbh.yaml"
+        bad.write_text("mine:\n  dataset_kwargs:\n    data_files: {test: /d/{dataset_name}.json}\n")
+        return [*overrides, f"task.dataset_overrides={bad}"], [
+            "task.dataset_overrides: malformed YAML in",
+            f"{bad}, line 3",
+            "block style",
+        ]
     if name == "run folder is a file":
         (tmp_path / "run").write_text("not a folder")
         return ["task.limit=2"], ["hydra.run.dir=", "a file is in the way", "choose a folder"]
@@ -206,6 +238,30 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
     if name == "runner.seed not a number":
         return [*missing_model, "runner.seed=abc"], ["runner.seed='abc'", "whole number"]
     raise AssertionError(name)
+
+
+def _lm_eval_task(
+    tmp_path: Path, extra: str = "", data: Path | None = None
+) -> tuple[list[str], Path]:
+    """An lm-eval task YAML ``mine`` (with ``extra`` lines) in its own include path: the
+    overrides that run it through the bridge, and the YAML's path."""
+    if data is None:
+        data = write_jsonl(tmp_path / "mine.jsonl", [{"q": "a?", "a": "b"}])
+    folder = tmp_path / "lm_tasks"
+    folder.mkdir()
+    yaml_file = folder / "mine.yaml"
+    yaml_file.write_text(
+        "task: mine\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
+        f"    test: {data}\noutput_type: loglikelihood\ntest_split: test\n"
+        + (extra or 'doc_to_text: "{{q}}"\ndoc_to_target: "{{a}}"\n')
+    )
+    overrides = [
+        "task=lm_eval",
+        "task.tasks=[mine]",
+        f"task.include_path={folder}",
+        "task.include_defaults=false",
+    ]
+    return overrides, yaml_file
 
 
 def _user_task(tmp_path: Path, rows: list[dict], name: str | None = "mine") -> list[str]:
@@ -263,6 +319,15 @@ CASES = [
     "model.batch_size zero",
     "runner.timeout_s zero",
     "runner.seed not a number",
+    *(
+        pytest.param(case, marks=needs_lm_eval)
+        for case in (
+            "lm-eval task YAML syntax error",
+            "lm-eval data file missing",
+            "lm-eval !function module missing",
+            "lm-eval dataset_overrides malformed",
+        )
+    ),
 ]
 
 

@@ -1,18 +1,20 @@
-"""Result sinks against the real libraries: an MLflow local file store read back with the
-MLflow client, and W&B offline run files read back record by record."""
+"""Result sinks against the real libraries, read back as a user reads them: MLflow's default
+SQLite store (and its file store) through MLflow's own client, W&B offline run files through
+W&B's own reader (``wandb leet inspect``)."""
 
 from __future__ import annotations
 
 import json
 import logging
-import struct
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
 import mill
 from mill.runner.job import config_changes
-from tests.helpers import run_mill
+from tests.helpers import run_mill, run_process
 
 pytest.importorskip("mlflow")
 pytest.importorskip("wandb")
@@ -21,65 +23,63 @@ TINY = ["task.limit=3", "report.progress=never"]
 
 
 def mlflow_client(store: Path):
-    import os
-
-    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # MLflow 3's file store opt-in
+    """MLflow's client on a store: a ``.db`` file (SQLite) or a file store's folder."""
     from mlflow.tracking import MlflowClient
 
+    if store.suffix == ".db":
+        return MlflowClient(tracking_uri=f"sqlite:///{store.resolve()}")
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # MLflow 3's file store opt-in
     return MlflowClient(tracking_uri=store.resolve().as_uri())
 
 
-def wandb_records(path: Path) -> list:
-    """Every record of a W&B ``.wandb`` run file (a LevelDB-style log of protobufs:
-    7-byte file header, 32 KiB blocks, chunks of crc32 + length + type)."""
-    from wandb.proto import wandb_internal_pb2 as pb
-
-    data = path.read_bytes()
-    assert data[:4] == b":W&B"
-    block, pos, records, pending = 32768, 7, [], b""
-    while pos + 7 <= len(data):
-        left = block - pos % block
-        if left < 7:  # block trailer
-            pos += left
-            continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-        if length == 0 and kind == 0:
-            break
-        pending += data[pos + 7 : pos + 7 + length]
-        pos += 7 + length
-        if kind in (1, 4):  # FULL or LAST
-            record = pb.Record()
-            record.ParseFromString(pending)
-            records.append(record)
-            pending = b""
-    return records
+def wandb_inspect(run_file: Path, *flags: str) -> list[dict]:
+    """W&B's own reader of a ``.wandb`` run file: ``wandb leet inspect --json`` (one JSON
+    object per record, or one for ``--summary``)."""
+    wandb_cli = Path(sys.executable).with_name("wandb")
+    cmd = [wandb_cli] if wandb_cli.exists() else [sys.executable, "-m", "wandb"]
+    proc = run_process(*cmd, "leet", "inspect", "--json", *flags, run_file, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    if "--summary" in flags:  # one (indented) object
+        return [json.loads(proc.stdout)]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
 
 @pytest.fixture(scope="module")
 def logged(tmp_path_factory: pytest.TempPathFactory):
-    """One run (3 ARC-Easy docs, stories260k) logged to MLflow and W&B (offline) at once."""
+    """One run (3 ARC-Easy docs, stories260k) logged to MLflow's default store and W&B
+    (offline) at once, from a fresh working folder."""
     root = tmp_path_factory.mktemp("sinks")
-    store = root / "mlruns"
     folder = root / "run"
-    results = mill.evaluate(
-        "arc_easy",
-        "stories260k",
-        output_dir=folder,
-        overrides=[
-            *TINY,
-            "+sink=[mlflow,wandb]",
-            f"sink.mlflow.tracking_uri={store}",
-            "sink.mlflow.experiment=api-test",
-            "sink.wandb.mode=offline",
-        ],
-    )
-    return results, folder, store
+    before, env = Path.cwd(), os.environ.pop("MLFLOW_TRACKING_URI", None)
+    os.chdir(root)  # the default store is outputs/mlflow.db under the working folder
+    try:
+        results = mill.evaluate(
+            "arc_easy",
+            "stories260k",
+            output_dir=folder,
+            overrides=[
+                *TINY,
+                "+sink=[mlflow,wandb]",
+                "sink.mlflow.experiment=api-test",
+                "sink.wandb.mode=offline",
+            ],
+        )
+    finally:
+        os.chdir(before)
+        if env is not None:
+            os.environ["MLFLOW_TRACKING_URI"] = env
+    return results, folder, root
 
 
-def test_mlflow_file_store_holds_settings_metrics_and_artifacts(logged, tmp_path: Path) -> None:
-    results, folder, store = logged
+def test_mlflow_default_sqlite_store_holds_settings_metrics_and_artifacts(
+    logged, tmp_path: Path
+) -> None:
+    results, folder, root = logged
+    store = root / "outputs" / "mlflow.db"
+    assert store.is_file() and not (root / "mlruns").exists()  # nothing outside outputs/
     client = mlflow_client(store)
     experiment = client.get_experiment_by_name("api-test")
+    assert experiment.artifact_location == (root / "outputs" / "mlartifacts").as_uri()
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.status == "FINISHED" and run.info.run_name == folder.name
     flat = results.flat()
@@ -98,38 +98,63 @@ def test_mlflow_file_store_holds_settings_metrics_and_artifacts(logged, tmp_path
     assert json.loads(Path(manifest).read_text())["status"] == "succeeded"
 
 
-def test_wandb_offline_run_files_hold_config_metrics_and_artifact(logged) -> None:
+@pytest.mark.slow
+def test_wandb_offline_run_files_read_by_wandb_hold_config_metrics_and_artifact(logged) -> None:
     results, folder, _ = logged
     (run_file,) = (folder / "wandb").glob("offline-run-*/run-*.wandb")
-    records = wandb_records(run_file)
-    kinds = [r.WhichOneof("record_type") for r in records]
-    assert "run" in kinds and "history" in kinds and "artifact" in kinds
-    run = next(r.run for r in records if r.WhichOneof("record_type") == "run")
-    assert run.display_name == folder.name and run.project == "mill"
-    items = [
-        (item.key or "/".join(item.nested_key), item.value_json)
-        for r in records
-        if r.WhichOneof("record_type") == "history"
-        for item in r.history.item
-    ]
-    history = {key: json.loads(value) for key, value in items if not key.startswith("_")}
-    assert history == pytest.approx(results.flat())
-    config = {
-        item.key or "/".join(item.nested_key): json.loads(item.value_json)
-        for r in records
-        if r.WhichOneof("record_type") in ("config", "run")
-        for item in (
-            r.config.update if r.WhichOneof("record_type") == "config" else r.run.config.update
-        )
-    }
-    assert config["task"]["name"] == "arc_easy" and config["model"]["name"] == "stories260k"
-    artifact = next(r.artifact for r in records if r.WhichOneof("record_type") == "artifact")
-    paths = {entry.path for entry in artifact.manifest.contents}
+    (summary,) = wandb_inspect(run_file, "--summary")
+    assert summary["state"] == "finished" and summary["exit_code"] == 0
+    assert summary["name"] == folder.name and summary["project"] == "mill"
+    metrics = {k: v for k, v in summary["summary"].items() if not k.startswith("_")}
+    assert metrics == pytest.approx(results.flat())
+    assert summary["config"]["task"]["name"] == "arc_easy"
+    assert summary["config"]["model"]["name"] == "stories260k"
+    records = wandb_inspect(run_file)
+    (history,) = [r["history"]["item"] for r in records if r["type"] == "history"]
+    assert {k: v for k, v in history.items() if not k.startswith("_")} == pytest.approx(
+        results.flat()
+    )
+    (artifact,) = [r["artifact"] for r in records if r["type"] == "artifact"]
+    assert artifact["type"] == "mill-run"
+    paths = {entry["path"] for entry in artifact["manifest"]["contents"]}
     assert {"results.json", "report.txt", "samples/arc_easy.jsonl"} <= paths
 
 
-def test_in_memory_run_logs_settings_and_metrics_without_artifacts(tmp_path: Path) -> None:
-    store = tmp_path / "mlruns"
+def test_mlflow_sqlite_store_without_sqlalchemy_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from mill.errors import ConfigError
+    from mill.results import Results
+    from mill.sinks import RunRecord
+    from mill.sinks.mlflow import MLflowSink
+
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)  # import sqlalchemy -> ImportError
+    sink = MLflowSink(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    with pytest.raises(ConfigError, match=r"pip install 'mill-eval\[mlflow\]'"):
+        sink.log(RunRecord("run", Results(), {}))
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_tracking_uris_resolve_against_the_working_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from mill.sinks.mlflow import DEFAULT_STORE, sqlite_file, tracking_uri
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert DEFAULT_STORE == "sqlite:///outputs/mlflow.db"
+    assert tracking_uri(None) == f"sqlite:///{tmp_path / 'outputs' / 'mlflow.db'}"
+    assert sqlite_file(tracking_uri(None)) == tmp_path / "outputs" / "mlflow.db"
+    assert tracking_uri("outputs/mlruns") == (tmp_path / "outputs" / "mlruns").as_uri()
+    assert tracking_uri("sqlite:////abs/m.db?timeout=5") == "sqlite:////abs/m.db?timeout=5"
+    assert tracking_uri("http://127.0.0.1:5000") == "http://127.0.0.1:5000"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///elsewhere.db")
+    assert tracking_uri(None) == f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    assert sqlite_file("http://x") is None and sqlite_file("sqlite:///:memory:") is None
+
+
+def test_in_memory_run_logs_to_the_file_store_without_artifacts(tmp_path: Path) -> None:
+    store = tmp_path / "mlruns"  # a folder: MLflow's file store, still an option
     overrides = [*TINY, "+sink=mlflow", f"sink.mlflow.tracking_uri={store}"]
     results = mill.evaluate("arc_easy", "stories260k", overrides=overrides)
     client = mlflow_client(store)
@@ -178,17 +203,18 @@ def test_bad_sink_setting_is_one_line_before_the_run(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_sweep_logs_one_run_per_job_and_a_failing_sink_only_warns(tmp_path: Path) -> None:
-    store = tmp_path / "mlruns"
+    store = tmp_path / "outputs" / "mlflow.db"  # the default store, under the working folder
     sweep = tmp_path / "sweep"
     proc = run_mill(
         "-m",
         "task.limit=2,3",
         "report.progress=never",
         "+sink=[mlflow,wandb]",
-        f"sink.mlflow.tracking_uri={store}",
         "sink.wandb.mode=offline",
         "sink.wandb.dir=/proc/mill-no-such-dir",
         f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+        env={"MLFLOW_TRACKING_URI": ""},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stderr.count("sink wandb could not log run") == 2

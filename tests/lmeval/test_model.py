@@ -1,0 +1,46 @@
+"""Mill's engine as an lm-eval ``LM`` in Python (``MillLM``): the device lm-eval hands every
+model (its default ``cuda:0``) on a machine without it."""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from tests.lmeval.conftest import needs_lm_eval
+
+pytestmark = [needs_lm_eval]
+
+STORIES = Path(str(resources.files("mill.resources").joinpath("models", "stories260k")))
+
+
+@pytest.mark.parametrize("device", [None, "cuda", "cuda:0", "cuda:7", "cpu"])
+def test_mill_lm_falls_back_from_a_missing_cuda_device(
+    device: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    import torch
+
+    from mill.lm_eval.model import MillLM
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the fallback is for machines without it")
+    kwargs = {} if device is None else {"device": device}
+    with caplog.at_level(logging.INFO, logger="lm_eval.mill"):
+        lm = MillLM(pretrained=str(STORIES), **kwargs)
+    assert lm.engine.device.type == "cpu"
+    assert next(lm.engine.model.parameters()).device.type == "cpu"
+    fallback = [r.getMessage() for r in caplog.records if r.name == "lm_eval.mill"]
+    if device is not None and device.startswith("cuda"):
+        assert fallback == [
+            f"Device {device!r} not available (Cuda Available? False, 0 GPU(s)): using cpu"
+        ]
+    else:
+        assert fallback == []
+    # and it answers: the log-likelihood of a continuation, on the CPU
+    from lm_eval.api.instance import Instance
+
+    request = Instance("loglikelihood", {}, ("Once upon a time", " there was"), 0)
+    ((logprob, _),) = lm.loglikelihood([request])
+    assert logprob < 0.0
