@@ -204,6 +204,8 @@ def calibration_section(items: Sequence[tuple[Reliability, bytes]]) -> str:
 def programs_section(run: RunFolder) -> str:
     """Code tasks: each problem's verdicts (passed of run, the statuses, the first failing
     program's message and output tail), failing problems first."""
+    if run.manifest.execution is None:  # no task ran programs: no samples to read
+        return ""
     parts = []
     for task in run.task_names:
         records = [r for r in run.samples(task) if r.execution]
