@@ -329,9 +329,11 @@ def _sweep_jobs(loader: Any, cfg: DictConfig) -> list[list[str]]:
         return []
     params = OmegaConf.select(cfg, "hydra.sweeper.params") or {}
     arguments = [f"{k}={v}" for k, v in params.items()]
-    arguments += [str(o) for o in cfg.hydra.overrides.task]
+    # the overrides as written: an override's ${...} (hydra.sweep.subdir=${hydra.job.num})
+    # is resolved by Hydra in each job, not here
+    arguments += [str(o) for o in OmegaConf.to_container(cfg.hydra.overrides.task)]
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
-    base = [str(o) for o in cfg.hydra.overrides.hydra]
+    base = [str(o) for o in OmegaConf.to_container(cfg.hydra.overrides.hydra)]
     return [base + job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 

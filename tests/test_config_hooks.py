@@ -299,3 +299,23 @@ def test_cli_runs_an_allowed_hook(evil: Path, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert Path(f"{evil}-called").exists()
+
+
+@pytest.mark.slow
+def test_sweep_overrides_keep_their_interpolations_for_each_job(tmp_path: Path) -> None:
+    """The up-front check composes every job from the overrides as written: an override
+    whose value is an interpolation Hydra resolves per job (``${hydra.job.num}``, Hydra's
+    own default subdir) is not resolved by the check (it was: MissingMandatoryValue)."""
+    sweep = tmp_path / "sweep"
+    proc = run_mill(
+        "-m",
+        "model=fake",
+        "task.limit=2",
+        "task=arc_easy,boolq",
+        f"hydra.sweep.dir={sweep}",
+        "hydra.sweep.subdir=${hydra.job.num}",
+        "task.name=${model.name}_${task._target_}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (sweep / "0" / "results.json").is_file() and (sweep / "1" / "results.json").is_file()
