@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jsonlines
 import pytest
+import yaml
 
 from tests.helpers import run_mill, run_process
 
@@ -179,14 +180,13 @@ def test_workers_get_the_credentials_resolved_yaml_masks(tmp_path: Path) -> None
         "task.limit=4",
         "task.num_fewshot=0",
         "model=fake",
-        f"model.answer={url}",
+        f'model.answer="{url}"',  # quoted: the query has an =
         "runner.num_processes=2",
         f"hydra.run.dir={out}",
     )
     assert proc.returncode == 0, proc.stderr
-    assert (
-        "model.answer: http://***@127.0.0.1:1/v1?api_key=***" in (out / "resolved.yaml").read_text()
-    )
+    resolved = yaml.safe_load((out / "resolved.yaml").read_text())
+    assert resolved["model"]["answer"] == "http://***@127.0.0.1:1/v1?api_key=***"
     rows = _rows(out)
     assert len(rows) == 4 and all(r["response"]["text"][0].startswith(url) for r in rows)
     assert "secret" not in (out / "manifest.json").read_text() + proc.stderr
