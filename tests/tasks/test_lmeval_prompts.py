@@ -158,6 +158,20 @@ def _mill_requests(task: Task, chat: Any) -> list[list[list[Any]]]:
     return out
 
 
+def _chat_mode(task: Task, chat_mode: str, tmp_path: Path) -> tuple[Path | None, Any]:
+    """Set ``task`` up for ``chat_mode`` (plain, chat, chat_multiturn): the chat tokenizer's
+    folder and Mill's chat template, or None for plain prompts."""
+    if chat_mode == "plain":
+        return None, None
+    import transformers
+
+    tokenizer_dir = make_chat_tokenizer(tmp_path / "tok")
+    chat = tokenizer_chat_template(transformers.AutoTokenizer.from_pretrained(tokenizer_dir))
+    task.chat_template = True
+    task.fewshot_as_multiturn = chat_mode == "chat_multiturn"
+    return tokenizer_dir, chat
+
+
 @pytest.mark.skipif(not LMEVAL_PYTHON.is_file(), reason="needs the lm-eval dev virtualenv")
 @pytest.mark.parametrize("chat_mode", ["plain", "chat_multiturn", "chat_single"])
 @pytest.mark.parametrize(
@@ -175,15 +189,7 @@ def test_requests_match_lm_eval(
     if chat_mode != "plain" and case not in CHAT:
         pytest.skip("chat rendering is checked on a subset")
     task: Task = make()
-    tokenizer_dir = None
-    chat = None
-    if chat_mode != "plain":
-        import transformers
-
-        tokenizer_dir = make_chat_tokenizer(tmp_path / "tok")
-        chat = tokenizer_chat_template(transformers.AutoTokenizer.from_pretrained(tokenizer_dir))
-        task.chat_template = True
-        task.fewshot_as_multiturn = chat_mode == "chat_multiturn"
+    tokenizer_dir, chat = _chat_mode(task, chat_mode, tmp_path)
     subject = task.subjects[0]
     files = {}
     for lm_split, mill_split in splits.items():
@@ -242,15 +248,7 @@ def test_code_requests_match_lm_eval(
     if chat_mode != "plain" and not case.endswith("instruct"):
         pytest.skip("chat rendering is checked on the instruct variants")
     task: Task = make()
-    chat = None
-    tokenizer_dir = None
-    if chat_mode != "plain":
-        import transformers
-
-        tokenizer_dir = make_chat_tokenizer(tmp_path / "tok")
-        chat = tokenizer_chat_template(transformers.AutoTokenizer.from_pretrained(tokenizer_dir))
-        task.chat_template = True
-        task.fewshot_as_multiturn = chat_mode == "chat_multiturn"
+    tokenizer_dir, chat = _chat_mode(task, chat_mode, tmp_path)
     rows = task._load_split("test", BUNDLED, "default")
     (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = {
