@@ -23,6 +23,9 @@ from mill.lm_eval import require_lm_eval
 
 require_lm_eval()
 
+# lm-eval fills its model registry lazily, and only while it is empty: registering "mill"
+# first would hide "hf" and every other model from the same process. Fill it first.
+import lm_eval.models  # noqa: E402, F401
 from lm_eval.api.model import LM  # noqa: E402
 from lm_eval.api.registry import register_model  # noqa: E402
 

@@ -44,3 +44,22 @@ def test_mill_lm_falls_back_from_a_missing_cuda_device(
     request = Instance("loglikelihood", {}, ("Once upon a time", " there was"), 0)
     ((logprob, _),) = lm.loglikelihood([request])
     assert logprob < 0.0
+
+
+def test_registering_mill_keeps_lm_eval_models() -> None:
+    """lm-eval fills its model registry only while it is empty: importing Mill's model first
+    (as the parity tests do in one process) must leave ``hf`` and the rest findable."""
+    import subprocess
+    import sys
+
+    code = (
+        "import mill.lm_eval.model\n"
+        "from lm_eval.api.registry import get_model, model_registry\n"
+        "assert 'mill' in model_registry and 'hf' in model_registry, sorted(model_registry)\n"
+        "print(get_model('mill').__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "MillLM"
