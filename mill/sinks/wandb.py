@@ -1,6 +1,8 @@
 """Weights & Biases sink (``+sink=wandb``; ``pip install 'mill-eval[wandb]'``).
 
-One W&B run per Mill run: the resolved settings as its config, every metric and its
+One W&B run per Mill run: the resolved settings as its config (Mill's tags, task, model,
+data, folder and sweep, under ``mill_tags``; as W&B tags too where they fit its 64
+characters), every metric and its
 stderr (``<task>/<metric>``, ``<task>/<metric>_stderr``, ...) logged once and in the run
 summary, and an artifact of type ``mill-run`` holding the report, results, manifest,
 samples and plots. ``sink.wandb.mode=offline`` (or ``WANDB_MODE=offline``) writes real run
@@ -16,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from mill.errors import ConfigError
 from mill.redact import redact
 from mill.sinks import RunRecord, Sink, safe_key
 
@@ -24,6 +27,18 @@ def _sweep_group(record: RunRecord) -> str | None:
     """The jobs of one sweep form one W&B group, named after the sweep folder."""
     sweep = record.tags.get("mill.sweep")
     return "/".join(Path(sweep).parts[-2:]) if sweep else None
+
+
+# W&B refuses a whole run whose tag is longer than this (pydantic ValidationError on init)
+_TAG_LIMIT = 64
+
+
+def _tags(own: list[str], mill_tags: dict[str, str]) -> list[str] | None:
+    """The run's W&B tags: the sink's own, then Mill's as ``key:value`` where that fits W&B's
+    64-character limit (a folder path rarely does: every Mill tag is in the run's config
+    under ``mill_tags`` as well)."""
+    tags = [*own, *(f"{k}:{v}" for k, v in mill_tags.items())]
+    return [t for t in tags if 0 < len(t) <= _TAG_LIMIT][:64] or None
 
 
 class WandbSink(Sink):
@@ -57,6 +72,12 @@ class WandbSink(Sink):
         self.group = group
         self.job_type = str(job_type)
         self.tags = [str(t) for t in (tags or [])]
+        for tag in self.tags:
+            if not 0 < len(tag) <= _TAG_LIMIT:
+                raise ConfigError(
+                    f"sink.wandb.tags: {tag[:40]!r}... is {len(tag)} characters; W&B takes "
+                    f"tags of 1 to {_TAG_LIMIT} characters: shorten it"
+                )
 
     def log(self, record: RunRecord) -> str:
         import wandb
@@ -71,8 +92,8 @@ class WandbSink(Sink):
                 name=record.name,
                 group=self.group or _sweep_group(record),
                 job_type=self.job_type,
-                tags=[*self.tags, *(f"{k}:{v}" for k, v in record.tags.items())][:64] or None,
-                config=record.settings,
+                tags=_tags(self.tags, record.tags),
+                config={**record.settings, "mill_tags": dict(record.tags)},
                 dir=str(where) if where is not None else None,
                 mode=self.mode,
                 reinit="create_new",

@@ -49,7 +49,9 @@ def logged(tmp_path_factory: pytest.TempPathFactory):
     """One run (3 ARC-Easy docs, stories260k) logged to MLflow's default store and W&B
     (offline) at once, from a fresh working folder."""
     root = tmp_path_factory.mktemp("sinks")
-    folder = root / "run"
+    # a folder whose path is longer than a W&B tag may be (64 characters): W&B refused the
+    # whole run on its ``mill.folder`` tag before
+    folder = root / ("run-with-a-name-that-makes-the-path-longer-than-a-wandb-tag-" + "x" * 8)
     before, env = Path.cwd(), os.environ.pop("MLFLOW_TRACKING_URI", None)
     os.chdir(root)  # the default store is outputs/mlflow.db under the working folder
     try:
@@ -109,6 +111,9 @@ def test_wandb_offline_run_files_read_by_wandb_hold_config_metrics_and_artifact(
     assert metrics == pytest.approx(results.flat())
     assert summary["config"]["task"]["name"] == "arc_easy"
     assert summary["config"]["model"]["name"] == "stories260k"
+    assert summary["config"]["mill_tags"]["mill.folder"] == str(folder)
+    assert "mill.model:stories260k" in summary["tags"]
+    assert all(len(tag) <= 64 for tag in summary["tags"])
     records = wandb_inspect(run_file)
     (history,) = [r["history"]["item"] for r in records if r["type"] == "history"]
     assert {k: v for k, v in history.items() if not k.startswith("_")} == pytest.approx(
@@ -241,3 +246,16 @@ def test_a_sweeps_jobs_share_one_wandb_group() -> None:
     job = RunRecord("0_arc_easy_stories260k", Results(), {}, None, {"mill.sweep": sweep})
     assert _sweep_group(job) == "2026-11-25/12-00-00-000000"
     assert _sweep_group(RunRecord("run", Results(), {}, None, {})) is None
+
+
+def test_wandb_tags_fit_its_limit_and_a_long_own_tag_is_refused() -> None:
+    from mill.errors import ConfigError
+    from mill.sinks.wandb import WandbSink, _tags
+
+    folder = "/a/path/" + "x" * 80
+    assert _tags(["mine"], {"mill.task": "arc_easy", "mill.folder": folder}) == [
+        "mine",
+        "mill.task:arc_easy",
+    ]
+    with pytest.raises(ConfigError, match=r"sink.wandb.tags: .* 70 characters"):
+        WandbSink(tags=["y" * 70])
