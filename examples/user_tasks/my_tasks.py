@@ -1,4 +1,4 @@
-"""A task as a Python class with the seed-001 hooks (same prompt as capitals.yaml)."""
+"""A task as a Python class with the task hooks (same prompt as capitals.yaml)."""
 
 from typing import Any
 

@@ -26,10 +26,12 @@ class MillCallback(TrainerCallback):
     """Evaluate the model being trained with Mill.
 
     Args:
-        tasks, settings: what to evaluate and when, the same in the three integrations
+        tasks: what to evaluate (config names, e.g. ``["arc_easy"]``); an unknown task
+            fails here.
+        **settings: when and how, the same in the three integrations
             (:class:`~mill.integrations.core.TrainingEvaluator`: ``every_n_steps``,
             ``at_epoch_end``, ``at_train_end``, ``limit``, ``overrides``, ``metrics``,
-            ``cache``); an unknown task or setting fails here.
+            ``cache``); an unknown setting fails here.
         tokenizer: the model's tokenizer (default: the trainer's ``processing_class``).
         trainer: the Trainer, whose ``log`` the metrics go through (default: the one that
             calls this callback, found when training begins).

@@ -148,7 +148,7 @@ def test_readme_dataset_overrides_example_is_valid_yaml(tmp_path: Path) -> None:
     from mill.lm_eval.bridge import read_overrides
 
     examples = documented_bbh_overrides()
-    assert examples, "the README lost its leaderboard_bbh dataset_overrides example"
+    assert examples, "the docs lost their leaderboard_bbh dataset_overrides example"
     for n, (doc, text) in enumerate(examples):
         file = tmp_path / f"{n}.yaml"
         file.write_text(text)
