@@ -14,9 +14,9 @@ moved to another key, damaged) is a corrupt cache, one line; an entry from befor
 is recomputed. The database
 runs in WAL mode with one transaction per doc (its responses; each judge call on its own):
 a process killed at any moment (SIGKILL, OOM, preemption) keeps every response committed
-before it died, and a rerun takes them from the cache instead of the model. Each host writes its own file
-(``responses-<host>.sqlite``) and lookups read every file in the folder, so a cache folder
-on a shared filesystem never has two hosts writing one SQLite file.
+before it died, and a rerun takes them from the cache instead of the model. Each host
+writes its own file (``responses-<host>.sqlite``) and lookups read every file in the folder,
+so a cache folder on a shared filesystem never has two hosts writing one SQLite file.
 """
 
 from __future__ import annotations
