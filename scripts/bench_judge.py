@@ -1,15 +1,20 @@
 """Judgments per second against a local llama.cpp ``llama-server`` at 1, 4 and 16 judge
 calls in flight (``judge.num_concurrent``), whole ``mill judge`` processes.
 
-One source run (MT-Bench on the fake model: 80 questions, 160 answers) is judged again and
-again by stories260k served by ``llama-server`` (GGUF, 16 slots so 16 calls can decode
-together) through ``judge=openai_completions`` with token-id prompts, a fresh folder and
-no response cache each time (``runner.cache=false``: every call reaches the server). The
-judging phase's wall time comes from the run's own phase line (``judging X s`` in
-mill.log); judgments/s = 160 / that time. The machine's load (``os.getloadavg``) is
-printed beside each row.
+One source run (MT-Bench on the fake model: 80 questions, 160 answers; ``--limit`` fewer)
+is judged again and again by stories260k served by ``llama-server`` through
+``judge=openai_completions`` with token-id prompts, a fresh folder and no response cache
+each time (``runner.cache=false``: every call reaches the server). Each row starts its own
+server (GGUF, F32, one thread; one slot per call in flight, so they decode together, each
+slot its own 512-token KV cache: ``--no-kv-unified``, else every token's attention would
+span all slots' cells), so no row finds the prompts of another in the server's prompt
+cache. The judging phase's wall time
+comes from the run's own phase line (``judging X s`` in mill.log), the number of judgments
+from its manifest; judgments/s = judgments / that time. The machine's load
+(``os.getloadavg``, as ``uptime`` prints it) is printed beside each row.
 
-    python scripts/bench_judge.py [--in-flight 1 4 16] [--max-gen-toks 32] [--keep DIR]
+    python scripts/bench_judge.py [--in-flight 1 4 16] [--max-gen-toks 32] [--limit N]
+                                  [--keep DIR] [--json OUT]
 
 The server binary is found as the served tests find it (``$MILL_LLAMA_SERVER`` or
 ``.llama-server/bin/llama-server``; ``bash scripts/build_llama_server.sh`` builds it).
@@ -18,12 +23,14 @@ The server binary is found as the served tests find it (``$MILL_LLAMA_SERVER`` o
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -37,40 +44,62 @@ from tests.served.servers import (  # noqa: E402
 
 
 def mill(*args: str) -> None:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "CI": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "CI": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "mill", *args], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "mill", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
     )
     if proc.returncode != 0:
         raise SystemExit(f"mill {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
 
 
 def judging_seconds(folder: Path) -> float:
-    line = [x for x in (folder / "mill.log").read_text().splitlines() if "phases:" in x][-1]
-    return float(re.search(r"judging ([\d.]+) s", line).group(1))
+    """The judging phase's wall time, from the run's last phase line in mill.log."""
+    lines = [x for x in (folder / "mill.log").read_text().splitlines() if "phases:" in x]
+    found = re.search(r"judging ([\d.]+) s", lines[-1]) if lines else None
+    if found is None:
+        raise SystemExit(f"{folder}/mill.log has no judging phase")
+    return float(found.group(1))
+
+
+def judgments(folder: Path) -> int:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return int(manifest["judge"]["judgments"]["judgments"])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--in-flight", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--max-gen-toks", type=int, default=32)
-    parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument("--limit", type=int, default=None, help="MT-Bench questions (all 80)")
+    parser.add_argument("--keep", type=Path, default=None, help="work folder (default: temp)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-judge-"))
     work.mkdir(parents=True, exist_ok=True)
     source = work / "source"
     if not (source / "results.json").exists():
+        limit = [] if args.limit is None else [f"task.limit={args.limit}"]
         mill(
-            "task=mt_bench", "model=fake", "judge=fake", "judge.max_invalid=1.0",
+            "task=mt_bench", *limit, "model=fake", "judge=fake", "judge.max_invalid=1.0",
             "report.progress=never", f"hydra.run.dir={source}",
         )  # fmt: skip
     gguf = convert_stories_gguf(work / "stories260k.gguf")
-    slots = max(args.in_flight)
-    with native_llama_server(gguf, work / "server.log", slots=slots, n_ctx=512 * slots) as server:
-        print("| in flight | judgments | judging s | judgments/s | load (1 min) |")
-        print("|---:|---:|---:|---:|---:|")
-        for n in args.in_flight:
-            out = work / f"judge-{n}"
+    rows: list[dict[str, Any]] = []
+    print(f"load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
+    print("| in flight | judgments | judging s | judgments/s | load (1 min) |")
+    print("|---:|---:|---:|---:|---:|")
+    for n in args.in_flight:
+        out = work / f"judge-{n}"
+        # n_ctx is per slot: every slot holds a whole judge prompt (510 tokens)
+        server = native_llama_server(
+            gguf, work / f"server-{n}.log", slots=n, n_ctx=512, extra_args=["--no-kv-unified"]
+        )
+        with server:
             mill(
                 "judge", f"run={source}", "judge=openai_completions",
                 f"judge.base_url={server.base_url}", f"judge.model={SERVED_NAME}",
@@ -79,11 +108,18 @@ def main() -> None:
                 "judge.max_invalid=1.0", "runner.cache=false", "report.progress=never",
                 f"hydra.run.dir={out}",
             )  # fmt: skip
-            seconds = judging_seconds(out)
-            print(
-                f"| {n} | 160 | {seconds:.2f} | {160 / seconds:.1f} | {os.getloadavg()[0]:.2f} |",
-                flush=True,
-            )
+        seconds, count = judging_seconds(out), judgments(out)
+        load = os.getloadavg()[0]
+        rows.append(
+            {"in_flight": n, "judgments": count, "judging_s": seconds,
+             "per_s": count / seconds, "load_1min": load}
+        )  # fmt: skip
+        print(
+            f"| {n} | {count} | {seconds:.2f} | {count / seconds:.2f} | {load:.2f} |",
+            flush=True,
+        )
+    if args.json is not None:
+        args.json.write_text(json.dumps({"rows": rows, "cpus": os.cpu_count()}, indent=1))
 
 
 if __name__ == "__main__":

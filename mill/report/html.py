@@ -248,6 +248,21 @@ def programs_section(run: RunFolder) -> str:
     return "<h2>Programs</h2>" + "".join(parts) if parts else ""
 
 
+def judge_section(run: RunFolder) -> str:
+    """A judged run's judge: the lines ``report.txt`` has (:func:`mill.report.text.judge_lines`),
+    and its whole record (identity, settings, rubric hashes, judgment counts)."""
+    from mill.report.text import judge_lines
+
+    lines = judge_lines(run.results)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{esc(line)}</li>" for line in lines)
+    record = kv_table(run.results.judge or {})
+    return (
+        f"<h2>Judge</h2><ul>{items}</ul><details><summary>Judge record</summary>{record}</details>"
+    )
+
+
 def run_page(
     run: RunFolder,
     scores_png: bytes,
@@ -275,6 +290,7 @@ def run_page(
         figure(scores_png, "scores with standard errors", "Scores with ±1 SE and 95% CIs."),
         calibration_section(calibration),
         programs_section(run),
+        judge_section(run),
         "<h2>Details</h2>",
     ]
     for task in run.task_names:

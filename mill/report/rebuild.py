@@ -98,10 +98,12 @@ def _silent_console() -> Console:
 
 
 def run_table_text(run: RunFolder, console: Console) -> str:
-    """Print the run's results table and return it as plain text (``report.txt``)."""
-    from mill.report.table import results_table
+    """Print the run's report and return it as plain text (``report.txt``): the same
+    text as the run's own (:func:`mill.report.text.print_run_report`)."""
+    from mill.report.text import print_run_report
 
-    console.print(results_table(run.results, run.title))
+    unsafe = bool((run.manifest.execution or {}).get("unsafe"))
+    print_run_report(console, run.results, run.title, unsafe)
     return console.export_text()
 
 

@@ -12,11 +12,11 @@ Responses are stored as zlib-compressed JSON (token lists compress well), each w
 SHA-256 of (model key, request hash, stored bytes): an entry that does not match it (edited,
 moved to another key, damaged) is a corrupt cache, one line; an entry from before checksums
 is recomputed. The database
-runs in WAL mode with one transaction per doc (its responses): a process killed at any
-moment (SIGKILL, OOM, preemption) keeps every response committed before it died, and a
-rerun takes them from the cache instead of the model. Each host writes its own file
-(``responses-<host>.sqlite``) and lookups read every file in the folder, so a cache folder
-on a shared filesystem never has two hosts writing one SQLite file.
+runs in WAL mode with one transaction per doc (its responses; each judge call on its own):
+a process killed at any moment (SIGKILL, OOM, preemption) keeps every response committed
+before it died, and a rerun takes them from the cache instead of the model. Each host
+writes its own file (``responses-<host>.sqlite``) and lookups read every file in the folder,
+so a cache folder on a shared filesystem never has two hosts writing one SQLite file.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, StorageError
+from mill.evaluator import JUDGE_ROLE
 from mill.model.base import LanguageModel, _ignore
 from mill.redact import redact
 from mill.types import OnResponse, OutputType, Request, Response
@@ -229,8 +230,12 @@ class ResponseStore:
         self._conn.close()
 
 
-def _doc_key(request: Request) -> tuple[str, str, int]:
-    return (request.task, request.subject, request.doc_id)
+def _commit_unit(request: Request) -> tuple[str, str, int, str]:
+    """What is committed together: a doc's requests, except that each judge call is a unit
+    of its own (a judged doc has several, each a whole judgment: a reply already received
+    must survive a kill, or the resumed run would send that call again)."""
+    judge = request.role if request.role.startswith(f"{JUDGE_ROLE}/") else ""
+    return (request.task, request.subject, request.doc_id, judge)
 
 
 class CachedModel(LanguageModel):
@@ -291,13 +296,14 @@ class CachedModel(LanguageModel):
         # A doc's computed responses are committed together, in one transaction, when its
         # last one finishes, and only then delivered: a killed run never leaves part of a
         # doc in the cache, so a resumed run scores whole docs, in the same passes (and
-        # with the same float rounding) as an uninterrupted run.
-        members: dict[tuple[str, str, int], list[int]] = {}
+        # with the same float rounding) as an uninterrupted run. A judge call is committed
+        # alone, as it finishes (see _commit_unit).
+        members: dict[tuple[str, str, int, str], list[int]] = {}
         for indices in todo.values():
             for i in indices:
-                members.setdefault(_doc_key(requests[i]), []).append(i)
+                members.setdefault(_commit_unit(requests[i]), []).append(i)
         waiting = {key: {hashes[i] for i in idx} for key, idx in members.items()}
-        docs_of: dict[str, set[tuple[str, str, int]]] = {}
+        docs_of: dict[str, set[tuple[str, str, int, str]]] = {}
         for key, digests in waiting.items():
             for digest in digests:
                 docs_of.setdefault(digest, set()).add(key)

@@ -98,17 +98,6 @@ def _corrupt_cache(err: BaseException, cache_dir: Path | None) -> ConfigError | 
     )
 
 
-def skipped_warning(skipped: dict[str, list[dict[str, Any]]]) -> str:
-    """The one line (console, log and report.txt) about bad rows skipped."""
-    per_task = ", ".join(f"{task}: {len(rows)}" for task, rows in sorted(skipped.items()))
-    first = next(iter(skipped.values()))[0]["error"].split(" (or skip such rows")[0]
-    total = sum(len(rows) for rows in skipped.values())
-    return (
-        f"skipped {total} bad row(s) ({per_task}; data.skip_bad_rows=true), listed under "
-        f"skipped_rows in results.json; the first: {first}"
-    )
-
-
 def truncation_warning(truncation: dict[str, Any], total: int, max_length: Any) -> str | None:
     """The one warning per run about contexts cut to the model's context window."""
     if not truncation.get("requests"):
@@ -132,12 +121,6 @@ def _sweep_dir() -> str | None:
     if str(hydra_cfg.mode) != "RunMode.MULTIRUN":
         return None
     return str(Path(str(hydra_cfg.sweep.dir)).resolve())
-
-
-UNSAFE_LINE = (
-    "WARNING: the model's programs ran WITHOUT a sandbox (execution.sandbox=none, "
-    "execution.allow_unsafe=true): they could read and write your files and reach the network"
-)
 
 
 def execution_settings(cfg: DictConfig, tasks: Sequence[Any]) -> Any:
@@ -213,7 +196,7 @@ def execute(
     from mill.report.background import ReportHelper
     from mill.report.console import interactive, make_console
     from mill.report.progress import PhaseProgress
-    from mill.report.table import results_table, usage_table
+    from mill.report.text import print_run_report, skipped_warning
     from mill.runner.build import build_run
     from mill.runner.cache import CachedModel
     from mill.runner.shard import ShardedDispatch
@@ -413,18 +396,8 @@ def execute(
         data = results.data_label
         title = f"{cfg.task.get('name', '')} | {cfg.model.get('name', '')} | data={data}"
         out_console = make_console(stderr=False, mode=mode, record=True)
-        out_console.print(results_table(results, title))
-        if results.usage:
-            out_console.print(usage_table(results.usage))
-        if skipped:
-            out_console.print(skipped_warning(skipped), markup=False, highlight=False)
-        if results.judge:
-            from mill.runner.judge import judge_lines
-
-            for line in judge_lines(results):
-                out_console.print(line, markup=False, highlight=False, soft_wrap=True)
-        if execution is not None and execution.sandbox == "none":
-            out_console.print(UNSAFE_LINE, markup=False, highlight=False)
+        unsafe = bool((manifest.execution or {}).get("unsafe"))
+        print_run_report(out_console, results, title, unsafe)
         folder.write_text("report.txt", out_console.export_text())
         fault("report_text")
         assert drawer is not None

@@ -299,24 +299,3 @@ def judge_command(cfg: DictConfig, output_dir: Path, hydra_cfg: Any = None) -> A
             resolved[key] = {**resolved.get(key, {}), **ours}
     resolved["runner"]["num_processes"] = 1
     return run_job(OmegaConf.create(resolved), output_dir, hydra_cfg)
-
-
-def judge_lines(results: Any) -> list[str]:
-    """The report's lines about the judge: who judged, its identity's key fields, the
-    rubrics' hashes, and per judged metric its invalid judgments."""
-    judge = results.judge
-    if not judge:
-        return []
-    ident = judge.get("identity") or {}
-    who = ident.get("name") or ident.get("class") or "?"
-    keys = ("class", "weights_fingerprint", "base_url", "model", "judge_revision")
-    named = ", ".join(f"{k}={ident[k]}" for k in keys if ident.get(k))
-    lines = [f"judge: {who} ({named}); conversation format: {judge.get('conversation_format')}"]
-    for metric, roles in (judge.get("templates") or {}).items():
-        hashes = ", ".join(f"{role} {digest[:12]}" for role, digest in roles.items())
-        lines.append(f"judge templates of {metric} (sha256): {hashes}")
-    for task, body in results.tasks.items():
-        for name, row in body.metrics.items():
-            if row.details and "n_invalid" in row.details:
-                lines.append(f"{task} {name}: {row.details['n_invalid']} invalid judgment(s)")
-    return lines

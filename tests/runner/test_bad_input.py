@@ -9,7 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
+from mill.report.rebuild import report_command
 from tests.helpers import ARC_ROW, run_mill, write_jsonl
 from tests.lmeval.conftest import needs_lm_eval
 
@@ -374,6 +376,10 @@ def test_bad_rows_are_skipped_and_counted_when_asked(tmp_path: Path) -> None:
     docs = [json.loads(line)["doc_id"] for line in (out / "samples" / "arc_easy.jsonl").open()]
     assert docs == [0, 2]  # doc ids stay the rows' positions
     assert "skipped 1 bad row(s)" in (out / "report.txt").read_text()
+    # mill -cn report rebuilds the same report.txt, the skipped rows' line included
+    rebuilt = tmp_path / "rebuilt"
+    report_command(OmegaConf.create({"runs": [str(out)], "out": str(rebuilt), "progress": "never"}))
+    assert (rebuilt / "report.txt").read_text() == (out / "report.txt").read_text()
 
 
 @pytest.mark.slow

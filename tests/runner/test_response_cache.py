@@ -180,3 +180,41 @@ def test_entries_from_before_checksums_are_computed_again(tmp_path: Path) -> Non
     assert third.stats()["hits"] == 9
     third.store.close()
     again.store.close()
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_a_judge_reply_is_committed_alone_and_survives_a_kill_mid_doc(tmp_path: Path) -> None:
+    """Issue 22, item 4: a judged doc has several judge calls; a reply already received is
+    committed as it arrives (the rest of its doc's calls unanswered), so a resumed run never
+    sends it again. A doc's ordinary requests stay committed together."""
+    from mill.model.fake import FakeLM
+
+    class DiesAfterFirst(FakeLM):
+        def generate_until(self, requests, on_response=lambda r, x: None):  # type: ignore[override]
+            first = super().generate_until(requests[:1])[0]
+            on_response(requests[0], first)
+            raise _Killed  # the process dies before the doc's second call is answered
+
+    def calls(role: str) -> list[Request]:
+        gen = GenerationArgs(max_gen_toks=4)
+        return [
+            Request(OutputType.GENERATIVE, "judged", 0, 0, f"{role} {t}", generation=gen,
+                    role=role.format(t=t))
+            for t in (1, 2)
+        ]  # fmt: skip
+
+    dying = DiesAfterFirst()
+    store = ResponseStore(tmp_path, dying.identity())
+    with pytest.raises(_Killed):
+        CachedModel(dying, store).generate_until(calls("judge/judge_score/t{t}"))
+    assert store.count() == 1  # the first judgment was kept
+    with pytest.raises(_Killed):
+        CachedModel(dying, store).generate_until(calls("turn{t}"))
+    assert store.count() == 1  # an ordinary doc: nothing of it until its last response
+
+    resumed = CachedModel(FakeLM(), store)
+    resumed.generate_until(calls("judge/judge_score/t{t}"))
+    assert resumed.stats() == {"hits": 1, "computed": 1, "shared": 0}

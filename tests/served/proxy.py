@@ -10,10 +10,13 @@ upstream server (a llama.cpp server started by the tests) and can fail some of t
 
 Faults: an HTTP status (429 with an optional ``Retry-After`` header, 500, 503, ...), a dropped
 connection (the socket is closed without a response), a delay before forwarding (for client
-timeouts), or a real answer that lies or stalls: rewritten (``rewrite``: a function of the
+timeouts), a hold until the test releases it (``hold``: a held request whose client hung up
+meanwhile is never forwarded, so a client killed while it waits never reaches the upstream
+with it), or a real answer that lies or stalls: rewritten (``rewrite``: a function of the
 decoded JSON body, e.g. a log-probability of +50), padded to a size (``pad``) or trickled a
 few bytes at a time (``trickle``). Faults apply to the next N requests whose path starts
-with one of ``paths`` (default: every path), then requests pass through unchanged. Every
+with one of ``paths`` (default: every path), after the first ``after`` of them (``hold``),
+then requests pass through unchanged. Every
 request is logged as ``(method, path, outcome)``, its headers as ``(path, headers)`` and
 every JSON body as ``(path, body)``.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
 import socket
 import threading
 import time
@@ -50,7 +54,7 @@ _HOP_BY_HOP = {
 @dataclass
 class _Fault:
     remaining: int
-    kind: str  # "status" | "drop" | "delay" | "rewrite" | "pad" | "trickle"
+    kind: str  # "status" | "drop" | "delay" | "hold" | "rewrite" | "pad" | "trickle"
     status: int = 500
     retry_after: float | None = None
     delay_s: float = 0.0
@@ -58,6 +62,8 @@ class _Fault:
     rewrite: Callable[[Any], Any] | None = None
     pad_bytes: int = 0
     chunk: int = 0
+    after: int = 0
+    """Matching requests passed through unchanged before this fault applies."""
 
 
 class FaultProxy(LocalEndpoint):
@@ -72,9 +78,13 @@ class FaultProxy(LocalEndpoint):
         self.upstream_timeout_s = upstream_timeout_s
         self._lock = threading.Lock()
         self._faults: list[_Fault] = []
+        self._released = threading.Event()
+        self.holding = 0
+        """Requests held right now (``hold``)."""
         self.log: list[tuple[str, str, str]] = []
         """``(method, path, outcome)`` per request; outcome "forwarded:<status>", "status:<n>",
-        "drop", "delay" (then forwarded), "rewrite:<status>", "pad:<status>",
+        "drop", "delay" (then forwarded), "abandoned" (held, its client hung up, never
+        forwarded), "rewrite:<status>", "pad:<status>",
         "trickle:<status>" (forwarded, then changed) or "upstream-error"."""
         self.bodies: list[tuple[str, Any]] = []
         """``(path, decoded JSON body)`` of every request that carried one."""
@@ -104,6 +114,23 @@ class FaultProxy(LocalEndpoint):
     def delay(self, n: int, seconds: float, *, paths: tuple[str, ...] = ("/",)) -> None:
         """Hold the next ``n`` matching requests for ``seconds`` before forwarding them."""
         self._add(_Fault(n, "delay", delay_s=seconds, paths=paths))
+
+    def hold(
+        self,
+        n: int,
+        *,
+        after: int = 0,
+        max_s: float = 300.0,
+        paths: tuple[str, ...] = ("/",),
+    ) -> None:
+        """Pass the next ``after`` matching requests, then hold the next ``n`` until
+        :meth:`release` (or ``max_s``): a held request whose client has hung up by then is
+        never forwarded (outcome "abandoned"); the others are forwarded."""
+        self._add(_Fault(n, "hold", delay_s=max_s, paths=paths, after=after))
+
+    def release(self) -> None:
+        """Let every held request go (and any held later: the hold is over)."""
+        self._released.set()
 
     def rewrite(
         self, n: int, change: Callable[[Any], Any], *, paths: tuple[str, ...] = ("/",)
@@ -141,6 +168,9 @@ class FaultProxy(LocalEndpoint):
         with self._lock:
             for fault in self._faults:
                 if fault.remaining > 0 and path.startswith(fault.paths):
+                    if fault.after > 0:
+                        fault.after -= 1
+                        return None
                     fault.remaining -= 1
                     return fault
         return None
@@ -177,6 +207,7 @@ class FaultProxy(LocalEndpoint):
         return self
 
     def stop(self) -> None:
+        self._released.set()  # held requests end (their clients are gone by now)
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=10)
@@ -234,10 +265,36 @@ class FaultProxy(LocalEndpoint):
                 if fault is not None and fault.kind == "delay":
                     proxy._record(self.command, self.path, "delay")
                     time.sleep(fault.delay_s)
+                if fault is not None and fault.kind == "hold" and not self._held(fault):
+                    proxy._record(self.command, self.path, "abandoned")
+                    self.close_connection = True
+                    return
                 if fault is not None and fault.kind in ("rewrite", "pad", "trickle"):
                     self._forward(body, fault)
                     return
                 self._forward(body)
+
+            def _client_gone(self) -> bool:
+                """The client closed its end (EOF pending on the socket)."""
+                try:
+                    readable, _, _ = select.select([self.connection], [], [], 0)
+                    return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    return True
+
+            def _held(self, fault: _Fault) -> bool:
+                """Wait for :meth:`FaultProxy.release` (at most ``fault.delay_s``); False
+                when the client hung up meanwhile."""
+                with proxy._lock:
+                    proxy.holding += 1
+                try:
+                    deadline = time.monotonic() + fault.delay_s
+                    while not proxy._released.wait(0.05) and time.monotonic() < deadline:
+                        pass
+                    return not self._client_gone()
+                finally:
+                    with proxy._lock:
+                        proxy.holding -= 1
 
             def _changed(self, data: bytes, fault: _Fault) -> bytes:
                 if fault.kind == "rewrite":

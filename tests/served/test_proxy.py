@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import time
 import urllib.error
 import urllib.request
 
@@ -77,3 +78,23 @@ def test_dead_upstream_drops_the_connection() -> None:
         with pytest.raises((urllib.error.URLError, http.client.RemoteDisconnected, OSError)):
             urllib.request.urlopen(p.base_url + "/models", timeout=10)
         assert [o for _, _, o in p.log] == ["upstream-error"]
+
+
+def test_hold_passes_the_first_then_never_forwards_an_abandoned_request(
+    proxy: FaultProxy,
+) -> None:
+    proxy.hold(2, after=1, paths=("/v1/completions",))
+    assert http_json(proxy.base_url + "/completions", COMPLETION)[0] == 200  # passed
+    # held; the client gives up and closes its socket before the release
+    with pytest.raises((TimeoutError, socket.timeout, urllib.error.URLError)):
+        http_json(proxy.base_url + "/completions", COMPLETION, timeout=0.5)
+    proxy.release()
+    deadline = time.monotonic() + 10
+    while "abandoned" not in [o for _, _, o in proxy.log]:
+        assert time.monotonic() < deadline, proxy.log
+        time.sleep(0.05)
+    # released: the next held one is forwarded at once
+    assert http_json(proxy.base_url + "/completions", COMPLETION)[0] == 200
+    outcomes = [o for _, _, o in proxy.log]
+    assert outcomes == ["forwarded:200", "abandoned", "forwarded:200"]
+    assert proxy.holding == 0

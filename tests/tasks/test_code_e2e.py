@@ -9,7 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
+from mill.report.rebuild import report_command
 from tests.helpers import SHARED, run_mill
 
 pytestmark = pytest.mark.slow
@@ -125,5 +127,11 @@ def test_unsafe_execution_is_said_in_manifest_and_reports(tmp_path: Path) -> Non
     assert manifest["execution"]["unsafe"] is True
     assert "WITHOUT a sandbox" in (folder / "report.txt").read_text()
     assert "WITHOUT a sandbox" in (folder / "report.html").read_text()
+    # mill -cn report rebuilds the same report.txt, the warning included
+    rebuilt = tmp_path / "rebuilt"
+    report_command(
+        OmegaConf.create({"runs": [str(folder)], "out": str(rebuilt), "progress": "never"})
+    )
+    assert (rebuilt / "report.txt").read_text() == (folder / "report.txt").read_text()
     results = json.loads((folder / "results.json").read_text())
     assert results["tasks"]["humaneval"]["metrics"]["pass_at_k"]["value"] == 1.0

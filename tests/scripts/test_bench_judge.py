@@ -1,0 +1,48 @@
+"""scripts/bench_judge.py end to end at a tiny size: two MT-Bench questions judged by a real
+``llama-server`` at 1 and 2 calls in flight, whole ``mill judge`` processes (dev only:
+``pytest -m benchmark``; the numbers of the full run are in docs/benchmark.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.served.servers import ServerUnavailable, llama_server_binary
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.benchmark,
+    pytest.mark.slow,  # starts llama-server and mill processes
+    pytest.mark.skipif(
+        importlib.util.find_spec("gguf") is None, reason="the gguf package (extra 'served') missing"
+    ),
+]
+
+
+def test_judgments_per_second_at_each_number_in_flight(tmp_path: Path) -> None:
+    try:
+        llama_server_binary()  # CI sets MILL_LLAMA_SERVER: a broken binary fails, not skips
+    except ServerUnavailable as e:
+        pytest.skip(str(e))
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, str(REPO / "scripts" / "bench_judge.py"), "--in-flight", "1", "2"]
+    cmd += ["--limit", "2", "--max-gen-toks", "4", "--keep", str(tmp_path / "work")]
+    cmd += ["--json", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["in_flight"] for r in rows] == [1, 2]
+    for row in rows:
+        assert row["judgments"] == 4  # 2 questions x 2 turns, one grade each
+        assert row["judging_s"] > 0 and row["per_s"] == row["judgments"] / row["judging_s"]
+    # each judging ran with the calls in flight it was asked for
+    for n in (1, 2):
+        judge = json.loads((tmp_path / "work" / f"judge-{n}" / "manifest.json").read_text())
+        assert judge["judge"]["settings"]["num_concurrent"] == n
+    assert "| in flight | judgments | judging s | judgments/s | load (1 min) |" in proc.stdout
