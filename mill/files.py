@@ -66,6 +66,17 @@ def write_json(path: Path, data: Any) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
+def sha256_json(value: Any, ascii_only: bool = False) -> str:
+    """SHA-256 (hex) of ``value`` as JSON with sorted keys (UTF-8; a lone surrogate is
+    encoded as it is, not refused; what JSON cannot hold is written as its ``str``): the one
+    digest of a value (request content, a doc, a program's verdict key, a judge's rubric,
+    the response cache's model key). ``ascii_only`` escapes non-ASCII characters
+    (``\\u00e9``): the form the response cache's model key has always hashed, kept so
+    existing caches keep their keys."""
+    blob = json.dumps(value, sort_keys=True, ensure_ascii=ascii_only, default=str)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def sha256_file(path: Path) -> str:
     """SHA-256 (hex) of the file ``path``, read in 1 MiB blocks."""
     digest = hashlib.sha256()
