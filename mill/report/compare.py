@@ -32,9 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from mill.dotted import flatten
 from mill.metrics.stats import Statistic, cohen_kappa, mcnemar_exact, paired_bootstrap
 from mill.record import SampleRecord
-from mill.report.load import ReportInputError, RunFolder, flatten
+from mill.report.load import ReportInputError, RunFolder
 from mill.report.numbers import number
 
 FEW_DOCS = 30  # below this, say that bootstrap intervals and p-values are unreliable
@@ -64,7 +65,7 @@ def settings_diff(
     a: dict[str, Any], b: dict[str, Any], ignore: Sequence[str] = ()
 ) -> list[tuple[str, Any, Any]]:
     """(dotted key, value in A, value in B) for every key whose values differ."""
-    fa, fb = flatten(a), flatten(b)
+    fa, fb = flatten(a, keep_empty=True), flatten(b, keep_empty=True)
 
     def ignored(key: str) -> bool:
         return any(key == i or key.startswith(i + ".") for i in ignore)

@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mill.dotted import flatten
 from mill.report.calibration import Reliability
-from mill.report.load import RunFolder, Score, flatten
+from mill.report.load import RunFolder, Score
 from mill.report.numbers import number, value_pm_stderr
 
 CSS = """
@@ -97,7 +98,7 @@ def table(
 
 def kv_table(data: dict[str, Any]) -> str:
     rows = []
-    for key, value in flatten(data).items():
+    for key, value in flatten(data, keep_empty=True).items():
         shown = value if isinstance(value, str) else json.dumps(value, default=str)
         rows.append([f"<code>{esc(key)}</code>", esc(shown)])
     return table(["key", "value"], rows)
