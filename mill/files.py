@@ -1,7 +1,16 @@
-"""Files Mill writes and reads back: atomic writes, JSON, the order of a sweep's job folders.
+"""Files Mill writes and reads back: atomic writes, JSON, digests, the order of a sweep's job
+folders.
 
-Every file of an experiment folder, a report or a sweep summary is written through
-:func:`write_atomic` (a temp file renamed over the target), so a reader never sees half a file.
+Every file Mill writes whole into an experiment folder (``manifest.json``, ``results.json``,
+``resolved.yaml``, ``.hydra/*.yaml``, ``samples/<task>.jsonl`` once final, ``report.txt``,
+``report.html``, the plots, judgments), a report or a sweep folder (``summary.json``,
+``summary.md``) is written through :func:`write_atomic` or :func:`replacing` (a temp file
+renamed over the target), so a reader never sees half a file. Two files grow instead, by
+design: ``samples/<task>.partial.jsonl`` (one flushed line per finished doc; a resume
+rebuilds it) and ``mill.log``. One is Hydra's own: the sweep folder's ``multirun.yaml``,
+written by Hydra's sweeper before the first job starts (a plain write Mill does not
+control; Mill rewrites it atomically when it masks credentials in it,
+:func:`mill.runner.sweep.redact_sweep_config`).
 """
 
 from __future__ import annotations
@@ -10,8 +19,10 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mill.errors import MillError
 
@@ -45,6 +56,21 @@ def datasets_cache_dir() -> str | None:
     if os.environ.get("HF_DATASETS_CACHE") or os.environ.get("HF_HOME"):
         return None
     return str(cache_root() / "datasets")
+
+
+@contextmanager
+def replacing(path: Path) -> Iterator[TextIO]:
+    """A UTF-8 text handle on ``<path>.tmp``, renamed over ``path`` when the block ends
+    without an error (for files written as a stream, such as jsonlines); after an error
+    ``path`` is as it was and the temp file is removed."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            yield handle
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:

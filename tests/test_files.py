@@ -12,6 +12,7 @@ from mill.errors import MillError
 from mill.files import (
     job_order,
     read_json,
+    replacing,
     sha256_file,
     sha256_json,
     write_atomic,
@@ -88,3 +89,19 @@ def test_sha256_json_ascii_only_escapes_and_surrogates_are_hashed_not_refused() 
     assert sha256_json(value) != sha256_json(value, ascii_only=True)
     assert len(sha256_json(["\ud800 a lone surrogate a model wrote"])) == 64
     assert sha256_json({"when": Path("/x")}) == sha256_json({"when": "/x"})  # str() of the rest
+
+
+def test_replacing_renames_a_complete_stream_and_keeps_the_old_file_on_error(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "samples.jsonl"
+    target.write_text("old\n")
+    with replacing(target) as handle:
+        handle.write('{"é": 1}\n')
+        assert target.read_text() == "old\n"  # nothing under the name until the end
+    assert target.read_text(encoding="utf-8") == '{"é": 1}\n'
+    with pytest.raises(RuntimeError), replacing(target) as handle:
+        handle.write("half")
+        raise RuntimeError("killed mid-write")
+    assert target.read_text(encoding="utf-8") == '{"é": 1}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["samples.jsonl"]
