@@ -16,7 +16,7 @@ from typing import Any
 from mill.dotted import flatten
 from mill.report.calibration import Reliability
 from mill.report.load import RunFolder, Score
-from mill.report.numbers import number, value_pm_stderr
+from mill.report.numbers import number, paired_cells, value_pm_stderr
 
 CSS = """
 :root { --ink:#1d2329; --muted:#66707a; --line:#e2e6ea; --soft:#f5f7f9; --accent:#2b5797;
@@ -422,18 +422,7 @@ def compare_page(
     """A paired comparison of two runs."""
     level = round(100 * (1 - float(params["alpha"])))
     table_rows = [
-        [
-            esc(r["task"]),
-            esc(r["metric"]),
-            str(r["n"]),
-            number(r["a"]),
-            number(r["b"]),
-            number(r["diff"], sign=True),
-            f"[{number(r['ci'][0], sign=True)}, {number(r['ci'][1], sign=True)}]",
-            f"{r['p_value']:.4g}",
-            esc(r["test"]),
-        ]
-        for r in rows
+        [esc(r["task"]), esc(r["metric"]), *paired_cells(r), esc(r["test"])] for r in rows
     ]
     verdicts = "".join(
         f"<div class='verdict {esc(r['better'] or '')}'>{esc(r['verdict'])}</div>" for r in rows
