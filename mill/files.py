@@ -1,7 +1,16 @@
-"""Files Mill writes and reads back: atomic writes, JSON, the order of a sweep's job folders.
+"""Files Mill writes and reads back: atomic writes, JSON, digests, the order of a sweep's job
+folders.
 
-Every file of an experiment folder, a report or a sweep summary is written through
-:func:`write_atomic` (a temp file renamed over the target), so a reader never sees half a file.
+Every file Mill writes whole into an experiment folder (``manifest.json``, ``results.json``,
+``resolved.yaml``, ``.hydra/*.yaml``, ``samples/<task>.jsonl`` once final, ``report.txt``,
+``report.html``, the plots, judgments), a report or a sweep folder (``summary.json``,
+``summary.md``) is written through :func:`write_atomic` or :func:`replacing` (a temp file
+renamed over the target), so a reader never sees half a file. Two files grow instead, by
+design: ``samples/<task>.partial.jsonl`` (one flushed line per finished doc; a resume
+rebuilds it) and ``mill.log``. One is Hydra's own: the sweep folder's ``multirun.yaml``,
+written by Hydra's sweeper before the first job starts (a plain write Mill does not
+control; Mill rewrites it atomically when it masks credentials in it,
+:func:`mill.runner.sweep.redact_sweep_config`).
 """
 
 from __future__ import annotations
@@ -10,8 +19,10 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mill.errors import MillError
 
@@ -47,6 +58,21 @@ def datasets_cache_dir() -> str | None:
     return str(cache_root() / "datasets")
 
 
+@contextmanager
+def replacing(path: Path) -> Iterator[TextIO]:
+    """A UTF-8 text handle on ``<path>.tmp``, renamed over ``path`` when the block ends
+    without an error (for files written as a stream, such as jsonlines); after an error
+    ``path`` is as it was and the temp file is removed."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            yield handle
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Write ``data`` to ``path`` through ``<path>.tmp`` and a rename."""
     path = Path(path)
@@ -64,6 +90,17 @@ def write_json(path: Path, data: Any) -> str:
     blob = (json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n").encode("utf-8")
     write_atomic(path, blob)
     return hashlib.sha256(blob).hexdigest()
+
+
+def sha256_json(value: Any, ascii_only: bool = False) -> str:
+    """SHA-256 (hex) of ``value`` as JSON with sorted keys (UTF-8; a lone surrogate is
+    encoded as it is, not refused; what JSON cannot hold is written as its ``str``): the one
+    digest of a value (request content, a doc, a program's verdict key, a judge's rubric,
+    the response cache's model key). ``ascii_only`` escapes non-ASCII characters
+    (``\\u00e9``): the form the response cache's model key has always hashed, kept so
+    existing caches keep their keys."""
+    blob = json.dumps(value, sort_keys=True, ensure_ascii=ascii_only, default=str)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def sha256_file(path: Path) -> str:

@@ -3,17 +3,11 @@ the prediction and the per-sample metrics."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mill.files import sha256_json
 from mill.types import Doc, DocOutput
-
-
-def _hash(value: Any) -> str:
-    blob = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 @dataclass
@@ -52,8 +46,8 @@ class SampleRecord:
             prediction=prediction,
             metrics=metrics,
             response=response,
-            doc_hash=_hash(doc.item),
-            prompt_hash=_hash(response.input),
+            doc_hash=sha256_json(doc.item),
+            prompt_hash=sha256_json(response.input),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -9,12 +9,12 @@ one :class:`DocOutput` (the per-doc record written to the samples file). Models 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
+
+from mill.files import sha256_json
 
 
 class OutputType(str, Enum):
@@ -96,8 +96,7 @@ class Request:
             payload["sample"] = self.id  # repeats of a sampled request differ
         if self.messages is not None:
             payload["messages"] = [list(m) for m in self.messages]
-        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=list)
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return sha256_json(payload)
 
 
 @dataclass

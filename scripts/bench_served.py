@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from driver_common import abs_path, child_env, lmeval_python, timed_run  # noqa: E402
+from driver_common import abs_path, child_env, lmeval_python, mill_cmd, timed_run  # noqa: E402
 from side_by_side import compare, new_workdir  # noqa: E402
 from workloads import REPO, SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
 
@@ -92,19 +92,18 @@ class Side:
 def run_mill(side: Side) -> tuple[Timed, dict[str, Any]]:
     """Mill's CLI against the server; (timing, output in ``side_by_side.compare``'s shape)."""
     run_dir = side.workdir / "mill-run"
-    exe = Path(sys.executable).with_name("mill")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
-    argv = [
-        *cmd,
-        *side.workload.mill_overrides(side.data_dir),
-        "model=openai_completions",
-        f"model.base_url=http://127.0.0.1:{side.port}/v1",
-        f"model.model={SERVED_NAME}",
-        f"model.tokenizer={STORIES}",
-        f"model.num_concurrent={side.concurrency}",
-        f"model.max_length={side.max_length}",
-        f"hydra.run.dir={run_dir}",
-    ]
+    argv = mill_cmd(
+        [
+            *side.workload.mill_overrides(side.data_dir),
+            "model=openai_completions",
+            f"model.base_url=http://127.0.0.1:{side.port}/v1",
+            f"model.model={SERVED_NAME}",
+            f"model.tokenizer={STORIES}",
+            f"model.num_concurrent={side.concurrency}",
+            f"model.max_length={side.max_length}",
+            f"hydra.run.dir={run_dir}",
+        ]
+    )
     timed = run_timed(
         argv, side.workdir / "mill.log", served_env(side.threads, side.workdir / "mill-cache"), REPO
     )

@@ -33,6 +33,15 @@ def lmeval_python() -> Path:
     return venv
 
 
+def mill_cmd(args: list[str]) -> list[str]:
+    """The ``mill`` console script installed beside this interpreter with ``args``
+    (``python -m mill`` where there is none)."""
+    import sys
+
+    exe = Path(sys.executable).with_name("mill")
+    return [*([str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]), *args]
+
+
 def abs_path(text: str) -> Path:
     """A path argument made absolute (the drivers run in other working directories)."""
     return Path(text).resolve()

@@ -35,6 +35,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
+
+from driver_common import mill_cmd  # noqa: E402
+
 TASKS_DIR = REPO / "tests" / "lmeval" / "tasks"
 TOL = 1e-4
 
@@ -260,10 +263,8 @@ def run_mill(
         args.append(f"task.limit={limit}")
     if num_fewshot is not None:
         args.append(f"task.num_fewshot={num_fewshot}")
-    exe = Path(sys.executable).with_name("mill")
-    cmd = [str(exe) if exe.exists() else sys.executable, *([] if exe.exists() else ["-m", "mill"])]
     proc = subprocess.run(
-        [*cmd, "task=lm_eval", *args], capture_output=True, text=True, check=False
+        mill_cmd(["task=lm_eval", *args]), capture_output=True, text=True, check=False
     )
     if proc.returncode != 0:
         raise SystemExit(f"mill failed ({proc.returncode}):\n{proc.stderr[-3000:]}")

@@ -34,13 +34,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from driver_common import abs_path, child_env, lmeval_python, timed_run  # noqa: E402
+from driver_common import abs_path, child_env, lmeval_python, mill_cmd, timed_run  # noqa: E402
 from side_by_side import hf_model_overrides, model_dir  # noqa: E402
 from whole_process import (  # noqa: E402
     LMEVAL_BATCH,
     lm_eval_cli,
     lmeval_task_dir,
-    mill_cmd,
     mill_phases,
 )
 from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402

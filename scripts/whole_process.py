@@ -31,7 +31,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from driver_common import abs_path, child_env, lmeval_batch, lmeval_python, timed_run  # noqa: E402
+from driver_common import (  # noqa: E402
+    abs_path,
+    child_env,
+    lmeval_batch,
+    lmeval_python,
+    mill_cmd,
+    timed_run,
+)
 from side_by_side import hf_model_overrides, model_dir  # noqa: E402
 from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
 
@@ -43,12 +50,6 @@ LMEVAL_BATCH = {"arc_easy_0shot": 8, "arc_easy_25shot": 4, "mmlu_5shot": 4, "gsm
 def mill_phases(run_dir: Path) -> dict[str, float]:
     line = next(x for x in (run_dir / "mill.log").read_text().splitlines() if "phases: " in x)
     return {m[1]: float(m[2]) for m in re.finditer(r"(\w+) (\d+\.\d+) s", line.split("; ")[0])}
-
-
-def mill_cmd(args: list[str]) -> list[str]:
-    """The ``mill`` console script (as installed) with ``args``."""
-    exe = Path(sys.executable).with_name("mill")
-    return [*([str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]), *args]
 
 
 def floor_cmd(model: Path, device: str, dtype: str) -> list[str]:

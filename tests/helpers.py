@@ -67,13 +67,20 @@ def run_process(
     )
 
 
+def mill_command() -> list[str]:
+    """The ``mill`` console script installed beside this interpreter (``python -m mill``
+    where there is none): for tests that start the process themselves."""
+    exe = Path(sys.executable).with_name("mill")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
+
+
 def run_mill(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: int = 300
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed ``mill`` console script in a subprocess (offline, CI=1)."""
-    exe = Path(sys.executable).with_name("mill")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
-    return run_process(*cmd, *args, cwd=cwd, env={"CI": "1", **(env or {})}, timeout=timeout)
+    return run_process(
+        *mill_command(), *args, cwd=cwd, env={"CI": "1", **(env or {})}, timeout=timeout
+    )
 
 
 def full_forward_oracle(model: HFCausalLM, context: str, continuation: str) -> tuple[float, bool]:

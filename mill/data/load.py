@@ -25,7 +25,6 @@ goes through ``datasets`` as before, with its errors and diagnosis.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import os
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, DatasetUnavailable
-from mill.files import datasets_cache_dir
+from mill.files import datasets_cache_dir, sha256_file
 
 SOURCES = ("hub", "local", "bundled")
 
@@ -101,14 +100,6 @@ class LoadedSplit:
     rows: list[dict[str, Any]]
     origin: dict[str, Any]
     local: bool
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _local_file(spec: DatasetSpec, split: str, source: DataSource, subject: str) -> Path | None:
@@ -362,7 +353,7 @@ def _load_rows(
             raise DatasetUnavailable(f"{where} is empty; point the task at a file with rows")
         direct = _direct(spec, path)
         if direct is not None:
-            origin = {"file": str(path), "sha256": _sha256(path)}
+            origin = {"file": str(path), "sha256": sha256_file(path)}
             return LoadedSplit(rows=direct, origin=origin, local=True)
         import datasets  # heavy: imported only when data is loaded through it
 
@@ -382,7 +373,7 @@ def _load_rows(
             ) from err
         if not rows:
             raise DatasetUnavailable(f"{where} has no rows; point the task at a file with rows")
-        origin = {"file": str(path), "sha256": _sha256(path), "fingerprint": ds._fingerprint}
+        origin = {"file": str(path), "sha256": sha256_file(path), "fingerprint": ds._fingerprint}
         return LoadedSplit(rows=rows, origin=origin, local=True)
 
     import datasets

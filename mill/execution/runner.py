@@ -8,8 +8,6 @@ happens in the sandboxes, separately from model inference.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -17,13 +15,12 @@ from pathlib import Path
 
 from mill.execution.sandbox import find_bwrap, remove_leftover_cgroups, run_one
 from mill.execution.settings import ExecutionSettings, Verdict
-from mill.files import read_json, write_json
+from mill.files import read_json, sha256_json, write_json
 
 
 def verdict_key(program: str, settings: ExecutionSettings) -> str:
     """The verdict cache key of ``program`` under ``settings``."""
-    payload = json.dumps([program, settings.identity()], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256_json([program, settings.identity()])
 
 
 def _cache_path(cache_dir: Path, key: str) -> Path:

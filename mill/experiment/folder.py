@@ -27,7 +27,7 @@ from typing import Any
 import jsonlines
 
 from mill.errors import ConfigError, ExperimentExists, MillError
-from mill.files import sha256_file, write_json
+from mill.files import replacing, sha256_file, write_atomic, write_json
 from mill.record import SampleRecord
 from mill.redact import redact, redact_text
 from mill.results import Manifest, Results
@@ -153,7 +153,11 @@ class ExperimentFolder:
             )
         for name in ("results.json", "report.txt", "report.html"):
             (self.path / name).unlink(missing_ok=True)
-        for leftover in [*self.path.glob("*.tmp"), *self.samples_dir.glob("*.jsonl")]:
+        temps = [self.path / sub for sub in ("", ".hydra", "samples", "model_judgment")]
+        for leftover in [
+            *(p for sub in temps for p in sub.glob("*.tmp")),
+            *self.samples_dir.glob("*.jsonl"),
+        ]:
             leftover.unlink()
         if (self.path / "plots").is_dir():
             shutil.rmtree(self.path / "plots")
@@ -194,7 +198,8 @@ class ExperimentFolder:
             if success:
                 with jsonlines.open(partial) as reader:
                     rows = sorted(reader, key=lambda r: (r["subject"], r["doc_id"]))
-                with jsonlines.open(self.inside(self.samples_dir / f"{task}.jsonl"), "w") as out:
+                final = self.inside(self.samples_dir / f"{task}.jsonl")
+                with replacing(final) as handle, jsonlines.Writer(handle) as out:
                     out.write_all(rows)
                 partial.unlink()
         self._writers.clear()
@@ -221,8 +226,8 @@ class ExperimentFolder:
         }
 
     def write_text(self, name: str, text: str) -> None:
-        """``name`` (a path under the folder: ``resolved.yaml``, ``.hydra/config.yaml``),
-        credentials redacted."""
+        """``name`` (a path under the folder: ``resolved.yaml``, ``.hydra/config.yaml``,
+        ``report.txt``), atomically, credentials redacted."""
         path = self.inside(self.path / name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(redact_text(text), encoding="utf-8")
+        write_atomic(path, redact_text(text))

@@ -34,7 +34,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from mill.files import write_atomic
+from mill.files import sha256_json, write_atomic
 from mill.model.identity import cache_root
 
 log = logging.getLogger("mill")
@@ -98,8 +98,8 @@ def _versions() -> dict[str, str]:
 def cache_file(root: Path) -> Path:
     """One file per indexed folder (lm-eval's own, each include path): the default index is
     kept once whatever the include paths; the file's key says what it was built from."""
-    spec = json.dumps([str(root), str(root.resolve())])
-    return cache_folder() / f"index-{hashlib.sha256(spec.encode()).hexdigest()[:24]}.json"
+    key = sha256_json([str(root), str(root.resolve())], ascii_only=True)  # names kept
+    return cache_folder() / f"index-{key[:24]}.json"
 
 
 def cache_key(root: Path) -> dict[str, Any]:

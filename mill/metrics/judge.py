@@ -27,7 +27,6 @@ beside the value (:meth:`details`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from mill.errors import ConfigError
+from mill.files import sha256_json
 from mill.metrics.base import CorpusMetric
 from mill.metrics.stats import bootstrap_ci, bootstrap_stderr, mean
 from mill.types import Doc, OutputType, Response
@@ -65,8 +65,7 @@ class JudgeTemplate:
     @property
     def hash(self) -> str:
         """sha256 of the system prompt and the template (the manifest records it)."""
-        blob = json.dumps([self.system_prompt, self.prompt_template], ensure_ascii=False)
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return sha256_json([self.system_prompt, self.prompt_template])
 
     def render(self, values: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
         """The judge's conversation: (role, content) turns."""

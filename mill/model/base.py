@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -11,6 +12,29 @@ from mill.types import ChatTemplate, OnResponse, OutputType, Request, Response
 
 def _ignore(request: Request, response: Response) -> None:
     return None
+
+
+def request_seed(seed: int, request_id: str) -> int:
+    """The sampling seed of one sampled request, the same in every backend: the first
+    8 bytes (big-endian) of ``sha256(f"{seed}\\0{request_id}")``, in ``[0, 2**64)``.
+    ``seed`` is ``task.generation.seed``; the id holds the repeat index, so repeats differ,
+    and a rerun, a resume or another batch size draws the same samples. The HF backend
+    seeds each row's generator with it; servers get :func:`server_seed`."""
+    digest = hashlib.sha256(f"{seed}\x00{request_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+SERVER_SEED_BITS = 31
+"""Servers take smaller seeds than :func:`request_seed`'s 64 bits: llama.cpp's
+``llama-server`` and llama-cpp-python a uint32 (``0xFFFFFFFF`` meaning "pick one at
+random"), vLLM a signed int64. 31 bits fit every one of them."""
+
+
+def server_seed(seed: int, request_id: str) -> int:
+    """The seed an OpenAI-compatible server gets for a sampled request: the top
+    :data:`SERVER_SEED_BITS` bits of :func:`request_seed` (``request_seed >> 33``), one
+    mapping for every server, so a served and an HF run of a request share its seed."""
+    return request_seed(seed, request_id) >> (64 - SERVER_SEED_BITS)
 
 
 def answer_each(

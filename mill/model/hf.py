@@ -6,7 +6,6 @@ transformers, and only when a model is instantiated.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Sequence
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ModelError
-from mill.model.base import _ignore
+from mill.model.base import _ignore, request_seed
 from mill.model.identity import start_weights_identity
 from mill.model.tokenizing import GenerationJob, RollingPlan, TokenizingLM, WindowDone
 from mill.types import ChatTemplate, OnResponse, Request, Response
@@ -32,18 +31,14 @@ batch's KV cache can use that memory instead (:mod:`mill.model.memory`)."""
 
 
 def _sampler(requests: Sequence[Request], sampling: tuple[float, int] | None) -> Any:
-    """A seeded sampler for a batch of sampled generations (None: greedy). Each request's
-    seed is derived from the generation seed and the request id (which includes the
-    repeat index), so repeats differ and reruns repeat."""
+    """A seeded sampler for a batch of sampled generations (None: greedy), each row's
+    generator seeded with its request's :func:`~mill.model.base.request_seed`."""
     if sampling is None:
         return None
     from mill.model.generation import SeededSampler
 
     temperature, seed = sampling
-    seeds = [
-        int.from_bytes(hashlib.sha256(f"{seed}\x00{r.id}".encode()).digest()[:8], "big")
-        for r in requests
-    ]
+    seeds = [request_seed(seed, r.id) for r in requests]
     return SeededSampler(seeds, temperature)
 
 

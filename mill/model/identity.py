@@ -25,9 +25,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from mill.files import cache_root
+from mill.files import cache_root, sha256_file
 
-_CHUNK = 8 << 20
 RACY_S = 2.0
 """Files modified more recently than this are not remembered (see the module docstring)."""
 
@@ -42,14 +41,6 @@ _NOT_MODEL = ("optimizer", "scheduler", "rng_state", "trainer_state", "training_
 def memo_path() -> Path:
     """The SQLite file that remembers file digests."""
     return cache_root() / "digests.sqlite"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _memo() -> sqlite3.Connection | None:
@@ -95,7 +86,7 @@ def file_digests(paths: Iterable[Path]) -> dict[Path, str]:
             if row is not None:
                 out[path] = row[0]
                 continue
-            out[path] = _sha256(Path(key[0]))
+            out[path] = sha256_file(Path(key[0]))
             settled = time.time_ns() - key[2] > RACY_S * 1e9
             if conn is not None and settled:
                 try:

@@ -10,7 +10,8 @@ local tokenizer: the same (context, continuation) split, truncation and rolling 
   tokenization mismatch is an error naming the request, never a shifted score.
 * PERPLEXITY: the HF backend's rolling windows, each scored as above (needs token-id
   prompts: a server that adds BOS to a text prompt cannot score a window without it).
-* GENERATIVE: ``stop``, ``max_tokens``, ``temperature``, ``seed`` and neutral sampling
+* GENERATIVE: ``stop``, ``max_tokens``, ``temperature``, ``seed``
+  (:func:`~mill.model.base.server_seed`; 0 when greedy) and neutral sampling
   settings (``model.sampling``: servers differ in defaults, llama.cpp's repeat penalty is
   1.1); the text is cut at the stop strings again locally.
 
@@ -20,7 +21,6 @@ does not (llama-cpp-python: ``model.prompt_ids=auto`` finds out with one small r
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -33,7 +33,7 @@ from typing import Any
 
 from mill.errors import ConfigError, ModelError
 from mill.model.api_client import JSONClient, _Failure
-from mill.model.base import OnResponse, _ignore
+from mill.model.base import OnResponse, _ignore, server_seed
 from mill.model.tokenizing import (
     GenerationJob,
     RollingPlan,
@@ -603,12 +603,6 @@ class OpenAICompletions(TokenizingLM):
         return self.score_rolling(requests, on_response, score)
 
     # ----- GENERATIVE -----------------------------------------------------------------------
-    def _seed(self, request: Request, seed: int) -> int:
-        """Per-request sampling seed from the generation seed and the request id (repeats
-        differ, reruns repeat), as the HF backend derives it."""
-        digest = hashlib.sha256(f"{seed}\x00{request.id}".encode()).digest()
-        return int.from_bytes(digest[:4], "big") >> 1
-
     def _generation_payload(self, job: GenerationJob, request: Request) -> dict[str, Any]:
         payload: dict[str, Any] = {
             **self.sampling,
@@ -619,7 +613,7 @@ class OpenAICompletions(TokenizingLM):
         if job.sampling is not None:
             temperature, seed = job.sampling
             payload["temperature"] = float(temperature)
-            payload["seed"] = self._seed(request, seed)
+            payload["seed"] = server_seed(seed, request.id)
         else:
             payload["seed"] = 0
         if not payload["stop"]:
@@ -836,7 +830,7 @@ class OpenAIChat(OpenAICompletions):
                 **self.sampling,
                 "max_tokens": args.max_gen_toks or self.max_gen_toks,
                 "temperature": float(args.temperature) if args.do_sample else 0.0,
-                "seed": self._seed(request, args.seed) if args.do_sample else 0,
+                "seed": server_seed(args.seed, request.id) if args.do_sample else 0,
             }
             stops = [s for s in until if s][: self.MAX_STOPS]
             if stops:

@@ -20,13 +20,13 @@ so cached responses and results are keyed by the completions.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
+from mill.files import sha256_file
 from mill.model.base import LanguageModel, _ignore, answer_each
 from mill.types import OnResponse, OutputType, Request, Response
 
@@ -79,7 +79,7 @@ class ReplayLM(LanguageModel):
         self.name = name
         self.path = Path(str(path)).expanduser()
         self.by_id, self.by_doc = read_completions(self.path)
-        self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
+        self.sha256 = sha256_file(self.path)
 
     def refusal(self, output_type: OutputType) -> str | None:
         if output_type is OutputType.GENERATIVE:

@@ -10,13 +10,13 @@ answers.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from mill.errors import ModelError
+from mill.files import sha256_file
 from mill.model.base import LanguageModel, _ignore
 from mill.types import OnResponse, OutputType, Request, Response
 
@@ -29,7 +29,7 @@ class SavedAnswers(LanguageModel):
         self.name = name
         self.source_model = dict(model or {})
         results = self.run / "results.json"
-        self.results_sha256 = hashlib.sha256(results.read_bytes()).hexdigest()
+        self.results_sha256 = sha256_file(results)
         self.answers: dict[tuple[str, str, int], list[str]] = {}
         self.turns: dict[tuple[str, str, int], list[str]] = {}
         for path in sorted((self.run / "samples").glob("*.jsonl")):

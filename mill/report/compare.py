@@ -32,10 +32,11 @@ from typing import Any
 
 import numpy as np
 
+from mill.dotted import flatten
 from mill.metrics.stats import Statistic, cohen_kappa, mcnemar_exact, paired_bootstrap
 from mill.record import SampleRecord
-from mill.report.load import ReportInputError, RunFolder, flatten
-from mill.report.numbers import number
+from mill.report.load import ReportInputError, RunFolder
+from mill.report.numbers import number, paired_cells
 
 FEW_DOCS = 30  # below this, say that bootstrap intervals and p-values are unreliable
 
@@ -64,7 +65,7 @@ def settings_diff(
     a: dict[str, Any], b: dict[str, Any], ignore: Sequence[str] = ()
 ) -> list[tuple[str, Any, Any]]:
     """(dotted key, value in A, value in B) for every key whose values differ."""
-    fa, fb = flatten(a), flatten(b)
+    fa, fb = flatten(a, keep_empty=True), flatten(b, keep_empty=True)
 
     def ignored(key: str) -> bool:
         return any(key == i or key.startswith(i + ".") for i in ignore)
@@ -433,17 +434,8 @@ def compare_table(rows: Sequence[Paired], title: str, alpha: float) -> Any:
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("test", no_wrap=True)
     for r in rows:
-        table.add_row(
-            r.task,
-            f"{r.metric} {'^' if r.higher_is_better else 'v'}",
-            str(r.n),
-            number(r.a),
-            number(r.b),
-            number(r.diff, sign=True),
-            f"[{number(r.ci[0], sign=True)}, {number(r.ci[1], sign=True)}]",
-            f"{r.p_value:.4g}",
-            r.test,
-        )
+        metric = f"{r.metric} {'^' if r.higher_is_better else 'v'}"
+        table.add_row(r.task, metric, *paired_cells(asdict(r)), r.test)
     return table
 
 

@@ -13,9 +13,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mill.dotted import flatten
 from mill.report.calibration import Reliability
-from mill.report.load import RunFolder, Score, flatten
-from mill.report.numbers import number, value_pm_stderr
+from mill.report.load import RunFolder, Score
+from mill.report.numbers import number, paired_cells, value_pm_stderr
 
 CSS = """
 :root { --ink:#1d2329; --muted:#66707a; --line:#e2e6ea; --soft:#f5f7f9; --accent:#2b5797;
@@ -97,7 +98,7 @@ def table(
 
 def kv_table(data: dict[str, Any]) -> str:
     rows = []
-    for key, value in flatten(data).items():
+    for key, value in flatten(data, keep_empty=True).items():
         shown = value if isinstance(value, str) else json.dumps(value, default=str)
         rows.append([f"<code>{esc(key)}</code>", esc(shown)])
     return table(["key", "value"], rows)
@@ -437,18 +438,7 @@ def compare_page(
     """A paired comparison of two runs."""
     level = round(100 * (1 - float(params["alpha"])))
     table_rows = [
-        [
-            esc(r["task"]),
-            esc(r["metric"]),
-            str(r["n"]),
-            number(r["a"]),
-            number(r["b"]),
-            number(r["diff"], sign=True),
-            f"[{number(r['ci'][0], sign=True)}, {number(r['ci'][1], sign=True)}]",
-            f"{r['p_value']:.4g}",
-            esc(r["test"]),
-        ]
-        for r in rows
+        [esc(r["task"]), esc(r["metric"]), *paired_cells(r), esc(r["test"])] for r in rows
     ]
     verdicts = "".join(
         f"<div class='verdict {esc(r['better'] or '')}'>{esc(r['verdict'])}</div>" for r in rows

@@ -208,20 +208,6 @@ def _pair(ci: list[float] | None) -> tuple[float, float] | None:
     return None if ci is None else (ci[0], ci[1])
 
 
-def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested dicts -> dotted keys (lists stay values)."""
-    if not isinstance(data, dict):
-        return {prefix: data}
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, name))
-        else:
-            out[name] = value
-    return out
-
-
 @dataclass
 class Sweep:
     """A multirun folder: one sub-folder per job; failed jobs have no results.json."""

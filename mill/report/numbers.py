@@ -4,6 +4,7 @@ sweep's summary all format through :func:`number`."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -29,3 +30,18 @@ def value_pm_stderr(value: Any, stderr: Any, digits: int = 4) -> str:
     """``value ± stderr``, or the value alone when the stderr is missing."""
     text = number(value, digits)
     return text if stderr is None else f"{text} ± {number(stderr, digits)}"
+
+
+def paired_cells(row: Mapping[str, Any]) -> list[str]:
+    """The numbers of one row of ``compare``'s paired differences (a
+    :class:`mill.report.compare.Paired` as a dict), as the console table and
+    ``compare.html`` both show them: shared docs, A, B, B-A, its CI, p."""
+    low, high = row["ci"]
+    return [
+        str(row["n"]),
+        number(row["a"]),
+        number(row["b"]),
+        number(row["diff"], sign=True),
+        f"[{number(low, sign=True)}, {number(high, sign=True)}]",
+        f"{row['p_value']:.4g}",
+    ]

@@ -36,6 +36,7 @@ from typing import Any
 
 from mill.errors import ConfigError, StorageError
 from mill.evaluator import JUDGE_ROLE
+from mill.files import sha256_json
 from mill.model.base import LanguageModel, _ignore
 from mill.redact import redact
 from mill.types import OnResponse, OutputType, Request, Response
@@ -80,8 +81,8 @@ def model_key(identity: dict[str, Any]) -> str:
         version = metadata.version("mill-eval")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    blob = json.dumps({"identity": identity, "mill": version}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    # ASCII-escaped JSON, as since the first cache: the keys of existing caches stay valid
+    return sha256_json({"identity": identity, "mill": version}, ascii_only=True)
 
 
 def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:

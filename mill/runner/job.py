@@ -24,6 +24,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from mill.dotted import flatten
 from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import base_manifest, mark_failed
@@ -62,19 +63,10 @@ def _save_hydra(folder: ExperimentFolder, cfg: DictConfig, hydra_cfg: DictConfig
         folder.write_text(".hydra/overrides.yaml", OmegaConf.to_yaml(OmegaConf.create(overrides)))
 
 
-def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(node, dict):
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            out.update(_flatten(value, f"{prefix}{key}."))
-        return out
-    return {prefix.rstrip("."): node}
-
-
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """Keys whose values differ between two resolved configs, except RESUME_MAY_CHANGE,
     the report settings and the result sinks."""
-    a, b = _flatten(old), _flatten(new)
+    a, b = flatten(old), flatten(new)
     changed = []
     for key in sorted(set(a) | set(b)):
         if key.startswith(("report.", "sink.")) or any(

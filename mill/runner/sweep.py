@@ -231,10 +231,10 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 def write_summary(sweep_dir: Path) -> dict[str, Any]:
     summary = redact(summarize(sweep_dir))
-    from mill.files import write_json
+    from mill.files import write_atomic, write_json
 
     write_json(Path(sweep_dir) / "summary.json", summary)
-    (Path(sweep_dir) / "summary.md").write_text(to_markdown(summary), encoding="utf-8")
+    write_atomic(Path(sweep_dir) / "summary.md", to_markdown(summary))
     return summary
 
 

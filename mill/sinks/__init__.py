@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mill.dotted import flatten
 from mill.errors import ConfigError
 from mill.results import Results
 
@@ -55,16 +55,6 @@ class RunRecord:
                     p.relative_to(self.folder) for p in (self.folder / sub).iterdir() if p.is_file()
                 )
         return files
-
-
-def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested mappings -> ``a.b.c`` keys; lists and scalars stay values."""
-    if isinstance(node, Mapping):
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: node}
 
 
 def safe_key(key: str) -> str:

@@ -250,3 +250,15 @@ def test_default_tasks_index_cached_equals_lm_evals(
         (k, e) for k, e in fresh.task_index.items() if k not in local
     ]
     assert defaults == [Path(lm_eval.tasks.__file__).parent]
+
+
+def test_index_files_keep_their_names(cache: Path) -> None:
+    # the name digests the folder's two spellings (ASCII-escaped JSON, as ever): an index
+    # built before keeps being found
+    import hashlib
+
+    from mill.lm_eval.index_cache import cache_file
+
+    root = cache / "tâches"
+    spec = json.dumps([str(root), str(root.resolve())])
+    assert cache_file(root).name == f"index-{hashlib.sha256(spec.encode()).hexdigest()[:24]}.json"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mill.files import sha256_file
 from mill.model import identity
 from mill.model.hf import HFCausalLM
 from mill.model.random import random_gpt2_dir
@@ -73,7 +74,7 @@ def test_second_look_only_stats_the_files(memo: Path, tmp_path: Path) -> None:
     rows = _rows(memo)
     # one row per file, keyed by (real path, size, mtime_ns, inode, ctime_ns)
     assert sorted(r[:5] for r in rows) == sorted(identity.file_key(p) for p in folder.iterdir())
-    assert {r[5] for r in rows} == {identity._sha256(p) for p in folder.iterdir()}
+    assert {r[5] for r in rows} == {sha256_file(p) for p in folder.iterdir()}
     # the memo is the only source a second look uses: doctor it, and the digest follows
     with sqlite3.connect(memo) as conn:
         conn.execute(f"UPDATE {identity._TABLE} SET sha256 = 'f' || substr(sha256, 2)")
@@ -90,13 +91,13 @@ def test_second_look_only_stats_the_files(memo: Path, tmp_path: Path) -> None:
     doctored_rows = {r[5] for r in _rows(memo)}
     changed = identity.file_digests([big])[big]
     # hashed afresh, not served from the memo (a digest may start with "f" by chance)
-    assert changed == identity._sha256(big) and changed not in doctored_rows
+    assert changed == sha256_file(big) and changed not in doctored_rows
 
 
 def test_a_file_just_written_is_hashed_but_not_remembered(memo: Path, tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.bin"
     fresh.write_bytes(b"abc")
-    assert identity.file_digests([fresh])[fresh] == identity._sha256(fresh)
+    assert identity.file_digests([fresh])[fresh] == sha256_file(fresh)
     assert _rows(memo) == []  # a second write in the same clock tick could keep every stat
     os.utime(fresh, (HOUR_AGO, HOUR_AGO))
     identity.file_digests([fresh])
@@ -172,7 +173,7 @@ def test_hub_snapshot_identity_is_commit_plus_file_hashes(tmp_path: Path) -> Non
         snap = repo / "snapshots" / commit
         snap.mkdir(parents=True)
         for src in random_gpt2_dir(seed=seed).iterdir():
-            blob = blobs / identity._sha256(src)
+            blob = blobs / sha256_file(src)
             if not blob.exists():
                 shutil.copyfile(src, blob)
             (snap / src.name).symlink_to(os.path.relpath(blob, snap))
@@ -223,13 +224,13 @@ def test_a_local_folder_is_hashed_beside_the_load(
 
     folder = _copy_model(0, tmp_path / "m")
     hashed_in: list[str] = []
-    real = identity._sha256
+    real = sha256_file
 
     def recording(path: Path) -> str:
         hashed_in.append(threading.current_thread().name)
         return real(path)
 
-    monkeypatch.setattr(identity, "_sha256", recording)
+    monkeypatch.setattr(identity, "sha256_file", recording)
     finish = identity.start_weights_identity(str(folder), None)
     got = finish("abc")
     assert hashed_in and set(hashed_in) == {"mill-fingerprint"}  # nothing remembered yet

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from mill.report.numbers import number, value_pm_stderr
+from pathlib import Path
+
+from mill.report.numbers import number, paired_cells, value_pm_stderr
 from mill.report.table import results_table
 from mill.runner.sweep import cell
 
@@ -31,3 +33,34 @@ def test_console_table_and_sweep_cell_agree() -> None:
     assert "0.6123" in text and "0.0123" in text and " 100 " in text
     assert cell(row) == "0.6123 ± 0.0123"
     assert cell({"value": None}) == "-"
+
+
+def test_a_paired_row_has_the_same_cells_in_the_console_and_in_compare_html() -> None:
+    from dataclasses import asdict
+
+    from rich.console import Console
+
+    from mill.report.compare import Paired, compare_table
+
+    row = Paired(
+        task="arc_easy", metric="acc", n=250, a=0.61234, b=0.64, diff=0.02766,
+        ci=(-0.0123, 0.0712), p_value=0.0412345, test="McNemar", higher_is_better=True,
+        better=None, verdict="-",
+    )  # fmt: skip
+    cells = paired_cells(asdict(row))
+    assert cells == ["250", "0.6123", "0.6400", "+0.0277", "[-0.0123, +0.0712]", "0.04123"]
+    console = Console(record=True, width=200)
+    console.print(compare_table([row], "B - A", 0.05))
+    line = next(x for x in console.export_text().splitlines() if "arc_easy" in x)
+    assert [c.strip() for c in line.strip("|").split("|")] == [
+        "arc_easy", "acc ^", *cells, "McNemar",
+    ]  # fmt: skip
+    from mill.report.html import compare_page
+    from mill.report.load import RunFolder
+    from mill.results import Manifest, Results
+
+    run = RunFolder(Path("run"), Results.from_dict({"tasks": {}}), Manifest(status="succeeded"))
+    params = {"alpha": 0.05, "iters": 1000, "seed": 0}
+    page = compare_page("A", "B", run, run, [asdict(row)], b"png", params)
+    numbers = "".join(f'<td class="num">{c}</td>' for c in cells)
+    assert f"<td>arc_easy</td><td>acc</td>{numbers}<td>McNemar</td>" in page

@@ -7,12 +7,12 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_mill
+from tests.helpers import mill_command
 
 ARGS = ("task=arc_easy", "model=gpt2_random", "task.limit=6", "model.batch_size=1")
 TOTAL = 24
@@ -23,8 +23,7 @@ def test_two_runs_share_one_cache_folder_at_once(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     # a fresh $MILL_CACHE: the two also race to build the model and to hash its files
     env = {**os.environ, "CI": "1", "MILL_CACHE": str(tmp_path / "mill-cache")}
-    exe = Path(sys.executable).with_name("mill")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
+    cmd = mill_command()
     procs = [
         subprocess.Popen(
             [*cmd, *ARGS, f"runner.cache={cache}", f"hydra.run.dir={tmp_path / name}"],

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 from dataclasses import asdict
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -85,6 +88,14 @@ def test_model_key_covers_score_changing_options(gpt2: HFCausalLM) -> None:
         assert model_key({**base, key: value}) != model_key(base), key
     shorter = random_gpt2(n_layer=2, n_embd=64, seed=0, max_length=128)
     assert model_key(shorter.identity()) != model_key(base)
+
+
+def test_model_key_is_the_digest_existing_caches_were_keyed_by() -> None:
+    # ASCII-escaped JSON of the identity and Mill's version, as every cache so far was keyed
+    identity = {"path": "/models/modèle", "dtype": "float32", "max_length": 2048}
+    version = metadata.version("mill-eval")
+    blob = json.dumps({"identity": identity, "mill": version}, sort_keys=True, default=str)
+    assert model_key(identity) == hashlib.sha256(blob.encode()).hexdigest()
 
 
 @pytest.mark.slow  # real model, seconds of compute

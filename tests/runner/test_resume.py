@@ -7,13 +7,12 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_mill
+from tests.helpers import mill_command, run_mill
 
 # 12 docs x 4 choices, one doc per forward pass: long enough to be killed midway
 ARGS = ("task=arc_easy", "model=gpt2_random", "task.limit=12", "model.batch_size=1")
@@ -33,8 +32,7 @@ def _cached(folder: Path) -> int:
 
 
 def _kill_midway(folder: Path, at_least: int) -> int:
-    exe = Path(sys.executable).with_name("mill")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
+    cmd = mill_command()
     proc = subprocess.Popen(
         [*cmd, *ARGS, f"hydra.run.dir={folder}"],
         env={**os.environ, "CI": "1"},

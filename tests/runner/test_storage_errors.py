@@ -15,13 +15,13 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from mill.model.random import random_gpt2_dir
+from tests.helpers import mill_command
 
 pytestmark = pytest.mark.slow
 
@@ -30,8 +30,7 @@ ARGS = ("task=arc_easy", "model=gpt2_random", "task.limit=20")
 
 def _mill(*args: str, limit: int | None = None, wrap: list[str] | None = None, cwd=None):
     random_gpt2_dir()  # built before any limit applies
-    exe = Path(sys.executable).with_name("mill")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]
+    cmd = mill_command()
 
     def full_disk() -> None:
         if limit is not None:

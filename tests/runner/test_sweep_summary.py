@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mill.runner.sweep import cell, summarize, to_markdown
+from mill.runner.sweep import cell, summarize, to_markdown, write_summary
 from tests.helpers import run_mill
 
 BOOM = '''
@@ -99,3 +99,13 @@ def test_jobs_sharing_task_and_model_are_told_apart_by_their_overrides(tmp_path:
     assert "| arc_easy (task.num_fewshot=5) | 0.6250 ± 0.0100 |" in markdown
     assert "| x | **FAILED** |" in markdown and "left no manifest.json" in markdown
     assert cell(None) == "-" and cell({"value": 2.0, "stderr": None}) == "2.0000"
+
+
+def test_the_summary_files_are_replaced_whole(tmp_path: Path) -> None:
+    (tmp_path / "summary.md").write_text("an older summary\n")
+    reader = (tmp_path / "summary.md").open(encoding="utf-8")
+    summary = write_summary(tmp_path)
+    assert reader.read() == "an older summary\n"  # renamed over, not rewritten in place
+    reader.close()
+    assert (tmp_path / "summary.md").read_text(encoding="utf-8") == to_markdown(summary)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json", "summary.md"]

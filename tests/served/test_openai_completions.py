@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+from mill.model.base import request_seed, server_seed
 from tests.helpers import run_mill
+from tests.served.proxy import FaultProxy
 from tests.served.runs import GSM8K, completions_args, error_lines, ok, samples
-from tests.served.servers import SERVED_NAME, STORIES, ServerProcess, free_port
+from tests.served.servers import SERVED_NAME, STORIES, ServerProcess, free_port, http_json
 
 pytestmark = pytest.mark.slow
 
@@ -98,6 +100,33 @@ def test_gsm8k_greedy_generations_equal_the_hf_backend(
         assert text == row["response"]["text"] and len(text[0]) > 20, doc_id
         assert api[doc_id]["prediction"] == row["prediction"]
         assert api[doc_id]["metrics"] == row["metrics"]
+
+
+def test_sampled_requests_send_the_shared_seed_and_the_server_follows_it(
+    llama_server: ServerProcess, tmp_path: Path
+) -> None:
+    sampled = ["task.generation.do_sample=true", "task.generation.temperature=1.0"]
+    with FaultProxy(llama_server.root_url) as proxy:  # records every request body
+        args = [*GSM8K, "task.limit=1", "task.repeats=3", "task.generation.max_gen_toks=24"]
+        ok(run_mill(*args, *sampled, *_api(proxy), f"hydra.run.dir={tmp_path / 'run'}"))
+    bodies = [body for path, body in proxy.bodies if path.endswith("/completions")]
+    sent = sorted(b["seed"] for b in bodies if b.get("temperature"))
+    ids = [f"gsm8k/0/choice/{i}" for i in range(3)]  # one request per repeat
+    assert sent == sorted(server_seed(1234, rid) for rid in ids)
+    assert all(request_seed(1234, rid) >> 33 == server_seed(1234, rid) for rid in ids)
+    # the server samples with that seed: the same body again gives the run's text, and the
+    # repeats (three seeds) are not all alike
+    (row,) = samples(tmp_path / "run", "gsm8k").values()
+    texts = row["response"]["text"]
+    assert len(set(texts)) > 1, texts
+    for body in (b for b in bodies if b.get("temperature")):
+        status, answer = http_json(f"{llama_server.base_url}/completions", body)
+        assert status == 200, answer
+        again = answer["choices"][0]["text"]
+        rid = ids[[server_seed(1234, r) for r in ids].index(body["seed"])]
+        mine = texts[int(rid.rsplit("/", 1)[1])]
+        # (Mill decodes the generated tokens alone: SentencePiece drops the leading space)
+        assert mine and again.lstrip().startswith(mine.lstrip()), (rid, mine, again)
 
 
 def test_dead_server_fails_fast_with_one_line_naming_base_url(tmp_path: Path) -> None:

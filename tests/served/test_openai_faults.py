@@ -12,7 +12,6 @@ import json
 import math
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import run_mill
+from tests.helpers import mill_command, run_mill
 from tests.served.proxy import FaultProxy
 from tests.served.runs import completions_args, error_lines
 from tests.served.servers import ServerProcess
@@ -78,9 +77,8 @@ def test_server_killed_mid_run_then_resume_sends_only_missing_requests(
         *_api(server.base_url, "model.max_retries=2"),
         f"hydra.run.dir={run}",
     ]
-    exe = Path(sys.executable).with_name("mill")
     proc = subprocess.Popen(
-        [str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*mill_command(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         deadline = time.monotonic() + 240

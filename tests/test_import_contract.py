@@ -1,0 +1,38 @@
+"""The import-layer contract (``[tool.importlinter]`` in pyproject.toml) covers every module
+of ``mill``: a module left out of the layers is a module nothing checks."""
+
+from __future__ import annotations
+
+import pkgutil
+import sys
+from pathlib import Path
+
+import mill
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # import-linter depends on tomli where tomllib is missing
+    import tomli as tomllib
+
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def _contracts() -> list[dict]:
+    return tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+
+
+def _layered() -> list[str]:
+    (layers,) = [c["layers"] for c in _contracts() if c["type"] == "layers"]
+    names = []
+    for layer in layers:
+        for name in layer.replace(":", "|").split("|"):
+            names.append(name.strip().strip("()"))
+    return names
+
+
+def test_every_mill_module_is_in_a_layer() -> None:
+    modules = {f"mill.{m.name}" for m in pkgutil.iter_modules(mill.__path__)}
+    layered = _layered()
+    assert len(layered) == len(set(layered)), "a module is in two layers"
+    assert modules <= set(layered), sorted(modules - set(layered))
+    assert "mill.bench" in layered  # the tools' future package: above everything, optional
