@@ -280,22 +280,42 @@ def _override_allow(overrides: Iterable[str]) -> list[str] | None:
     return found
 
 
-def check_searchpath(overrides: Iterable[str]) -> None:
+def check_searchpath(overrides: Iterable[str], primary: Any = None, name: str = "") -> None:
     """A ``pkg://`` entry of ``hydra.searchpath`` is imported while Hydra composes: it must
-    name a package of the allow-list (checked by spelling, before composition)."""
+    name a package of the allow-list (checked by spelling, before composition). Hydra reads
+    the command line's ``hydra.searchpath`` or else the primary config's (``primary``, the
+    value in the primary config ``name``, e.g. one given with ``-cd <dir> -cn <name>``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     overrides = list(overrides)
     packages = _packages((*PLUGIN_PACKAGES, *(_override_allow(overrides) or [])))
+    entries: list[tuple[Any, str]] = []
     for override in OverridesParser.create().parse_overrides(overrides):
         if override.key_or_group != "hydra.searchpath" or override.is_delete():
             continue
         value = override.value()
-        for entry in value if isinstance(value, list) else [value]:
-            text = str(entry).strip()
-            module = text.removeprefix("pkg://").split("/")[0]
-            if text.startswith("pkg://") and not _inside(module, packages):
-                raise _refuse("hydra.searchpath", text, "Hydra imports that package", packages)
+        entries += [(v, "") for v in (value if isinstance(value, list) else [value])]
+    if not entries and isinstance(primary, (list, ListConfig)):
+        entries = [(v, f" (the searchpath of the primary config {name!r})") for v in primary]
+    for entry, where in entries:
+        text = str(entry).strip()
+        module = text.removeprefix("pkg://").split("/")[0]
+        if text.startswith("pkg://") and not _inside(module, packages):
+            why = f"Hydra imports that package{where}"
+            raise _refuse("hydra.searchpath", text, why, packages)
+
+
+def _primary_searchpath(loader: Any, config_name: str | None) -> Any:
+    """The ``hydra.searchpath`` of the primary config, read as Hydra reads it before it
+    adds those entries (the YAML file only: nothing is imported)."""
+    from hydra._internal.config_repository import CachingConfigRepository
+
+    if config_name is None:
+        return None
+    loaded = CachingConfigRepository(loader.repository).load_config(config_path=config_name)
+    if loaded is None or not isinstance(loaded.config, DictConfig):
+        return None  # Hydra says what is wrong with it
+    return OmegaConf.select(loaded.config, "hydra.searchpath", default=None)
 
 
 def check_composed(cfg: DictConfig, overrides: Iterable[str]) -> None:
@@ -351,7 +371,7 @@ def checked_composition() -> Iterator[None]:
     def load_configuration(
         self: Any, config_name: Any, overrides: list[str], run_mode: Any, *args: Any, **kw: Any
     ) -> DictConfig:
-        check_searchpath(overrides)
+        check_searchpath(overrides, _primary_searchpath(self, config_name), config_name)
         cfg = original(self, config_name, overrides, run_mode, *args, **kw)
         check_composed(cfg, overrides)
         if run_mode == RunMode.MULTIRUN:

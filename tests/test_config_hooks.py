@@ -319,3 +319,60 @@ def test_sweep_overrides_keep_their_interpolations_for_each_job(tmp_path: Path) 
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (sweep / "0" / "results.json").is_file() and (sweep / "1" / "results.json").is_file()
+
+
+# --- a primary config of the user's own (-cd/-cn) whose hydra.searchpath lists packages --
+
+
+def _primary(tmp_path: Path, searchpath: str = "pkg://evilpkg") -> Path:
+    """A primary config (for ``-cd <dir> -cn exp``) built on Mill's, whose own
+    ``hydra.searchpath`` names a package: Hydra imports it while it composes."""
+    conf = tmp_path / "myconf"
+    conf.mkdir(exist_ok=True)
+    (conf / "exp.yaml").write_text(
+        "defaults:\n  - mill\n  - _self_\n"
+        f"hydra:\n  searchpath:\n    - pkg://mill.conf\n    - {searchpath}\n"
+    )
+    return conf
+
+
+def test_a_primary_configs_searchpath_package_is_refused_before_import(
+    evil: Path, tmp_path: Path
+) -> None:
+    from hydra import compose, initialize_config_dir
+
+    from mill.instantiate import checked_composition
+
+    conf = _primary(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        with checked_composition(), initialize_config_dir(str(conf), version_base="1.3"):
+            compose("exp", ["model=fake"], return_hydra_config=True)
+    message = str(info.value)
+    assert "hydra.searchpath='pkg://evilpkg'" in message and "exp" in message, message
+    assert "\n" not in message
+    _untouched(evil)
+
+
+def test_a_primary_configs_searchpath_of_allowed_packages_composes(tmp_path: Path) -> None:
+    """``pkg://mill.conf`` (an allowed package) and a ``file://`` folder pass; the command
+    line's ``hydra.searchpath`` replaces the primary's (Hydra reads one or the other)."""
+    from hydra import compose, initialize_config_dir
+
+    from mill.instantiate import checked_composition
+
+    conf = _primary(tmp_path, f"file://{tmp_path}")
+    with checked_composition(), initialize_config_dir(str(conf), version_base="1.3"):
+        cfg = compose("exp", ["model=fake"], return_hydra_config=True)
+    assert cfg.model.name == "fake"
+    conf = _primary(tmp_path)  # replaced on the command line: evilpkg is not read
+    with checked_composition(), initialize_config_dir(str(conf), version_base="1.3"):
+        cfg = compose("exp", ["model=fake", "hydra.searchpath=[pkg://mill.conf]"])
+    assert cfg.model.name == "fake"
+
+
+@pytest.mark.slow
+def test_cli_refuses_a_primary_configs_searchpath_package(evil: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    conf = _primary(tmp_path)
+    proc = run_mill("-cd", str(conf), "-cn", "exp", "model=fake", f"hydra.run.dir={run_dir}")
+    _refused(proc, "hydra.searchpath='pkg://evilpkg'", evil, run_dir)
