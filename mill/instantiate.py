@@ -28,6 +28,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from mill.errors import ConfigError
+from mill.redact import hide_sweep_credentials
 
 BUILTIN_PREFIXES = ("mill.",)
 
@@ -362,7 +363,9 @@ def checked_composition() -> Iterator[None]:
     """Within this block every config Hydra composes (``mill``'s run, the master config
     and every job of a sweep, the compose API) passes :func:`check_composed` before Hydra
     sees it: before logging is configured, callbacks instantiated, plugins loaded or any
-    folder made. A sweep's jobs are all composed and checked before its first job runs."""
+    folder made. A sweep's jobs are all composed and checked before its first job runs.
+    A sweep's config then has its URLs' credentials masked
+    (:func:`mill.redact.hide_sweep_credentials`): the jobs get them from the environment."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra.types import RunMode
 
@@ -377,6 +380,8 @@ def checked_composition() -> Iterator[None]:
         if run_mode == RunMode.MULTIRUN:
             for job in _sweep_jobs(self, cfg):
                 check_composed(original(self, config_name, job, RunMode.RUN), job)
+            # what a launcher gets (and SLURM's pickles to disk) holds no credential
+            hide_sweep_credentials(cfg)
         return cfg
 
     ConfigLoaderImpl.load_configuration = load_configuration  # type: ignore[method-assign]
