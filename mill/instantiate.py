@@ -358,15 +358,35 @@ def _sweep_jobs(loader: Any, cfg: DictConfig) -> list[list[str]]:
     return [base + job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
+class _BatchChecked:
+    """A sweeper's launcher that composes, and so checks, every job of a batch before it
+    launches any: a sweeper other than Hydra's basic one may propose its jobs as results
+    come in (Optuna, Ax, Nevergrad), so Mill learns them only batch by batch."""
+
+    def __init__(self, launcher: Any, loader: Any, config: DictConfig) -> None:
+        self._launcher, self._loader, self._config = launcher, loader, config
+
+    def launch(self, job_overrides: Any, initial_job_idx: int) -> Any:
+        for overrides in job_overrides:  # load_configuration runs check_composed
+            self._loader.load_sweep_config(self._config, list(overrides))
+        return self._launcher.launch(job_overrides, initial_job_idx)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._launcher, name)
+
+
 @contextmanager
 def checked_composition() -> Iterator[None]:
     """Within this block every config Hydra composes (``mill``'s run, the master config
     and every job of a sweep, the compose API) passes :func:`check_composed` before Hydra
     sees it: before logging is configured, callbacks instantiated, plugins loaded or any
-    folder made. A sweep's jobs are all composed and checked before its first job runs.
+    folder made. A sweep's jobs are all composed and checked before its first job runs
+    (Hydra's basic sweeper: all its batches; another sweeper, which may propose jobs as
+    results come in: each batch before any of its jobs, :class:`_BatchChecked`).
     A sweep's config then has its URLs' credentials masked
     (:func:`mill.redact.hide_sweep_credentials`): the jobs get them from the environment."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.plugins import Plugins
     from hydra.types import RunMode
 
     original = ConfigLoaderImpl.load_configuration
@@ -384,8 +404,21 @@ def checked_composition() -> Iterator[None]:
             hide_sweep_credentials(cfg)
         return cfg
 
+    def instantiate_launcher(
+        self: Any, hydra_context: Any, task_function: Any, config: DictConfig
+    ) -> Any:
+        launcher = original_launcher(
+            self, hydra_context=hydra_context, task_function=task_function, config=config
+        )
+        if OmegaConf.select(config, "hydra.sweeper._target_") == BASIC_SWEEPER:
+            return launcher  # every job was checked with the master config
+        return _BatchChecked(launcher, hydra_context.config_loader, config)
+
+    original_launcher = Plugins.instantiate_launcher
     ConfigLoaderImpl.load_configuration = load_configuration  # type: ignore[method-assign]
+    Plugins.instantiate_launcher = instantiate_launcher  # type: ignore[method-assign]
     try:
         yield
     finally:
         ConfigLoaderImpl.load_configuration = original  # type: ignore[method-assign]
+        Plugins.instantiate_launcher = original_launcher  # type: ignore[method-assign]

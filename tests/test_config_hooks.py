@@ -376,3 +376,94 @@ def test_cli_refuses_a_primary_configs_searchpath_package(evil: Path, tmp_path: 
     conf = _primary(tmp_path)
     proc = run_mill("-cd", str(conf), "-cn", "exp", "model=fake", f"hydra.run.dir={run_dir}")
     _refused(proc, "hydra.searchpath='pkg://evilpkg'", evil, run_dir)
+
+
+# --- a sweeper whose jobs are not known up front ------------------------------------------
+
+BATCH_SWEEPER = """\
+from hydra.core.plugins import Plugins
+from hydra.plugins.sweeper import Sweeper
+
+
+class BatchSweeper(Sweeper):
+    \"\"\"Launches its batches one after the other, as an adaptive sweeper (Optuna, Ax)
+    launches the trials it proposes from the results so far: Mill learns a batch's jobs
+    only when the sweeper launches it.\"\"\"
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def setup(self, *, hydra_context, task_function, config):
+        self.config = config
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+
+    def sweep(self, arguments):
+        done = []
+        for batch in self.batches:
+            jobs = [list(arguments) + list(job) for job in batch]
+            done += self.launcher.launch(jobs, initial_job_idx=len(done))
+            for ret in done:
+                ret.return_value  # a failed job stops the sweep, as in Hydra's sweepers
+        return done
+"""
+
+
+def _batch_sweeper(tmp_path: Path, batches: str) -> list[str]:
+    """``BatchSweeper`` as an installed Hydra plugin (``hydra_plugins.*`` on the path of
+    the ``mill`` a test starts) and a sweeper config ``batches`` selecting it."""
+    plugin = tmp_path / "lib" / "hydra_plugins" / "mill_test_batch_sweeper"
+    plugin.mkdir(parents=True)
+    (plugin / "__init__.py").write_text(BATCH_SWEEPER)
+    conf = tmp_path / "sweeperconf" / "hydra" / "sweeper"
+    conf.mkdir(parents=True)
+    (conf / "batches.yaml").write_text(
+        "_target_: hydra_plugins.mill_test_batch_sweeper.BatchSweeper\nbatches: " + batches
+    )
+    return [f"hydra.searchpath=[file://{tmp_path / 'sweeperconf'}]", "hydra/sweeper=batches"]
+
+
+@pytest.mark.slow
+def test_a_sweeper_that_proposes_jobs_is_checked_batch_by_batch(evil: Path, tmp_path: Path) -> None:
+    """The sweeper's second batch holds a job with a refused hook (it is only data in the
+    sweeper's config: the master config passes). The first batch runs; the second is
+    refused with one line, exit 2, before any of its jobs runs (its allowed first job
+    included) and before anything of evilpkg is imported."""
+    sweep = tmp_path / "sweep"
+    batches = (
+        "[[[task.limit=1]], "
+        "[[task.limit=2], [task.limit=3, '+hydra.callbacks.e._target_=evilpkg.hook']]]"
+    )
+    proc = run_mill(
+        "-m",
+        "model=fake",
+        "task=arc_easy",
+        *_batch_sweeper(tmp_path, batches),
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("mill: error: ")]
+    assert len(errors) == 1 and "hydra.callbacks.e._target_='evilpkg.hook'" in errors[0], (
+        proc.stderr[-3000:]
+    )
+    assert "Traceback" not in proc.stderr + proc.stdout
+    _untouched(evil)
+    jobs = sorted(p.name for p in sweep.iterdir() if p.is_dir() and not p.name.startswith("."))
+    assert len(jobs) == 1, jobs  # the first batch's job, and no job of the refused batch
+    assert (sweep / jobs[0] / "results.json").is_file()
+
+
+@pytest.mark.slow
+def test_a_sweeper_of_the_users_runs_its_batches(evil: Path, tmp_path: Path) -> None:
+    """The other side: the same sweeper with allowed jobs runs every batch."""
+    sweep = tmp_path / "sweep"
+    proc = run_mill(
+        "-m",
+        "model=fake",
+        "task=arc_easy",
+        *_batch_sweeper(tmp_path, "[[[task.limit=1]], [[task.limit=2], [task.limit=3]]]"),
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(list(sweep.glob("*/results.json"))) == 3
