@@ -63,6 +63,7 @@ def _job(cfg: DictConfig) -> float | None:
         )
     try:
         if multirun:  # the sweep's credentials, kept out of what the launcher wrote
+            redact_logs()  # a job in a process of its own (SLURM) logs no credential either
             cfg = sweep_job_config(cfg)
         if cfg.get("command") == "judge":  # mill -cn judge: a finished run's answers judged
             from mill.runner.judge import judge_command

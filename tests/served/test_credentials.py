@@ -174,3 +174,26 @@ def test_a_slurm_sweep_writes_no_credential(proxy: FaultProxy, tmp_path: Path) -
     assert sum(p.name.endswith("_result.pkl") for p in pickles) == 2, pickles
     assert _leaks(sweep, cache) == []
     assert "secret" not in proc.stdout + proc.stderr
+
+
+def test_a_failing_slurm_job_masks_credentials_in_its_files(tmp_path: Path) -> None:
+    """A submitit job whose server is dead fails with the one line that masks the URL: in
+    the job's own log files under ``.submitit/`` and its ``mill.log`` too (the job logs in a
+    process of its own), and in nothing else of the sweep."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    sweep, port = tmp_path / "sweep", free_port()
+    proc = run_mill(
+        "-m",
+        "hydra/launcher=submitit_local",
+        *_api(_url(port), tmp_path / "cache"),
+        "task.limit=2",
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    masked = f"http://***@127.0.0.1:{port}/v1?api_key=***&api-version=1"
+    logs = "".join(p.read_text() for p in (sweep / ".submitit").rglob("*.err"))
+    assert f"model.base_url={masked}" in logs, logs[-3000:]
+    (job,) = [p for p in sweep.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert masked in (job / "mill.log").read_text()
+    assert _leaks(sweep) == []
+    assert "secret" not in proc.stdout + proc.stderr
