@@ -424,24 +424,25 @@ def _batch_sweeper(tmp_path: Path, batches: str) -> list[str]:
     return [f"hydra.searchpath=[file://{tmp_path / 'sweeperconf'}]", "hydra/sweeper=batches"]
 
 
+def _run_batches(tmp_path: Path, batches: str):
+    """``mill -m`` on the fake model with :data:`BATCH_SWEEPER` launching ``batches``."""
+    sweep = tmp_path / "sweep"
+    sweeper = _batch_sweeper(tmp_path, batches)
+    proc = run_mill("-m", "model=fake", "task=arc_easy", *sweeper, f"hydra.sweep.dir={sweep}")
+    return proc, sweep
+
+
 @pytest.mark.slow
 def test_a_sweeper_that_proposes_jobs_is_checked_batch_by_batch(evil: Path, tmp_path: Path) -> None:
     """The sweeper's second batch holds a job with a refused hook (it is only data in the
     sweeper's config: the master config passes). The first batch runs; the second is
     refused with one line, exit 2, before any of its jobs runs (its allowed first job
     included) and before anything of evilpkg is imported."""
-    sweep = tmp_path / "sweep"
     batches = (
         "[[[task.limit=1]], "
         "[[task.limit=2], [task.limit=3, '+hydra.callbacks.e._target_=evilpkg.hook']]]"
     )
-    proc = run_mill(
-        "-m",
-        "model=fake",
-        "task=arc_easy",
-        *_batch_sweeper(tmp_path, batches),
-        f"hydra.sweep.dir={sweep}",
-    )
+    proc, sweep = _run_batches(tmp_path, batches)
     assert proc.returncode == 2, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("mill: error: ")]
     assert len(errors) == 1 and "hydra.callbacks.e._target_='evilpkg.hook'" in errors[0], (
@@ -457,13 +458,6 @@ def test_a_sweeper_that_proposes_jobs_is_checked_batch_by_batch(evil: Path, tmp_
 @pytest.mark.slow
 def test_a_sweeper_of_the_users_runs_its_batches(evil: Path, tmp_path: Path) -> None:
     """The other side: the same sweeper with allowed jobs runs every batch."""
-    sweep = tmp_path / "sweep"
-    proc = run_mill(
-        "-m",
-        "model=fake",
-        "task=arc_easy",
-        *_batch_sweeper(tmp_path, "[[[task.limit=1]], [[task.limit=2], [task.limit=3]]]"),
-        f"hydra.sweep.dir={sweep}",
-    )
+    proc, sweep = _run_batches(tmp_path, "[[[task.limit=1]], [[task.limit=2], [task.limit=3]]]")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(list(sweep.glob("*/results.json"))) == 3
