@@ -197,3 +197,16 @@ def test_a_failing_slurm_job_masks_credentials_in_its_files(tmp_path: Path) -> N
     assert masked in (job / "mill.log").read_text()
     assert _leaks(sweep) == []
     assert "secret" not in proc.stdout + proc.stderr
+
+
+def test_a_sweep_over_credentials_alone_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Two URLs of a sweep that differ only in their credentials would be one masked URL
+    (the jobs get their credentials by it): one line, exit 2, before any folder is made."""
+    sweep = tmp_path / "sweep"
+    urls = f'"{_url(1)}","{_url(1, "bob", "secret2")}"'
+    proc = run_mill("-m", "task=arc_easy", *completions_args(urls), f"hydra.sweep.dir={sweep}")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    (line,) = error_lines(proc.stderr)
+    assert "differ only in their credentials (http://***@127.0.0.1:1/v1?api_key=***" in line
+    assert "secret" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+    assert not sweep.exists()
