@@ -18,7 +18,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mill.files import register_resource_resolver
-from mill.redact import redact_logs, redact_text
+from mill.redact import redact_logs, redact_text, sweep_job_config
 from mill.runner.dist import launched_rank, launched_world_size
 from mill.runner.logs import to_file
 
@@ -62,6 +62,9 @@ def _job(cfg: DictConfig) -> float | None:
             OmegaConf.select(cfg, "report.progress", default="auto")
         )
     try:
+        if multirun:  # the sweep's credentials, kept out of what the launcher wrote
+            redact_logs()  # a job in a process of its own (SLURM) logs no credential either
+            cfg = sweep_job_config(cfg)
         if cfg.get("command") == "judge":  # mill -cn judge: a finished run's answers judged
             from mill.runner.judge import judge_command
 

@@ -28,6 +28,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from mill.errors import ConfigError
+from mill.redact import hide_sweep_credentials
 
 BUILTIN_PREFIXES = ("mill.",)
 
@@ -280,22 +281,42 @@ def _override_allow(overrides: Iterable[str]) -> list[str] | None:
     return found
 
 
-def check_searchpath(overrides: Iterable[str]) -> None:
+def check_searchpath(overrides: Iterable[str], primary: Any = None, name: str = "") -> None:
     """A ``pkg://`` entry of ``hydra.searchpath`` is imported while Hydra composes: it must
-    name a package of the allow-list (checked by spelling, before composition)."""
+    name a package of the allow-list (checked by spelling, before composition). Hydra reads
+    the command line's ``hydra.searchpath`` or else the primary config's (``primary``, the
+    value in the primary config ``name``, e.g. one given with ``-cd <dir> -cn <name>``)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     overrides = list(overrides)
     packages = _packages((*PLUGIN_PACKAGES, *(_override_allow(overrides) or [])))
+    entries: list[tuple[Any, str]] = []
     for override in OverridesParser.create().parse_overrides(overrides):
         if override.key_or_group != "hydra.searchpath" or override.is_delete():
             continue
         value = override.value()
-        for entry in value if isinstance(value, list) else [value]:
-            text = str(entry).strip()
-            module = text.removeprefix("pkg://").split("/")[0]
-            if text.startswith("pkg://") and not _inside(module, packages):
-                raise _refuse("hydra.searchpath", text, "Hydra imports that package", packages)
+        entries += [(v, "") for v in (value if isinstance(value, list) else [value])]
+    if not entries and isinstance(primary, (list, ListConfig)):
+        entries = [(v, f" (the searchpath of the primary config {name!r})") for v in primary]
+    for entry, where in entries:
+        text = str(entry).strip()
+        module = text.removeprefix("pkg://").split("/")[0]
+        if text.startswith("pkg://") and not _inside(module, packages):
+            why = f"Hydra imports that package{where}"
+            raise _refuse("hydra.searchpath", text, why, packages)
+
+
+def _primary_searchpath(loader: Any, config_name: str | None) -> Any:
+    """The ``hydra.searchpath`` of the primary config, read as Hydra reads it before it
+    adds those entries (the YAML file only: nothing is imported)."""
+    from hydra._internal.config_repository import CachingConfigRepository
+
+    if config_name is None:
+        return None
+    loaded = CachingConfigRepository(loader.repository).load_config(config_path=config_name)
+    if loaded is None or not isinstance(loaded.config, DictConfig):
+        return None  # Hydra says what is wrong with it
+    return OmegaConf.select(loaded.config, "hydra.searchpath", default=None)
 
 
 def check_composed(cfg: DictConfig, overrides: Iterable[str]) -> None:
@@ -337,13 +358,35 @@ def _sweep_jobs(loader: Any, cfg: DictConfig) -> list[list[str]]:
     return [base + job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
+class _BatchChecked:
+    """A sweeper's launcher that composes, and so checks, every job of a batch before it
+    launches any: a sweeper other than Hydra's basic one may propose its jobs as results
+    come in (Optuna, Ax, Nevergrad), so Mill learns them only batch by batch."""
+
+    def __init__(self, launcher: Any, loader: Any, config: DictConfig) -> None:
+        self._launcher, self._loader, self._config = launcher, loader, config
+
+    def launch(self, job_overrides: Any, initial_job_idx: int) -> Any:
+        for overrides in job_overrides:  # load_configuration runs check_composed
+            self._loader.load_sweep_config(self._config, list(overrides))
+        return self._launcher.launch(job_overrides, initial_job_idx)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._launcher, name)
+
+
 @contextmanager
 def checked_composition() -> Iterator[None]:
     """Within this block every config Hydra composes (``mill``'s run, the master config
     and every job of a sweep, the compose API) passes :func:`check_composed` before Hydra
     sees it: before logging is configured, callbacks instantiated, plugins loaded or any
-    folder made. A sweep's jobs are all composed and checked before its first job runs."""
+    folder made. A sweep's jobs are all composed and checked before its first job runs
+    (Hydra's basic sweeper: all its batches; another sweeper, which may propose jobs as
+    results come in: each batch before any of its jobs, :class:`_BatchChecked`).
+    A sweep's config then has its URLs' credentials masked
+    (:func:`mill.redact.hide_sweep_credentials`): the jobs get them from the environment."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.plugins import Plugins
     from hydra.types import RunMode
 
     original = ConfigLoaderImpl.load_configuration
@@ -351,16 +394,31 @@ def checked_composition() -> Iterator[None]:
     def load_configuration(
         self: Any, config_name: Any, overrides: list[str], run_mode: Any, *args: Any, **kw: Any
     ) -> DictConfig:
-        check_searchpath(overrides)
+        check_searchpath(overrides, _primary_searchpath(self, config_name), config_name)
         cfg = original(self, config_name, overrides, run_mode, *args, **kw)
         check_composed(cfg, overrides)
         if run_mode == RunMode.MULTIRUN:
             for job in _sweep_jobs(self, cfg):
                 check_composed(original(self, config_name, job, RunMode.RUN), job)
+            # what a launcher gets (and SLURM's pickles to disk) holds no credential
+            hide_sweep_credentials(cfg)
         return cfg
 
+    def instantiate_launcher(
+        self: Any, hydra_context: Any, task_function: Any, config: DictConfig
+    ) -> Any:
+        launcher = original_launcher(
+            self, hydra_context=hydra_context, task_function=task_function, config=config
+        )
+        if OmegaConf.select(config, "hydra.sweeper._target_") == BASIC_SWEEPER:
+            return launcher  # every job was checked with the master config
+        return _BatchChecked(launcher, hydra_context.config_loader, config)
+
+    original_launcher = Plugins.instantiate_launcher
     ConfigLoaderImpl.load_configuration = load_configuration  # type: ignore[method-assign]
+    Plugins.instantiate_launcher = instantiate_launcher  # type: ignore[method-assign]
     try:
         yield
     finally:
         ConfigLoaderImpl.load_configuration = original  # type: ignore[method-assign]
+        Plugins.instantiate_launcher = original_launcher  # type: ignore[method-assign]

@@ -18,13 +18,26 @@ quoted inside a message or a command line alike.
 :func:`redact_url` with ``drop=True`` removes them instead: the form a model's identity
 uses, so that the scheme, host, port, path and the other query parameters decide which
 cached scores a run may reuse, and a changed password does not.
+
+A sweep (``mill -m``) hands its config to a launcher, which may write it to disk: the SLURM
+launcher (hydra-submitit-launcher) pickles the sweep's config, each job's overrides and
+each job's result into its submitit folder. So a sweep's credentials never enter what the
+launcher gets: :func:`hide_sweep_credentials` masks the composed sweep config in place and
+puts the originals (masked URL -> URL) in the environment (``MILL_SWEEP_SECRETS``), which
+every job inherits (submitit's local executor, and ``sbatch``, which exports the submitting
+environment by default); each job's config gets them back from there
+(:func:`sweep_job_config`) before anything is built.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 import logging
+import os
 import re
 import urllib.parse
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -50,8 +63,10 @@ _SECRET_WORDS = frozenset(
 )
 """A query parameter is a credential when one of the words of its name is one of these."""
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>`]+")
-"""A URL inside any text (it ends at white space or a quote)."""
+_SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*://"
+_URL = re.compile(_SCHEME + r"(?:(?!," + _SCHEME + r")[^\s\"'<>`])+")
+"""A URL inside any text: it ends at white space, a quote, or a comma that starts another
+URL (a sweep's values: ``base_url=http://a:x@h/v1,http://b:y@h/v1``)."""
 
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)?[^/\s\"'<>`]*@")
 """The user info of a URL: everything between ``://`` (or the start, in a URL without its
@@ -139,6 +154,116 @@ def restore(value: Any, secrets: list[tuple[list[Any], Any]]) -> Any:
             node = node[key]
         node[path[-1]] = original
     return value
+
+
+SWEEP_SECRETS_ENV = "MILL_SWEEP_SECRETS"
+"""The credentials of a sweep's URLs (masked URL -> URL, JSON), for its jobs."""
+
+_TRAILING = ")]},;"
+"""Characters a URL in a sweep's grammar may be followed by (``choice(url1,url2)``)."""
+
+
+def _string_leaves(node: Any, where: str = "") -> Iterator[tuple[str, Any, Any, str]]:
+    """``(path, container, key, raw text)`` of every string of an OmegaConf config, read
+    raw: an interpolation is its text, never resolved."""
+    from omegaconf import DictConfig, ListConfig
+
+    if isinstance(node, DictConfig):
+        items: Any = [(k, f"{where}.{k}" if where else str(k)) for k in node.keys()]
+    elif isinstance(node, ListConfig):
+        items = [(i, f"{where}[{i}]") for i in range(len(node))]
+    else:
+        return
+    for key, path in items:
+        child = node._get_node(key)
+        if isinstance(child, (DictConfig, ListConfig)):
+            yield from _string_leaves(child, path)
+        elif child is not None and isinstance(child._value(), str):
+            yield path, node, key, child._value()
+
+
+def _set(container: Any, key: Any, value: str) -> None:
+    from omegaconf import open_dict, read_write
+
+    with read_write(container), open_dict(container):
+        container[key] = value
+
+
+def _mask_in_place(cfg: Any) -> None:
+    for _, container, key, raw in list(_string_leaves(cfg)):
+        clean = redact_text(raw)
+        if clean != raw:
+            _set(container, key, clean)
+
+
+def _split(url: str) -> tuple[str, str]:
+    core = url.rstrip(_TRAILING)
+    return core, url[len(core) :]
+
+
+def hide_sweep_credentials(cfg: Any) -> None:
+    """Mask every URL's credentials in a sweep's composed config (in place: its values and
+    the command line's overrides in ``hydra.overrides``) and put the originals in the
+    environment for the jobs. Two URLs that differ only in their credentials would be one
+    masked URL: refused (ConfigError)."""
+    from mill.errors import ConfigError
+
+    originals: dict[str, str] = {}
+    for where, _, _, raw in _string_leaves(cfg):
+        for match in _URL.finditer(raw):
+            url = _split(match.group(0))[0]
+            masked = redact_url(url)
+            if masked != url and originals.setdefault(masked, url) != url:
+                raise ConfigError(
+                    f"{where}: two URLs of the sweep differ only in their credentials "
+                    f"({masked}); Mill hands a sweep's credentials to its jobs by their "
+                    "masked URL: sweep over the server (host, port or path) or pass the key "
+                    "with model.api_key_env"
+                )
+    if originals:
+        _mask_in_place(cfg)
+        os.environ[SWEEP_SECRETS_ENV] = json.dumps(originals)
+
+
+def _has_mask(url: str) -> bool:
+    """Whether ``url`` is a masked one (its user info or a secret parameter is ``***``)."""
+    return (
+        f"://{MASK}@" in url or re.search(rf"[?&][^=&#]+={re.escape(MASK)}(&|#|$)", url) is not None
+    )
+
+
+def sweep_job_config(cfg: Any) -> Any:
+    """A job of a sweep: a copy of its config with the credentials that
+    :func:`hide_sweep_credentials` masked put back from the environment; ``cfg`` itself
+    (which Hydra returns as the job's result, and the SLURM launcher pickles) is masked in
+    place, a credential its own config files hold included. A masked URL whose original
+    is not in the environment: ConfigError naming the setting."""
+    from mill.errors import ConfigError
+
+    text = os.environ.get(SWEEP_SECRETS_ENV)
+    originals: dict[str, str] = json.loads(text) if text else {}
+    real = copy.deepcopy(cfg)
+    for where, container, key, raw in list(_string_leaves(real)):
+
+        def back(match: re.Match[str], where: str = where) -> str:
+            url, tail = _split(match.group(0))
+            if url in originals:
+                return originals[url] + tail
+            if _has_mask(url):
+                raise ConfigError(
+                    f"{where}={url!r} holds a credential that the sweep keeps out of its "
+                    f"files, and this job's environment has no {SWEEP_SECRETS_ENV} to put "
+                    "it back: let the launcher pass on the environment of the shell that "
+                    "runs mill -m (sbatch exports it by default; not "
+                    "hydra.launcher.additional_parameters.export=NONE)"
+                )
+            return match.group(0)
+
+        new = _URL.sub(back, raw)
+        if new != raw:
+            _set(container, key, new)
+    _mask_in_place(cfg)
+    return real
 
 
 class _RedactedRecord(logging.LogRecord):

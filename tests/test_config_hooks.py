@@ -319,3 +319,145 @@ def test_sweep_overrides_keep_their_interpolations_for_each_job(tmp_path: Path) 
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (sweep / "0" / "results.json").is_file() and (sweep / "1" / "results.json").is_file()
+
+
+# --- a primary config of the user's own (-cd/-cn) whose hydra.searchpath lists packages --
+
+
+def _primary(tmp_path: Path, searchpath: str = "pkg://evilpkg") -> Path:
+    """A primary config (for ``-cd <dir> -cn exp``) built on Mill's, whose own
+    ``hydra.searchpath`` names a package: Hydra imports it while it composes."""
+    conf = tmp_path / "myconf"
+    conf.mkdir(exist_ok=True)
+    (conf / "exp.yaml").write_text(
+        "defaults:\n  - mill\n  - _self_\n"
+        f"hydra:\n  searchpath:\n    - pkg://mill.conf\n    - {searchpath}\n"
+    )
+    return conf
+
+
+def test_a_primary_configs_searchpath_package_is_refused_before_import(
+    evil: Path, tmp_path: Path
+) -> None:
+    from hydra import compose, initialize_config_dir
+
+    from mill.instantiate import checked_composition
+
+    conf = _primary(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        with checked_composition(), initialize_config_dir(str(conf), version_base="1.3"):
+            compose("exp", ["model=fake"], return_hydra_config=True)
+    message = str(info.value)
+    assert "hydra.searchpath='pkg://evilpkg'" in message and "exp" in message, message
+    assert "\n" not in message
+    _untouched(evil)
+
+
+def test_a_primary_configs_searchpath_of_allowed_packages_composes(tmp_path: Path) -> None:
+    """``pkg://mill.conf`` (an allowed package) and a ``file://`` folder pass; the command
+    line's ``hydra.searchpath`` replaces the primary's (Hydra reads one or the other)."""
+    from hydra import compose, initialize_config_dir
+
+    from mill.instantiate import checked_composition
+
+    conf = _primary(tmp_path, f"file://{tmp_path}")
+    with checked_composition(), initialize_config_dir(str(conf), version_base="1.3"):
+        cfg = compose("exp", ["model=fake"], return_hydra_config=True)
+    assert cfg.model.name == "fake"
+    conf = _primary(tmp_path)  # replaced on the command line: evilpkg is not read
+    with checked_composition(), initialize_config_dir(str(conf), version_base="1.3"):
+        cfg = compose("exp", ["model=fake", "hydra.searchpath=[pkg://mill.conf]"])
+    assert cfg.model.name == "fake"
+
+
+@pytest.mark.slow
+def test_cli_refuses_a_primary_configs_searchpath_package(evil: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    conf = _primary(tmp_path)
+    proc = run_mill("-cd", str(conf), "-cn", "exp", "model=fake", f"hydra.run.dir={run_dir}")
+    _refused(proc, "hydra.searchpath='pkg://evilpkg'", evil, run_dir)
+
+
+# --- a sweeper whose jobs are not known up front ------------------------------------------
+
+BATCH_SWEEPER = """\
+from hydra.core.plugins import Plugins
+from hydra.plugins.sweeper import Sweeper
+
+
+class BatchSweeper(Sweeper):
+    \"\"\"Launches its batches one after the other, as an adaptive sweeper (Optuna, Ax)
+    launches the trials it proposes from the results so far: Mill learns a batch's jobs
+    only when the sweeper launches it.\"\"\"
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def setup(self, *, hydra_context, task_function, config):
+        self.config = config
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+
+    def sweep(self, arguments):
+        done = []
+        for batch in self.batches:
+            jobs = [list(arguments) + list(job) for job in batch]
+            done += self.launcher.launch(jobs, initial_job_idx=len(done))
+            for ret in done:
+                ret.return_value  # a failed job stops the sweep, as in Hydra's sweepers
+        return done
+"""
+
+
+def _batch_sweeper(tmp_path: Path, batches: str) -> list[str]:
+    """``BatchSweeper`` as an installed Hydra plugin (``hydra_plugins.*`` on the path of
+    the ``mill`` a test starts) and a sweeper config ``batches`` selecting it."""
+    plugin = tmp_path / "lib" / "hydra_plugins" / "mill_test_batch_sweeper"
+    plugin.mkdir(parents=True)
+    (plugin / "__init__.py").write_text(BATCH_SWEEPER)
+    conf = tmp_path / "sweeperconf" / "hydra" / "sweeper"
+    conf.mkdir(parents=True)
+    (conf / "batches.yaml").write_text(
+        "_target_: hydra_plugins.mill_test_batch_sweeper.BatchSweeper\nbatches: " + batches
+    )
+    return [f"hydra.searchpath=[file://{tmp_path / 'sweeperconf'}]", "hydra/sweeper=batches"]
+
+
+def _run_batches(tmp_path: Path, batches: str):
+    """``mill -m`` on the fake model with :data:`BATCH_SWEEPER` launching ``batches``."""
+    sweep = tmp_path / "sweep"
+    sweeper = _batch_sweeper(tmp_path, batches)
+    proc = run_mill("-m", "model=fake", "task=arc_easy", *sweeper, f"hydra.sweep.dir={sweep}")
+    return proc, sweep
+
+
+@pytest.mark.slow
+def test_a_sweeper_that_proposes_jobs_is_checked_batch_by_batch(evil: Path, tmp_path: Path) -> None:
+    """The sweeper's second batch holds a job with a refused hook (it is only data in the
+    sweeper's config: the master config passes). The first batch runs; the second is
+    refused with one line, exit 2, before any of its jobs runs (its allowed first job
+    included) and before anything of evilpkg is imported."""
+    batches = (
+        "[[[task.limit=1]], "
+        "[[task.limit=2], [task.limit=3, '+hydra.callbacks.e._target_=evilpkg.hook']]]"
+    )
+    proc, sweep = _run_batches(tmp_path, batches)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("mill: error: ")]
+    assert len(errors) == 1 and "hydra.callbacks.e._target_='evilpkg.hook'" in errors[0], (
+        proc.stderr[-3000:]
+    )
+    assert "Traceback" not in proc.stderr + proc.stdout
+    _untouched(evil)
+    jobs = sorted(p.name for p in sweep.iterdir() if p.is_dir() and not p.name.startswith("."))
+    assert len(jobs) == 1, jobs  # the first batch's job, and no job of the refused batch
+    assert (sweep / jobs[0] / "results.json").is_file()
+
+
+@pytest.mark.slow
+def test_a_sweeper_of_the_users_runs_its_batches(evil: Path, tmp_path: Path) -> None:
+    """The other side: the same sweeper with allowed jobs runs every batch."""
+    proc, sweep = _run_batches(tmp_path, "[[[task.limit=1]], [[task.limit=2], [task.limit=3]]]")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(list(sweep.glob("*/results.json"))) == 3

@@ -4,11 +4,14 @@ dropped from identities, and restored for the processes that need them."""
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 
 from mill.redact import (
+    SWEEP_SECRETS_ENV,
     _RedactedRecord,
+    hide_sweep_credentials,
     is_secret_param,
     redact,
     redact_logs,
@@ -16,6 +19,7 @@ from mill.redact import (
     redact_url,
     restore,
     secrets_of,
+    sweep_job_config,
 )
 
 URLS = [
@@ -111,3 +115,96 @@ def test_log_records_are_redacted_whatever_the_handler(
     (record,) = caplog.records
     assert record.getMessage() == "\t#0 : model.base_url=http://***@h/v1"
     assert "secret" not in caplog.text
+
+
+def test_every_url_of_a_sweep_value_is_masked() -> None:
+    """A sweep override lists its values with commas: each URL is masked (the second one
+    was kept whole inside the first's match, its credentials in clear)."""
+    for text, masked in (
+        (
+            "model.base_url=http://a:s1@h/v1,https://b:s2@h2/v1?key=s3",
+            "model.base_url=http://***@h/v1,https://***@h2/v1?key=***",
+        ),
+        ("u=choice(http://c:s4@h3,http://d:s5@h4/v1)", "u=choice(http://***@h3,http://***@h4/v1)"),
+    ):
+        assert redact_text(text) == masked
+
+
+def _sweep_config():
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create(
+        {
+            "model": {"base_url": "http://alice:secret@h/v1?api_key=k1&v=1"},
+            "judge": {"base_url": "${model.base_url}"},
+            "hydra": {
+                "overrides": {
+                    "task": [
+                        'model.base_url="http://alice:secret@h/v1?api_key=k1&v=1"',
+                        "x=http://bob:pw@h2/v1,http://carol:pw2@h3/v1)",
+                    ]
+                }
+            },
+        }
+    )
+
+
+def test_a_sweeps_credentials_travel_in_the_environment_not_the_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The master config of a sweep (what launchers pickle) is masked in place and the
+    originals go to MILL_SWEEP_SECRETS; a job's config gets them back as a copy, and the
+    config Hydra keeps for the job's result is masked too."""
+    from omegaconf import OmegaConf
+
+    monkeypatch.delenv(SWEEP_SECRETS_ENV, raising=False)
+    cfg = _sweep_config()
+    hide_sweep_credentials(cfg)
+    text = OmegaConf.to_yaml(cfg)
+    assert "secret" not in text and "k1" not in text and "pw" not in text, text
+    assert cfg.model.base_url == "http://***@h/v1?api_key=***&v=1"
+    carried = os.environ[SWEEP_SECRETS_ENV]
+    assert "alice:secret" in carried and "carol:pw2" in carried
+    # a job composed from the masked overrides: its URLs come back from the environment
+    job = OmegaConf.create(
+        {"model": {"base_url": "http://***@h/v1?api_key=***&v=1"}, "x": "http://***@h3/v1"}
+    )
+    real = sweep_job_config(job)
+    assert real.model.base_url == "http://alice:secret@h/v1?api_key=k1&v=1"
+    assert real.x == "http://carol:pw2@h3/v1"
+    assert job.model.base_url == "http://***@h/v1?api_key=***&v=1"  # the original stays masked
+    # a secret a job's own config file holds is masked in what Hydra keeps of the job
+    own = OmegaConf.create({"model": {"base_url": "http://dave:pw3@h4/v1"}})
+    assert sweep_job_config(own).model.base_url == "http://dave:pw3@h4/v1"
+    assert own.model.base_url == "http://***@h4/v1"
+
+
+def test_a_job_without_the_sweeps_credentials_is_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from omegaconf import OmegaConf
+
+    from mill.errors import ConfigError
+
+    monkeypatch.delenv(SWEEP_SECRETS_ENV, raising=False)
+    job = OmegaConf.create({"model": {"base_url": "http://***@h/v1"}})
+    with pytest.raises(ConfigError, match=rf"model\.base_url=.*{SWEEP_SECRETS_ENV}") as info:
+        sweep_job_config(job)
+    assert "\n" not in str(info.value)
+
+
+def test_two_urls_that_differ_only_in_credentials_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from omegaconf import OmegaConf
+
+    from mill.errors import ConfigError
+
+    monkeypatch.delenv(SWEEP_SECRETS_ENV, raising=False)
+    cfg = OmegaConf.create(
+        {"hydra": {"overrides": {"task": ["u=http://a:1@h/v1,http://b:2@h/v1"]}}}
+    )
+    with pytest.raises(ConfigError, match=r"differ only in their credentials") as info:
+        hide_sweep_credentials(cfg)
+    assert "1@" not in str(info.value) and "2@" not in str(info.value)
+    assert SWEEP_SECRETS_ENV not in os.environ

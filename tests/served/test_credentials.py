@@ -136,3 +136,77 @@ def test_a_url_that_is_not_http_is_refused_with_its_credentials_masked(tmp_path:
     assert "'ftp://***@127.0.0.1:1/v1' is not an http(s) URL" in line
     assert "secret" not in proc.stdout + proc.stderr
     assert _leaks(tmp_path / "run") == []
+
+
+def test_a_slurm_sweep_writes_no_credential(proxy: FaultProxy, tmp_path: Path) -> None:
+    """A sweep through hydra-submitit-launcher (the ``slurm`` preset's plugin; its local
+    executor runs the jobs as processes of this machine): submitit pickles the launcher with
+    the sweep's config, each job's overrides and Hydra's state into the submitit folder, and
+    each job's result beside them. None of them holds the credentials of the sweep's URLs
+    (two servers' worth: a sweep over two base_urls), which reach the jobs through their
+    environment: the jobs still authenticate, and no file under the sweep folder holds them."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    sweep, cache = tmp_path / "sweep", tmp_path / "cache"
+    proxy.headers.clear()
+    # two URLs of one sweep (the second reaches the same proxy by another host name)
+    other = _url(proxy.port, "bob", "secret2").replace("127.0.0.1", "localhost")
+    args = completions_args(
+        f'"{_url(proxy.port)}","{other}"', "model.prompt_ids=false", f"runner.cache={cache}"
+    )
+    proc = run_mill(
+        "-m",
+        "hydra/launcher=submitit_local",
+        "task=arc_easy",
+        *args,
+        "task.limit=2",
+        f"hydra.sweep.dir={sweep}",
+    )
+    ok(proc)
+    alice = "Basic " + base64.b64encode(b"alice:secret").decode()
+    bob = "Basic " + base64.b64encode(b"bob:secret2").decode()
+    sent = {h.get("Authorization") for _, h in proxy.headers}
+    assert sent == {alice, bob}, sent
+    assert all(path.endswith("?api_key=secret&api-version=1") for path, _ in proxy.headers)
+    summary = json.loads((sweep / "summary.json").read_text())
+    assert [j["status"] for j in summary["jobs"]] == ["succeeded", "succeeded"]
+    pickles = sorted((sweep / ".submitit").rglob("*.pkl"))  # the jobs went through submitit
+    assert sum(p.name.endswith("_submitted.pkl") for p in pickles) == 2, pickles
+    assert sum(p.name.endswith("_result.pkl") for p in pickles) == 2, pickles
+    assert _leaks(sweep, cache) == []
+    assert "secret" not in proc.stdout + proc.stderr
+
+
+def test_a_failing_slurm_job_masks_credentials_in_its_files(tmp_path: Path) -> None:
+    """A submitit job whose server is dead fails with the one line that masks the URL: in
+    the job's own log files under ``.submitit/`` and its ``mill.log`` too (the job logs in a
+    process of its own), and in nothing else of the sweep."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    sweep, port = tmp_path / "sweep", free_port()
+    proc = run_mill(
+        "-m",
+        "hydra/launcher=submitit_local",
+        *_api(_url(port), tmp_path / "cache"),
+        "task.limit=2",
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    masked = f"http://***@127.0.0.1:{port}/v1?api_key=***&api-version=1"
+    logs = "".join(p.read_text() for p in (sweep / ".submitit").rglob("*.err"))
+    assert f"model.base_url={masked}" in logs, logs[-3000:]
+    (job,) = [p for p in sweep.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert masked in (job / "mill.log").read_text()
+    assert _leaks(sweep) == []
+    assert "secret" not in proc.stdout + proc.stderr
+
+
+def test_a_sweep_over_credentials_alone_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Two URLs of a sweep that differ only in their credentials would be one masked URL
+    (the jobs get their credentials by it): one line, exit 2, before any folder is made."""
+    sweep = tmp_path / "sweep"
+    urls = f'"{_url(1)}","{_url(1, "bob", "secret2")}"'
+    proc = run_mill("-m", "task=arc_easy", *completions_args(urls), f"hydra.sweep.dir={sweep}")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    (line,) = error_lines(proc.stderr)
+    assert "differ only in their credentials (http://***@127.0.0.1:1/v1?api_key=***" in line
+    assert "secret" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+    assert not sweep.exists()
