@@ -1,10 +1,11 @@
 """Mill from Python: :func:`evaluate` and :func:`compose`.
 
 The same settings as the ``mill`` command line (Hydra overrides, or a composed config)
-and the same code path: the config is composed as the CLI composes it, built by the
-same builders and evaluated by :func:`mill.evaluator.evaluate`; with ``output_dir`` the
-run goes through the CLI's own job (experiment folder, manifest, samples, report,
-response cache), without one nothing is written anywhere.
+and the same code path: the config is composed as the CLI composes it and the run goes
+through the CLI's own job (:func:`mill.runner.job.run_job`, then
+:func:`mill.runner.execute.execute`): the same checks, log lines, warnings, truncation
+counts and results. With ``output_dir`` it writes the experiment folder (manifest,
+samples, report, response cache); without one nothing is written anywhere.
 
 A model may be given as an object instead of a config: any
 :class:`~mill.model.base.LanguageModel`, or a ``transformers`` causal LM with its
@@ -16,7 +17,6 @@ run inside a training loop.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -181,18 +181,21 @@ def evaluate(
             OmegaConf.set_struct(cfg, False)
             name = getattr(lm.inner, "name", None) or type(lm.inner).__name__
             cfg.model = {"name": str(name), "in_memory": True}
-        if output_dir is not None:
+        folder = None if output_dir is None else Path(output_dir)
+        if folder is not None:
             from mill.experiment.folder import check_folder
 
-            check_folder(Path(output_dir), "output_dir")
+            check_folder(folder, "output_dir")
             if on_sample is not None:
                 raise ConfigError("on_sample is for runs without output_dir; read the folder")
-            from mill.runner.job import run_job
+        from mill.runner.job import run_job
 
-            results = run_job(cfg, Path(output_dir), None, model=lm)
-            assert results is not None
-            return results
-        return _evaluate_in_memory(cfg, lm, on_sample, progress)
+        # a folder's run prints as `mill` does; without one only progress, when asked
+        results = run_job(
+            cfg, folder, None, model=lm, on_sample=on_sample, show=folder is not None or progress
+        )
+        assert results is not None
+        return results
     finally:
         if training is not None:  # the caller's train/eval mode (wrapping sets eval)
             module.train(training)
@@ -207,80 +210,3 @@ def _torch_module(model: Any) -> Any:
         return None
     module = getattr(model, "model", None) if isinstance(model, LanguageModel) else model
     return module if callable(getattr(module, "train", None)) else None
-
-
-def _evaluate_in_memory(
-    cfg: DictConfig,
-    lm: Any,
-    on_sample: Callable[[SampleRecord], None] | None,
-    show_progress: bool,
-) -> Results:
-    """The evaluation without an experiment folder: nothing written, no response cache."""
-    from mill.evaluator import evaluate as run_evaluation
-    from mill.evaluator import to_results
-    from mill.instantiate import instantiate
-    from mill.progress import NullProgress
-    from mill.runner.build import build_run
-    from mill.runner.dist import Dist
-    from mill.runner.execute import _seed_everything, sink_record
-    from mill.runner.job import _resolve
-    from mill.runner.settings import check_settings
-    from mill.runner.shard import ShardedDispatch
-    from mill.sinks import build_sinks, send
-
-    resolved = _resolve(cfg)
-    settings = check_settings(resolved)  # before any data or model loads
-    allow = [str(a) for a in cfg.get("allow_targets", [])]
-    _seed_everything(settings.seed)
-    start = time.monotonic()
-    source, tasks, group, metrics = build_run(cfg, allow)
-    sinks = build_sinks(cfg.get("sink"), allow)
-    if lm is None:
-        lm = instantiate(cfg.model, allow)
-    progress: Any = NullProgress()
-    if show_progress:
-        from mill.report.console import interactive, make_console
-        from mill.report.progress import PhaseProgress
-
-        mode = str(cfg.report.progress)
-        progress = PhaseProgress(
-            make_console(stderr=True, mode=mode), interactive(mode), float(cfg.report.every_s)
-        )
-    dispatcher = ShardedDispatch(Dist())  # one process: counts truncated contexts
-    judging, record = None, None
-    if cfg.get("judge") is not None:  # judged tasks: no folder, so no cache either
-        from mill.runner.judge import build_judging
-
-        judging, record = build_judging(
-            cfg, allow, Dist(), lambda: None, lambda: None, metrics
-        )  # the model is the caller's or this call's: freed when the call returns
-    per_task = run_evaluation(
-        tasks,
-        metrics,
-        lm,
-        source,
-        on_sample or (lambda record: None),
-        progress,
-        bootstrap_iters=settings.bootstrap_iters,
-        seed=settings.seed,
-        dispatch_fn=dispatcher,
-        judging=judging,
-    )
-    results = to_results(
-        tasks,
-        per_task,
-        metrics,
-        group,
-        model=lm.identity(),
-        source=source,
-        truncation=dispatcher.truncation.summary(),
-        seconds=time.monotonic() - start,
-        bootstrap_iters=settings.bootstrap_iters,
-        seed=settings.seed,
-    )
-    if record is not None and judging is not None:
-        record.finish(judging, metrics)
-        results.judge = record.manifest()
-    if sinks:  # no folder: settings and metrics, no artifacts
-        send(sinks, sink_record(None, results, resolved))
-    return results

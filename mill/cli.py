@@ -1,5 +1,9 @@
 """``mill``: the Hydra entry point. Thin: compose the config, run one job, report errors.
 
+``mill report|compare|judge ...`` are the commands of the other primary configs
+(``conf/<command>.yaml``), the same as Hydra's ``mill -cn <command> ...``; ``mill --help``
+is ``conf/hydra/help/mill.yaml``.
+
 Errors a user can fix (MillError, and Hydra's composition errors) print as one line on
 stderr; a single run then exits 2. In a multirun sweep a failing job, whatever the error,
 is recorded (its manifest says failed) and the sweep goes on; the sweep summary marks it
@@ -21,6 +25,10 @@ from mill.files import register_resource_resolver
 from mill.redact import redact_logs, redact_text, sweep_job_config
 from mill.runner.dist import launched_rank, launched_world_size
 from mill.runner.logs import to_file
+
+COMMANDS = ("report", "compare", "judge")
+"""``mill <command> ...`` is ``mill -cn <command> ...`` (conf/<command>.yaml); any other
+first word is an override of a run (``report=console`` is the ``report`` config group)."""
 
 _failures: list[str] = []
 _sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end
@@ -65,12 +73,12 @@ def _job(cfg: DictConfig) -> float | None:
         if multirun:  # the sweep's credentials, kept out of what the launcher wrote
             redact_logs()  # a job in a process of its own (SLURM) logs no credential either
             cfg = sweep_job_config(cfg)
-        if cfg.get("command") == "judge":  # mill -cn judge: a finished run's answers judged
+        if cfg.get("command") == "judge":  # mill judge: a finished run's answers judged
             from mill.runner.judge import judge_command
 
             results = judge_command(cfg, output_dir, HydraConfig.instance().cfg)
             return None if results is None else _first_value(results)
-        if "command" in cfg:  # mill -cn compare / -cn report (mill.report.command)
+        if "command" in cfg:  # mill compare / mill report (mill.report.command)
             from mill.report.command import run_command
 
             return run_command(cfg)
@@ -146,6 +154,41 @@ def _under_launcher(argv: list[str]) -> None:
         sys.argv += ["hydra.run.dir=.", "hydra/job_logging=none", "hydra/hydra_logging=none"]
 
 
+def command_line(argv: list[str]) -> list[str]:
+    """``mill``'s arguments as Hydra reads them: a first word that names a command
+    (``compare a=... b=...``) becomes ``-cn compare a=... b=...``; anything else is left as
+    it is, but a first word that is neither a command, a flag (``-m``, ``--help``) nor an
+    override (``key=value``, ``+key=...``, ``~key``) is a ConfigError (one line naming the
+    commands). ``report=console`` is an override: the ``report`` config group of a run."""
+    from mill.errors import ConfigError
+
+    first = argv[0] if argv else ""
+    if first in COMMANDS:
+        return ["-cn", first, *argv[1:]]
+    if first and not first.startswith(("-", "~", "+")) and "=" not in first:
+        raise ConfigError(_unknown_command(first))
+    return argv
+
+
+def _unknown_command(word: str) -> str:
+    """The one line for ``mill <word> ...`` when ``word`` is no command: the commands, and
+    the closest command, or how to choose an option when ``word`` is a config group."""
+    import difflib
+
+    from mill.runner.config_errors import group_options
+
+    said = [f"{word!r} is neither a command nor an override (key=value)"]
+    options = group_options(word, [])
+    if options:  # `mill task arc`: a config group without its option
+        said.append(f"to choose a {word}, write {word}=<option> ({', '.join(options)})")
+    else:
+        close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+        said += [f"did you mean 'mill {close[0]}'"] if close else []
+    commands = ", ".join(f"mill {c}" for c in COMMANDS)
+    said.append(f"the commands are {commands} (mill <command> --help); mill --help says more")
+    return "; ".join(said)
+
+
 def main() -> None:
     """Run ``mill`` with ``sys.argv`` (returns, or raises SystemExit with the status);
     the console script wraps it in :func:`run`."""
@@ -157,10 +200,11 @@ def main() -> None:
     from mill.files import contain_library_caches
     from mill.instantiate import checked_composition
 
-    argv = sys.argv[1:]
-    if argv[:1] == ["judge"]:  # `mill judge run=... judge=...` is `mill -cn judge ...`
-        sys.argv[1:2] = ["-cn", "judge"]
-        argv = sys.argv[1:]
+    try:
+        sys.argv[1:] = argv = command_line(sys.argv[1:])
+    except MillError as err:  # `mill comapre ...`: one line, before Hydra says more
+        _say(str(err))
+        raise SystemExit(2) from None
     contain_library_caches()  # matplotlib's cache into Mill's, unless the user chose one
     # composition errors reach this function as exceptions, printed below as one line
     os.environ["HYDRA_FULL_ERROR"] = "1"

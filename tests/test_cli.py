@@ -10,6 +10,8 @@ from pathlib import Path
 import jsonlines
 import pytest
 
+from mill.cli import COMMANDS, command_line
+from mill.errors import ConfigError
 from tests.helpers import run_mill
 
 
@@ -132,7 +134,90 @@ def test_help_lists_groups_and_never_imports_torch() -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     for group in ("task:", "model:", "metrics:", "runner:", "data:"):
         assert group in proc.stdout
+    # it introduces itself: what Mill is, a usage line per command, the example
+    assert proc.stdout.startswith("mill evaluates language models")
+    assert "is powered by Hydra" not in proc.stdout
+    usage = proc.stdout[proc.stdout.index("usage:") : proc.stdout.index("== Configuration")]
+    for command in ("mill [group=option", "mill -m ", *(f"mill {c} " for c in COMMANDS)):
+        assert f"\n  {command}" in usage, command
+    assert "\n  mill task=arc model=llama3 +metrics=[acc,acc_norm]\n" in proc.stdout
     imported = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)$", proc.stderr, re.M)
     assert "hydra" in imported and "mill.cli" in imported  # the listing is real
     heavy = [m for m in imported if m.split(".")[0] in ("torch", "transformers", "datasets")]
     assert not heavy, f"mill --help imported {heavy[:5]}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "hydra_argv"),
+    [
+        (["compare", "a=x", "b=y"], ["-cn", "compare", "a=x", "b=y"]),
+        (["report", "runs=[x]"], ["-cn", "report", "runs=[x]"]),
+        (["judge", "run=x", "judge=fake"], ["-cn", "judge", "run=x", "judge=fake"]),
+        (["compare", "--help"], ["-cn", "compare", "--help"]),
+        # Hydra's own spelling, and a run's overrides, stay as they are
+        (["-cn", "compare", "a=x", "b=y"], ["-cn", "compare", "a=x", "b=y"]),
+        (["report=console", "task=arc_easy"], ["report=console", "task=arc_easy"]),
+        (["+metrics=[acc]", "report"], ["+metrics=[acc]", "report"]),
+        (["~judge"], ["~judge"]),
+        (["-m", "task=arc_easy,piqa"], ["-m", "task=arc_easy,piqa"]),
+        (["--help"], ["--help"]),
+        ([], []),
+    ],
+)
+def test_a_first_word_naming_a_command_is_its_config(argv, hydra_argv) -> None:
+    assert command_line(argv) == hydra_argv
+
+
+def test_a_first_word_that_is_no_command_nor_override_is_one_line() -> None:
+    with pytest.raises(ConfigError) as err:
+        command_line(["comapre", "a=x", "b=y"])
+    said = str(err.value)
+    assert said.startswith("'comapre' is neither a command nor an override")
+    assert "did you mean 'mill compare'" in said and "\n" not in said
+    assert "the commands are mill report, mill compare, mill judge" in said
+    with pytest.raises(ConfigError, match=r"to choose a task, write task=<option> \(arc, "):
+        command_line(["task", "arc"])
+
+
+@pytest.mark.slow
+def test_commands_help_and_the_report_group(tmp_path: Path) -> None:
+    """``mill compare --help`` and ``mill report --help`` describe the command and list
+    its settings; ``mill report=console ...`` is a run (the config group), not the
+    command; a first word that is no command: one line, exit 2, nothing written."""
+    for command, intro, setting in (
+        ("compare", "mill compare: a paired comparison", "iters: 10000"),
+        ("report", "mill report: rebuild tables", "trust_edited: false"),
+    ):
+        proc = run_mill(command, "--help")
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(intro) and f"\n{setting}\n" in proc.stdout
+        assert f"Same as: mill -cn {command}" in proc.stdout
+        assert "is powered by Hydra" not in proc.stdout
+    out = tmp_path / "run"
+    proc = run_mill("report=console", "model=fake", "task.limit=2", f"hydra.run.dir={out}")
+    assert proc.returncode == 0, proc.stderr
+    assert _results(out)["tasks"]["arc_easy"]["metrics"]["acc"]["n"] == 2
+    proc = run_mill("comapre", f"a={out}", f"b={out}", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("mill: error: 'comapre' is neither a command")
+    assert len(proc.stderr.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+@pytest.mark.slow
+def test_mill_judge_is_mill_cn_judge(tmp_path: Path) -> None:
+    """``mill judge run=... judge=...`` and ``mill -cn judge ...``: the same judging of a
+    finished run's answers (the same judge_score), each in its own folder."""
+    source = tmp_path / "source"
+    judged = ["judge=fake", "judge.answer='[[7]]'"]
+    proc = run_mill("task=judged", "model=fake", *judged, f"hydra.run.dir={source}")
+    assert proc.returncode == 0, proc.stderr
+    scores = []
+    for spelling in (["judge"], ["-cn", "judge"]):
+        out = tmp_path / "-".join(spelling)
+        proc = run_mill(*spelling, f"run={source}", *judged, f"hydra.run.dir={out}")
+        assert proc.returncode == 0, proc.stderr
+        results = _results(out)
+        assert results["model"]["source_run"] == str(source)
+        scores.append(results["tasks"]["judged"]["metrics"]["judge_score"]["value"])
+    assert scores == [7.0, 7.0]

@@ -6,7 +6,9 @@ documents and requests (``process_docs``, ``doc_to_*``, few-shot samplers, chat 
 and its filters, ``process_results`` and aggregation functions turn the model's answers into
 metric values, so the values are lm-eval's by construction. Mill does the rest: its
 runner and engine answer the requests (cache, sharding, progress), and it adds a stderr to
-every value, samples JSONL, results.json and report.html.
+every value, samples JSONL, results.json and report.html. Progress is Mill's alone: the
+libraries' own bars (``datasets`` generating and mapping splits, lm-eval's bar per task
+while it builds contexts) are off, as in Mill's own data loading.
 
 Mapping: ``loglikelihood`` requests (multiple_choice and loglikelihood tasks) are Mill
 LOGPROBS requests, ``loglikelihood_rolling`` PERPLEXITY, ``generate_until`` GENERATIVE.
@@ -54,6 +56,23 @@ _TASK_OUTPUT_TYPES = {
     "generate_until": OutputType.GENERATIVE,
 }
 _MISSING = object()
+
+
+@contextlib.contextmanager
+def _lm_eval_bars_off() -> Iterator[None]:
+    """lm-eval's tqdm bar while ``Task.build_all_requests`` builds a task's contexts (one
+    bar per task, 24 for ``leaderboard_bbh``) off: Mill's progress counts the tasks. The
+    bar is ``lm_eval.api.task``'s module-level ``tqdm``, disabled for the call only."""
+    import functools
+
+    import lm_eval.api.task as lm_eval_task
+
+    bar = lm_eval_task.tqdm
+    lm_eval_task.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        lm_eval_task.tqdm = bar
 
 
 def _index_suggestions(name: str, names: Sequence[str]) -> list[str]:
@@ -221,7 +240,7 @@ def aggregation_name(fn: Any) -> str | None:
 
 
 def rebuild_metric(name: str, settings: dict[str, Any]) -> LMEvalMetric:
-    """An lm-eval task's metric from a run folder's task settings (``mill -cn compare``)."""
+    """An lm-eval task's metric from a run folder's task settings (``mill compare``)."""
     require_lm_eval()
     import lm_eval.api.metrics  # noqa: F401 - registers lm-eval's aggregations
     from lm_eval.api.registry import AGGREGATION_REGISTRY
@@ -440,7 +459,7 @@ class LMEvalTask(Task):
                 return chat(history, add_generation_prompt)
 
         limit = get_sample_size(task, self.lm_limit)
-        with self.suite.random_state():
+        with self.suite.random_state(), _lm_eval_bars_off():
             task.build_all_requests(
                 limit=limit,
                 rank=0,
@@ -732,8 +751,11 @@ class LMEvalSuite(TaskGroup):
         manager._index.update(TaskIndex().build([tmp]))
 
     def _load(self, manager: Any, names: list[str]) -> dict[str, Any]:
+        import datasets
         import yaml
 
+        # the tasks' splits load (and process_docs maps them) without datasets' bars
+        datasets.disable_progress_bars()
         try:
             with code_eval_supplied():  # code tasks' utils.py load code_eval at import
                 return manager.load(names)

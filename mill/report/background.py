@@ -5,7 +5,7 @@ its start on one core (imports, loading data and the model), so :class:`ReportHe
 starts ``python -m mill.report.background`` at once: the child imports matplotlib and
 the report code on the other core, then waits for one line on stdin, the folder, and
 writes the plots and ``report.html`` there (:func:`mill.report.rebuild.write_run_report`,
-the same function ``mill -cn report`` uses). The run hands it the folder after
+the same function ``mill report`` uses). The run hands it the folder after
 ``report.txt`` and waits for its answer before the manifest says ``succeeded``, so the
 folder ends as an in-process rendering leaves it, in the same order.
 

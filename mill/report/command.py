@@ -1,8 +1,9 @@
 """The report-side commands behind Mill's second primary configs (``conf/compare.yaml``,
-``conf/report.yaml``), chosen with Hydra's ``-cn``/``--config-name``:
+``conf/report.yaml``), chosen by the command's name (``mill.cli`` makes ``mill compare``
+Hydra's ``-cn compare``, so both spellings work):
 
-    mill -cn compare a=<run dir> b=<run dir>
-    mill -cn report runs=[<run or sweep dir>,...]
+    mill compare a=<run dir> b=<run dir>
+    mill report runs=[<run or sweep dir>,...]
 
 Each config sets ``command``; :func:`run_command` dispatches on it. Neither command loads a
 model.
@@ -27,4 +28,4 @@ def run_command(cfg: Any) -> None:
 
         report_command(cfg)
     else:
-        raise ConfigError(f"command={command!r} is unknown; use mill -cn compare or -cn report")
+        raise ConfigError(f"command={command!r} is unknown; use mill compare or mill report")

@@ -449,7 +449,7 @@ def _names(value: Any) -> list[str]:
 
 
 def compare_command(cfg: Any) -> None:
-    """``mill -cn compare a=<run> b=<run>``: print the table and verdicts; write ``out``."""
+    """``mill compare a=<run> b=<run>``: print the table and verdicts; write ``out``."""
     from omegaconf import OmegaConf
 
     from mill.report.console import make_console
@@ -457,7 +457,7 @@ def compare_command(cfg: Any) -> None:
     for key in ("a", "b"):
         if OmegaConf.is_missing(cfg, key) or cfg.get(key) in (None, ""):
             raise ReportInputError(
-                f"compare needs two run folders: mill -cn compare a=<run dir> b=<run dir> "
+                f"compare needs two run folders: mill compare a=<run dir> b=<run dir> "
                 f"({key}= is missing)"
             )
     trust = bool(cfg.get("trust_edited", False))

@@ -1,7 +1,7 @@
 """Write plots, ``report.html`` and tables for finished folders: one run, a sweep, several runs.
 
 Used at the end of a run (:func:`report_after_run`), at the end of a sweep
-(:func:`report_after_sweep`) and by ``mill -cn report`` (:func:`report_command`). Works from
+(:func:`report_after_sweep`) and by ``mill report`` (:func:`report_command`). Works from
 the files alone; no model is loaded and torch is never imported.
 """
 
@@ -66,7 +66,7 @@ def write_run_report(path: str | Path, finished: bool = True, draw: Drawing = _o
 
 def write_run_pages(run: RunFolder, out: Path, draw: Drawing = _one_by_one) -> Path:
     """``out/plots/`` and ``out/report.html`` of ``run`` (``out`` is the run's own folder at
-    the end of a run, a folder under ``out=`` for ``mill -cn report``)."""
+    the end of a run, a folder under ``out=`` for ``mill report``)."""
     from functools import partial
 
     from mill.report import html, plots
@@ -177,7 +177,7 @@ def _warn(what: str, err: Exception, path: Path) -> None:
     log.warning("%s not written: %s: %s", what, type(err).__name__, err)
     print(
         f"mill: warning: {what} not written ({type(err).__name__}: {err}); the results are "
-        f"complete. Rebuild it elsewhere with: mill -cn report runs=[{path}] out=<folder>",
+        f"complete. Rebuild it elsewhere with: mill report runs=[{path}] out=<folder>",
         file=sys.stderr,
     )
 
@@ -223,7 +223,7 @@ def _destinations(runs: Sequence[RunFolder], out: Path) -> list[Path]:
 
 
 def report_command(cfg: Any) -> None:
-    """``mill -cn report runs=[...] out=<folder>``: rebuild reports from existing folders,
+    """``mill report runs=[...] out=<folder>``: rebuild reports from existing folders,
     writing only under ``out`` (never into the folders read).
 
     One run folder: its plots, ``report.html`` and ``report.txt`` in ``out``. One sweep
@@ -235,9 +235,7 @@ def report_command(cfg: Any) -> None:
     from mill.report.console import make_console
 
     if OmegaConf.is_missing(cfg, "runs"):
-        raise ReportInputError(
-            "report needs folders: mill -cn report runs=[<run or sweep folder>,...]"
-        )
+        raise ReportInputError("report needs folders: mill report runs=[<run or sweep folder>,...]")
     given = cfg.runs
     paths = [Path(str(p)) for p in (given if OmegaConf.is_list(given) else [given])]
     if not paths:

@@ -1,9 +1,10 @@
 """The evaluation itself, on one rank: build, score this rank's shard, merge on rank 0.
 
 Called in the Hydra process for a single-process run (or under a user's own launcher),
-and by :mod:`mill.runner.worker` in each worker the driver starts. Only rank 0 writes to
-the experiment folder (samples, results, report, manifest); other ranks write only their
-finished responses to the response cache.
+by :mod:`mill.runner.worker` in each worker the driver starts, and by :func:`mill.evaluate`
+(with or without an experiment folder: the one execution path of every run). Only rank 0
+writes to the experiment folder (samples, results, report, manifest); other ranks write
+only their finished responses to the response cache.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -178,15 +179,22 @@ def sink_record(folder: Path | None, results: Results, resolved: dict[str, Any])
 
 def execute(
     resolved: dict[str, Any],
-    folder_path: Path,
+    folder_path: Path | None,
     dist: Dist,
     model: LanguageModel | None = None,
+    *,
+    on_sample: Callable[[SampleRecord], None] | None = None,
+    show: bool = True,
 ) -> Results | None:
     """Run the experiment described by ``resolved`` on this rank.
 
     ``model``: an already-built model (``mill.evaluate(model=...)``) instead of
     ``resolved["model"]``; its identity must say ``in_memory`` when it has no files, and
     the response cache is then off (no identity to key scores by).
+    ``folder_path`` None (``mill.evaluate`` without ``output_dir``): the same evaluation,
+    the same log lines and warnings, but nothing written anywhere (no folder, no response
+    or verdict cache, no report); each doc's record goes to ``on_sample``. ``show`` False:
+    nothing on the terminal (no progress, no loading line).
     Rank 0 returns the results (also written to ``results.json``); other ranks return None.
     Raises MillError on bad input (the same error on every rank), after rank 0 marked the
     manifest failed.
@@ -204,15 +212,17 @@ def execute(
 
     cfg = OmegaConf.create(resolved)
     settings = RunnerSettings.parse(resolved.get("runner"))
-    folder = ExperimentFolder(folder_path)
+    folder = ExperimentFolder(folder_path) if folder_path is not None else None
     main = dist.is_main
-    manifest = folder.read_manifest() if main else Manifest()
+    writes = folder if main else None  # the folder rank 0 writes (None without one)
+    manifest = writes.read_manifest() if writes is not None else Manifest()
     mode = str(cfg.report.progress)
     err_console = make_console(stderr=True, mode=mode)
+    show = main and show  # ranks other than 0 never render
     progress: Any = (
         PhaseProgress(err_console, interactive(mode), float(cfg.report.every_s))
-        if main
-        else NullProgress()  # ranks other than 0 never render
+        if show
+        else NullProgress()
     )
     allow = [str(a) for a in cfg.get("allow_targets", [])]
     seed, iters = settings.seed, settings.bootstrap_iters
@@ -222,11 +232,13 @@ def execute(
     status = "failed"
     store = None
     cache_dir: Path | None = None
+    # where this run's caches live (responses, verdicts): none without a folder
+    cache_root = settings.cache_dir(folder.path) if folder is not None else None
     sinks: list[Sink] = []
     results: Results | None = None
     judge_record: Any = None
     # rank 0 draws the plots in a child that imports matplotlib while the model loads
-    drawer = ReportHelper() if main else None
+    drawer = ReportHelper() if writes is not None else None
     try:
         _seed_everything(seed)
 
@@ -260,7 +272,7 @@ def execute(
                 release_candidate,
                 metrics,
                 judge_loaded,
-                err_console if main else None,
+                err_console if show else None,
             )
         require_judge(metrics, judging)
 
@@ -269,7 +281,7 @@ def execute(
             ", ".join(f"{t.name} ({t.describe()['num_fewshot']}-shot)" for t in tasks),
             source.source,
         )
-        if main:
+        if show:
             err_console.print(f"[mill] loading model {cfg.model.get('name', '')}")
         log.info("loading model %s", cfg.model.get("name", ""))
         if model is None:
@@ -277,7 +289,7 @@ def execute(
         fault("model_loaded")
         identity = model.identity()
         log.info("model loaded: %s", identity.get("class") or type(model).__name__)
-        cache_dir = None if identity.get("in_memory") else settings.cache_dir(folder.path)
+        cache_dir = None if identity.get("in_memory") else cache_root
         if cache_dir is not None:
             for turn in (True, False):  # rank 0 creates the database, then the others
                 opened = agree(
@@ -285,13 +297,13 @@ def execute(
                 )
                 store = opened or store
             model = CachedModel(model, store)
-        if main:
+        if writes is not None:
             manifest.model = identity
             manifest.device = device_info()
             manifest.world_size = dist.world_size
             if store is not None:
                 manifest.cache = {"dir": str(cache_dir), "entries_before": store.count()}
-            folder.write_manifest(manifest)
+            writes.write_manifest(manifest)
         dispatcher = ShardedDispatch(dist)
         clock.mark("model")
         phase = {"name": "scoring"}
@@ -307,21 +319,25 @@ def execute(
             dispatcher(model, requests, delivered)
             clock.mark(phase["name"])
 
-        if main and execution is not None:
+        if writes is not None and execution is not None:
             manifest.execution = execution_record(execution)
-            folder.write_manifest(manifest)
+            writes.write_manifest(manifest)
+        if writes is not None:
+            write_sample = writes.write_sample
+        else:  # no folder (mill.evaluate's on_sample), or a rank other than 0
+            write_sample = (on_sample if main else None) or _no_sample
         per_task = evaluate(
             tasks,
             metrics,
             model,
             source,
-            folder.write_sample if main else _no_sample,
+            write_sample,
             progress,
             bootstrap_iters=iters,
             seed=seed,
             dispatch_fn=dispatch,
             judging=judging,
-            execute=executor(execution, settings.cache_dir(folder.path)),
+            execute=executor(execution, cache_root),
         )
         if execution is not None:
             clock.mark("execution")
@@ -363,6 +379,10 @@ def execute(
             results.usage = usage()
         if manifest.judge is not None:
             results.judge = manifest.judge
+        if folder is None:  # mill.evaluate without output_dir: nothing to write
+            clock.mark("metrics")
+            success = True
+            return results
         folder.close_samples(success=True)
         results.samples_sha256 = folder.samples_sha256()
         fault("samples_closed")
@@ -408,7 +428,7 @@ def execute(
         return results
     except BaseException as caught:
         # a corrupt cache file, a full disk or a read-only folder: one line
-        err = _corrupt_cache(caught, cache_dir) or storage_error(caught, folder.path) or caught
+        err = _corrupt_cache(caught, cache_dir) or storage_error(caught, folder_path) or caught
         if main:
             record_failure(manifest, err)
             status = manifest.status
@@ -423,15 +443,16 @@ def execute(
         if judge_record is not None:
             judge_record.close()
         if main:
-            if not success:
+            if not success and writes is not None:
                 with contextlib.suppress(OSError):  # a full disk fails the close's flush too
-                    folder.close_samples(success=False)
+                    writes.close_samples(success=False)
             manifest.status = "succeeded" if success else status
             if not success:  # a resumed run writes results.json again
                 manifest.results_sha256 = None
             manifest.seconds = round(time.monotonic() - start, 3)
             try:
-                folder.write_manifest(manifest)
+                if writes is not None:
+                    writes.write_manifest(manifest)
             except OSError:
                 if success:  # else the error being raised says more than this one
                     raise
@@ -442,5 +463,5 @@ def execute(
             if memory is not None:
                 log.info(memory)
             log.info("run %s (%.1f s)", manifest.status, manifest.seconds)
-            if success and sinks and results is not None:  # the folder is complete
-                send(sinks, sink_record(folder.path, results, resolved))
+            if success and sinks and results is not None:  # the folder (if any) is complete
+                send(sinks, sink_record(folder_path, results, resolved))

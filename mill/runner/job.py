@@ -16,7 +16,7 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import base_manifest, mark_failed
 from mill.model.base import LanguageModel
+from mill.record import SampleRecord
 from mill.redact import redact, redact_text, secrets_of
 from mill.results import Manifest, Results
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
@@ -165,10 +166,13 @@ def resume_command(argv: list[str], folder: Path) -> str:
 
 def run_job(
     cfg: DictConfig,
-    output_dir: Path,
+    output_dir: Path | None,
     hydra_cfg: DictConfig | None = None,
     model: LanguageModel | None = None,
     dist: Dist | None = None,
+    *,
+    on_sample: Callable[[SampleRecord], None] | None = None,
+    show: bool = True,
 ) -> Results | None:
     """Evaluate the configured task(s) on the configured model into ``output_dir``.
 
@@ -178,12 +182,17 @@ def run_job(
     process instead of ``cfg.model`` (:func:`mill.evaluate`). ``dist``: the process group
     of a caller that joined one (a training job, :mod:`mill.integrations`): every rank
     evaluates its own copy of ``model`` on its share of the docs, and the group stays open.
+    ``output_dir`` None (:func:`mill.evaluate` without one): the same evaluation in this
+    process, nothing written; each doc's record goes to ``on_sample``, and ``show`` False
+    keeps the terminal quiet (:func:`mill.runner.execute.execute`).
     """
     from mill.runner.execute import execute
     from mill.runner.launch import launch_workers
 
     resolved = _resolve(cfg)
     settings = check_settings(resolved)  # before any data or model loads
+    if output_dir is None:  # no folder to share with workers or ranks: this process
+        return execute(resolved, None, dist or Dist(), model, on_sample=on_sample, show=show)
     own_group = dist is None
     dist = dist or Dist()
     if own_group and launched_world_size() > 1:

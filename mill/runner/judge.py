@@ -281,17 +281,17 @@ def rejudge_config(run: str, judge: DictConfig) -> dict[str, Any]:
 
 
 def judge_command(cfg: DictConfig, output_dir: Path, hydra_cfg: Any = None) -> Any:
-    """``mill -cn judge run=<finished run> judge=<judge>``: judge the run's saved answers
+    """``mill judge run=<finished run> judge=<judge>``: judge the run's saved answers
     into a new experiment folder (no candidate model loads)."""
     from mill.runner.job import run_job
 
     run = cfg.get("run")
     if OmegaConf.is_missing(cfg, "run") or not run:
         raise ConfigError(
-            "mill judge needs the finished run: mill -cn judge run=<run dir> judge=<judge>"
+            "mill judge needs the finished run: mill judge run=<run dir> judge=<judge>"
         )
     if cfg.get("judge") is None:
-        raise ConfigError(f"mill judge needs a judge: mill -cn judge run={run} judge=<judge>")
+        raise ConfigError(f"mill judge needs a judge: mill judge run={run} judge=<judge>")
     resolved = rejudge_config(str(run), cfg.judge)
     for key in ("report", "runner"):  # this command's own report and runner settings win
         if cfg.get(key) is not None:

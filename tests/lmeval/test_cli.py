@@ -16,13 +16,16 @@ from tests.lmeval.conftest import needs_lm_eval, needs_shared
 pytestmark = [pytest.mark.slow, needs_lm_eval, needs_shared]
 
 
-def _bridge(local_tasks: Path, run_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _bridge(
+    local_tasks: Path, run_dir: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return run_mill(
         "task=lm_eval",
         f"task.include_path={local_tasks}",
         "task.include_defaults=false",
         f"hydra.run.dir={run_dir}",
         *extra,
+        env=env,
         timeout=900,
     )
 
@@ -79,6 +82,21 @@ def test_group_and_rolling_run_report_and_compare(local_tasks: Path, tmp_path: P
     rows = json.loads((out / "compare.json").read_text())["rows"]
     compared = {(r["task"], r["metric"]) for r in rows}
     assert ("mill_arc_easy", "acc,none") in compared
+
+
+def test_progress_is_mills_alone(local_tasks: Path, tmp_path: Path) -> None:
+    """A bridged run prints Mill's progress only: not lm-eval's tqdm bar per task while it
+    builds contexts, nor ``datasets``' bars generating and mapping the splits (a fresh
+    datasets cache, so the splits are generated in this run)."""
+    proc = _bridge(
+        local_tasks, tmp_path / "run", "task.tasks=[mill_arc_group]", "task.limit=2",
+        "model=fake", env={"HF_DATASETS_CACHE": str(tmp_path / "datasets")},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "[mill] building requests: 2/2" in proc.stderr
+    assert (tmp_path / "datasets").is_dir()  # the splits were generated in this run
+    for bar in ("it/s]", "examples/s]", "Generating", "Map", "%|"):
+        assert bar not in proc.stderr, proc.stderr[-2000:]
 
 
 def test_errors_are_one_line(local_tasks: Path, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""``mill -cn compare``: statistics against a hand computation on hand-made run folders,
-refusals, and real runs."""
+"""``mill compare`` (and its Hydra spelling ``mill -cn compare``): statistics against a hand
+computation on hand-made run folders, refusals, and real runs."""
 
 from __future__ import annotations
 
@@ -89,9 +89,7 @@ def _hand_bootstrap(a: np.ndarray, b: np.ndarray, stat, iters: int, seed: int) -
 def test_paired_statistics_match_a_hand_computation(pair, tmp_path: Path) -> None:
     a, b = pair
     out = tmp_path / "cmp"
-    proc = run_mill(
-        "-cn", "compare", f"a={a}", f"b={b}", "iters=2000", "seed=7", f"out={out}"
-    )  # fmt: skip
+    proc = run_mill("compare", f"a={a}", f"b={b}", "iters=2000", "seed=7", f"out={out}")
     assert proc.returncode == 0, proc.stderr
     rows = {r["metric"]: r for r in json.loads((out / "compare.json").read_text())["rows"]}
 

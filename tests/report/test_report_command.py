@@ -1,4 +1,5 @@
-"""``mill -cn report``: rebuild tables, plots and pages from existing folders, no model."""
+"""``mill report`` (and its Hydra spelling ``mill -cn report``): rebuild tables, plots and
+pages from existing folders, no model."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def test_rebuilding_a_sweep_reproduces_every_file_under_out(sweep, tmp_path: Pat
     jobs = sorted(p for p in copy.iterdir() if p.is_dir() and p.name[0].isdigit())
     before = _snapshot(copy)
     out = tmp_path / "out"
-    proc = run_mill("-cn", "report", f"runs=[{copy}]", f"out={out}")
+    proc = run_mill("report", f"runs=[{copy}]", f"out={out}")
     assert proc.returncode == 0, proc.stderr
     assert _snapshot(copy) == before  # not a byte, not an mtime changed
     for job in jobs:

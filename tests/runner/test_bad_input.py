@@ -39,6 +39,12 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
     """(overrides, fragments the one-line message must contain)."""
     if name == "unknown task":
         return ["task=arc_esy"], ["unknown task 'arc_esy'", "did you mean arc_easy"]
+    if name == "unknown command":  # a first word that is no command and no override
+        return ["comapre", "a=x", "b=y"], [
+            "'comapre' is neither a command nor an override",
+            "did you mean 'mill compare'",
+            "mill report, mill compare, mill judge",
+        ]
     if name == "unknown model":
         return ["model=gpt2"], ["unknown model 'gpt2'", "gpt2_random"]
     if name == "unknown metric":
@@ -286,6 +292,7 @@ def _user_task(tmp_path: Path, rows: list[dict], name: str | None = "mine") -> l
 
 
 CASES = [
+    "unknown command",
     "unknown task",
     "unknown model",
     "unknown metric",
