@@ -3,6 +3,7 @@ WikiText-2 excerpt, with or without Mill's evaluation, in one process or under t
 
     python tests/integrations/loops.py {hf,lightning,accelerate} OUT [--no-eval]
     torchrun --nproc-per-node 2 tests/integrations/loops.py hf OUT
+    torchrun --nproc-per-node 2 tests/integrations/loops.py {fsdp1,fsdp2,zero3} OUT
 
 Attention dropout is on, so training draws from torch's RNG every step: an evaluation
 that disturbed the training RNG streams would change the loss curve. The model is saved
@@ -161,14 +162,9 @@ def lightning(out: Path, evaluate: bool) -> dict[str, Any]:
     return {"loss": lit.losses, "logged": logged}
 
 
-def accelerate(out: Path, evaluate: bool) -> dict[str, Any]:
-    import torch
-    from accelerate import Accelerator
+def recorder(logged: list[dict[str, Any]]) -> Any:
+    """An Accelerate tracker that keeps what is logged to it."""
     from accelerate.tracking import GeneralTracker
-
-    from mill.integrations.accelerate import evaluate_during_training
-
-    logged: list[dict[str, Any]] = []
 
     class Recorder(GeneralTracker):
         name = "recorder"
@@ -187,7 +183,17 @@ def accelerate(out: Path, evaluate: bool) -> dict[str, Any]:
         def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
             logged.append({**values, "step": step})
 
-    accelerator = Accelerator(cpu=True, log_with=[Recorder()])
+    return Recorder()
+
+
+def accelerate(out: Path, evaluate: bool) -> dict[str, Any]:
+    import torch
+    from accelerate import Accelerator
+
+    from mill.integrations.accelerate import evaluate_during_training
+
+    logged: list[dict[str, Any]] = []
+    accelerator = Accelerator(cpu=True, log_with=[recorder(logged)])
     accelerator.init_trackers("loops")
     torch.manual_seed(0)
     model, tokenizer = load()
@@ -222,15 +228,138 @@ def accelerate(out: Path, evaluate: bool) -> dict[str, Any]:
     return {"loss": losses, "logged": logged}
 
 
+def sharded(out: Path, evaluate: bool, kind: str) -> dict[str, Any]:
+    """A hand-written loop whose model is sharded over the ranks: torch's FSDP1
+    (``FullyShardedDataParallel(device_id=cpu, use_orig_params=True)``), FSDP2
+    (``fully_shard`` on a CPU mesh) or a DeepSpeed ZeRO-3 engine, one FSDP unit or ZeRO
+    partition per decoder layer. Accelerate joins the process group (gloo), deals the batches
+    and is the tracker: its FSDP and DeepSpeed plugins need an accelerator device, so the
+    sharding is torch's or DeepSpeed's own, as a CPU user would write it. Rank 0 saves the
+    whole model at every evaluated step, gathered by the framework's own checkpoint call."""
+    import torch
+    from accelerate import Accelerator
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    from mill.integrations.accelerate import evaluate_during_training
+
+    logged: list[dict[str, Any]] = []
+    accelerator = Accelerator(cpu=True, log_with=[recorder(logged)])
+    accelerator.init_trackers("loops")
+    torch.manual_seed(0)
+    model, tokenizer = load()
+    plain, _ = load()  # the checkpoints' vessel
+    _, size = world()
+    loader = torch.utils.data.DataLoader(blocks(tokenizer), batch_size=BATCH // size, shuffle=True)
+    loader = accelerator.prepare(loader)
+    if kind == "zero3":
+        import deepspeed
+
+        config = {
+            "train_micro_batch_size_per_gpu": BATCH // size,
+            "gradient_accumulation_steps": 1,
+            "zero_optimization": {"stage": 3},
+            "optimizer": {"type": "AdamW", "params": {"lr": LR, "torch_adam": True}},
+        }
+        model, optimizer, _, _ = deepspeed.initialize(
+            model=model, model_parameters=model.parameters(), config=config
+        )
+    else:
+        from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+
+        if kind == "fsdp1":
+            import functools
+
+            from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+            policy = functools.partial(
+                transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer}
+            )
+            model = FullyShardedDataParallel(
+                model, device_id=torch.device("cpu"), use_orig_params=True, auto_wrap_policy=policy
+            )
+        else:
+            from torch.distributed.device_mesh import init_device_mesh
+            from torch.distributed.fsdp import fully_shard
+
+            mesh = init_device_mesh("cpu", (size,))
+            for layer in model.model.layers:
+                fully_shard(layer, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+
+    def whole() -> dict[str, Any] | None:
+        """The whole state dict on rank 0 (None elsewhere); every rank calls it."""
+        if kind == "zero3":
+            state = model._zero3_consolidated_16bit_state_dict()
+        elif kind == "fsdp1":
+            from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+
+            # offload_to_cpu=True crashes (SIGSEGV in the clone of a gathered parameter)
+            # when the FSDP device is the CPU, torch 2.13
+            config = FullStateDictConfig(offload_to_cpu=False, rank0_only=True)
+            with FullyShardedDataParallel.state_dict_type(
+                model, StateDictType.FULL_STATE_DICT, config
+            ):
+                state = model.state_dict()
+        else:
+            from torch.distributed.checkpoint.state_dict import (
+                StateDictOptions,
+                get_model_state_dict,
+            )
+
+            options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+            state = get_model_state_dict(model, options=options)
+        return state if accelerator.is_main_process else None
+
+    settings = {**SETTINGS, "output_dir": out}
+    if evaluate:
+        evaluate_during_training(model, tokenizer, accelerator, step=0, **settings)
+    losses = []
+    step = 0
+    model.train()
+    for batch in loader:
+        loss = model(**batch).loss
+        if kind == "zero3":
+            model.backward(loss)
+            model.step()
+        else:
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        step += 1
+        losses.append(float(loss.detach()))
+        if step % EVERY == 0:
+            state = whole()
+            if state is not None:
+                missing, _ = plain.load_state_dict(state, strict=False)
+                assert set(missing) <= {"lm_head.weight"}, missing  # tied to the embeddings
+                save(plain, tokenizer, out, step)
+        if evaluate:
+            evaluate_during_training(model, tokenizer, accelerator, step=step, **settings)
+        if step == STEPS:
+            break
+    if evaluate:
+        evaluate_during_training(
+            model, tokenizer, accelerator, step=step, event="train_end", **settings
+        )
+    accelerator.end_training()
+    return {"loss": losses, "logged": logged}
+
+
+LOOPS = ("hf", "lightning", "accelerate", "fsdp1", "fsdp2", "zero3")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("loop", choices=["hf", "lightning", "accelerate"])
+    parser.add_argument("loop", choices=LOOPS)
     parser.add_argument("out", type=Path)
     parser.add_argument("--no-eval", action="store_true")
     args = parser.parse_args()
-    result = {"hf": hf, "lightning": lightning, "accelerate": accelerate}[args.loop](
-        args.out, not args.no_eval
-    )
+    if args.loop in ("fsdp1", "fsdp2", "zero3"):
+        result = sharded(args.out, not args.no_eval, args.loop)
+    else:
+        loop = {"hf": hf, "lightning": lightning, "accelerate": accelerate}[args.loop]
+        result = loop(args.out, not args.no_eval)
     if world()[0] == 0:
         (args.out / "losses.json").write_text(json.dumps(result, indent=1))
 
