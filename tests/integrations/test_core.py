@@ -248,3 +248,40 @@ def test_ranks_with_different_weights_stop_the_evaluation_on_every_rank(tmp_path
     said = [line for line in done.stdout.splitlines() if "refused:" in line]
     assert len(said) == 2 and all("the ranks hold different weights at step 3" in s for s in said)
     assert not (tmp_path / "out" / "mill" / "step-3").exists()  # nothing half-written
+
+
+FLAT = """
+import functools, sys
+import torch, torch.distributed as td, transformers
+from torch.distributed.fsdp import FullyShardedDataParallel
+from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+from mill.integrations.core import fingerprint
+from mill.integrations.sharded import gathered_state_dict, sharding, whole_copy
+td.init_process_group("gloo")
+model = transformers.AutoModelForCausalLM.from_pretrained(sys.argv[1])
+want = fingerprint(model)
+policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})
+wrapped = FullyShardedDataParallel(
+    model, device_id=torch.device("cpu"), use_orig_params=False, auto_wrap_policy=policy
+)
+kind = sharding(wrapped)
+whole = whole_copy(wrapped, gathered_state_dict(wrapped, kind))
+print(f"rank {td.get_rank()}: {kind} {fingerprint(whole) == want} {whole.training}")
+td.destroy_process_group()
+"""
+
+
+@pytest.mark.slow  # two ranks under torchrun
+def test_fsdp1_flat_parameters_are_gathered_whole(tmp_path: Path) -> None:
+    """The training loops shard with use_orig_params=True; FSDP1's flat parameters
+    (use_orig_params=False) are gathered into the same whole model."""
+    script = tmp_path / "flat.py"
+    script.write_text(FLAT)
+    done = run_process(
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+        script, DEMO, cwd=REPO, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = sorted(line for line in done.stdout.splitlines() if line.startswith("rank "))
+    assert said == ["rank 0: fsdp True False", "rank 1: fsdp True False"]
