@@ -186,71 +186,13 @@ def recorder(logged: list[dict[str, Any]]) -> Any:
     return Recorder()
 
 
-def accelerate(out: Path, evaluate: bool) -> dict[str, Any]:
+def shard(model: Any, kind: str, size: int) -> tuple[Any, Any]:
+    """The model sharded over the ranks, one FSDP unit or ZeRO partition per decoder layer,
+    and its optimizer: torch's FSDP1 (``FullyShardedDataParallel(device_id=cpu,
+    use_orig_params=True)``), FSDP2 (``fully_shard`` on a CPU mesh) or a DeepSpeed ZeRO-3
+    engine (which is its own optimizer)."""
     import torch
-    from accelerate import Accelerator
 
-    from mill.integrations.accelerate import evaluate_during_training
-
-    logged: list[dict[str, Any]] = []
-    accelerator = Accelerator(cpu=True, log_with=[recorder(logged)])
-    accelerator.init_trackers("loops")
-    torch.manual_seed(0)
-    model, tokenizer = load()
-    _, size = world()
-    loader = torch.utils.data.DataLoader(blocks(tokenizer), batch_size=BATCH // size, shuffle=True)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
-    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
-    settings = {**SETTINGS, "output_dir": out}
-    if evaluate:
-        evaluate_during_training(model, tokenizer, accelerator, step=0, **settings)
-    losses = []
-    step = 0
-    model.train()
-    for batch in loader:
-        loss = model(**batch).loss
-        accelerator.backward(loss)
-        optimizer.step()
-        optimizer.zero_grad()
-        step += 1
-        losses.append(float(loss.detach()))
-        if step % EVERY == 0 and accelerator.is_main_process:
-            save(accelerator.unwrap_model(model), tokenizer, out, step)
-        if evaluate:
-            evaluate_during_training(model, tokenizer, accelerator, step=step, **settings)
-        if step == STEPS:
-            break
-    if evaluate:
-        evaluate_during_training(
-            model, tokenizer, accelerator, step=step, event="train_end", **settings
-        )
-    accelerator.end_training()
-    return {"loss": losses, "logged": logged}
-
-
-def sharded(out: Path, evaluate: bool, kind: str) -> dict[str, Any]:
-    """A hand-written loop whose model is sharded over the ranks: torch's FSDP1
-    (``FullyShardedDataParallel(device_id=cpu, use_orig_params=True)``), FSDP2
-    (``fully_shard`` on a CPU mesh) or a DeepSpeed ZeRO-3 engine, one FSDP unit or ZeRO
-    partition per decoder layer. Accelerate joins the process group (gloo), deals the batches
-    and is the tracker: its FSDP and DeepSpeed plugins need an accelerator device, so the
-    sharding is torch's or DeepSpeed's own, as a CPU user would write it. Rank 0 saves the
-    whole model at every evaluated step, gathered by the framework's own checkpoint call."""
-    import torch
-    from accelerate import Accelerator
-    from torch.distributed.fsdp import FullyShardedDataParallel
-
-    from mill.integrations.accelerate import evaluate_during_training
-
-    logged: list[dict[str, Any]] = []
-    accelerator = Accelerator(cpu=True, log_with=[recorder(logged)])
-    accelerator.init_trackers("loops")
-    torch.manual_seed(0)
-    model, tokenizer = load()
-    plain, _ = load()  # the checkpoints' vessel
-    _, size = world()
-    loader = torch.utils.data.DataLoader(blocks(tokenizer), batch_size=BATCH // size, shuffle=True)
-    loader = accelerator.prepare(loader)
     if kind == "zero3":
         import deepspeed
 
@@ -260,57 +202,80 @@ def sharded(out: Path, evaluate: bool, kind: str) -> dict[str, Any]:
             "zero_optimization": {"stage": 3},
             "optimizer": {"type": "AdamW", "params": {"lr": LR, "torch_adam": True}},
         }
-        model, optimizer, _, _ = deepspeed.initialize(
+        engine, _, _, _ = deepspeed.initialize(
             model=model, model_parameters=model.parameters(), config=config
         )
+        return engine, engine
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+
+    if kind == "fsdp1":
+        import functools
+
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+        policy = functools.partial(
+            transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer}
+        )
+        model = FullyShardedDataParallel(
+            model, device_id=torch.device("cpu"), use_orig_params=True, auto_wrap_policy=policy
+        )
     else:
-        from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
 
-        if kind == "fsdp1":
-            import functools
+        mesh = init_device_mesh("cpu", (size,))
+        for layer in model.model.layers:
+            fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+    return model, torch.optim.AdamW(model.parameters(), lr=LR)
 
-            from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
-            policy = functools.partial(
-                transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer}
-            )
-            model = FullyShardedDataParallel(
-                model, device_id=torch.device("cpu"), use_orig_params=True, auto_wrap_policy=policy
-            )
-        else:
-            from torch.distributed.device_mesh import init_device_mesh
-            from torch.distributed.fsdp import fully_shard
+def whole_state(model: Any, kind: str) -> dict[str, Any]:
+    """A sharded model's whole state dict on rank 0 (empty elsewhere), gathered by the
+    framework's own checkpoint call; every rank calls it."""
+    if kind == "zero3":
+        return model._zero3_consolidated_16bit_state_dict() or {}
+    if kind == "fsdp1":
+        from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
-            mesh = init_device_mesh("cpu", (size,))
-            for layer in model.model.layers:
-                fully_shard(layer, mesh=mesh)
-            fully_shard(model, mesh=mesh)
+        # offload_to_cpu=True crashes (SIGSEGV in the clone of a gathered parameter) when
+        # the FSDP device is the CPU, torch 2.13
+        config = FullStateDictConfig(offload_to_cpu=False, rank0_only=True)
+        with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, config):
+            return model.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_model_state_dict(model, options=options)
+
+
+def accelerate(out: Path, evaluate: bool, kind: str = "ddp") -> dict[str, Any]:
+    """A hand-written loop: Accelerate joins the process group (gloo), deals the batches and
+    is the tracker. ``kind="ddp"``: Accelerate prepares the model; otherwise the model is
+    sharded by :func:`shard` (Accelerate's FSDP and DeepSpeed plugins need an accelerator
+    device, so the sharding is torch's or DeepSpeed's own, as a CPU user would write it).
+    Rank 0 saves the whole model at every evaluated step."""
+    import torch
+    from accelerate import Accelerator
+
+    from mill.integrations.accelerate import evaluate_during_training
+
+    logged: list[dict[str, Any]] = []
+    accelerator = Accelerator(cpu=True, log_with=[recorder(logged)])
+    accelerator.init_trackers("loops")
+    torch.manual_seed(0)
+    model, tokenizer = load()
+    _, size = world()
+    loader = torch.utils.data.DataLoader(blocks(tokenizer), batch_size=BATCH // size, shuffle=True)
+    if kind == "ddp":
         optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
-
-    def whole() -> dict[str, Any] | None:
-        """The whole state dict on rank 0 (None elsewhere); every rank calls it."""
-        if kind == "zero3":
-            state = model._zero3_consolidated_16bit_state_dict()
-        elif kind == "fsdp1":
-            from torch.distributed.fsdp import FullStateDictConfig, StateDictType
-
-            # offload_to_cpu=True crashes (SIGSEGV in the clone of a gathered parameter)
-            # when the FSDP device is the CPU, torch 2.13
-            config = FullStateDictConfig(offload_to_cpu=False, rank0_only=True)
-            with FullyShardedDataParallel.state_dict_type(
-                model, StateDictType.FULL_STATE_DICT, config
-            ):
-                state = model.state_dict()
-        else:
-            from torch.distributed.checkpoint.state_dict import (
-                StateDictOptions,
-                get_model_state_dict,
-            )
-
-            options = StateDictOptions(full_state_dict=True, cpu_offload=True)
-            state = get_model_state_dict(model, options=options)
-        return state if accelerator.is_main_process else None
-
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    else:
+        plain, _ = load()  # the checkpoints' vessel
+        loader = accelerator.prepare(loader)
+        model, optimizer = shard(model, kind, size)
     settings = {**SETTINGS, "output_dir": out}
     if evaluate:
         evaluate_during_training(model, tokenizer, accelerator, step=0, **settings)
@@ -323,14 +288,16 @@ def sharded(out: Path, evaluate: bool, kind: str) -> dict[str, Any]:
             model.backward(loss)
             model.step()
         else:
-            loss.backward()
+            accelerator.backward(loss)
             optimizer.step()
             optimizer.zero_grad()
         step += 1
         losses.append(float(loss.detach()))
-        if step % EVERY == 0:
-            state = whole()
-            if state is not None:
+        if step % EVERY == 0 and kind == "ddp" and accelerator.is_main_process:
+            save(accelerator.unwrap_model(model), tokenizer, out, step)
+        elif step % EVERY == 0 and kind != "ddp":
+            state = whole_state(model, kind)
+            if accelerator.is_main_process:
                 missing, _ = plain.load_state_dict(state, strict=False)
                 assert set(missing) <= {"lm_head.weight"}, missing  # tied to the embeddings
                 save(plain, tokenizer, out, step)
@@ -356,7 +323,7 @@ def main() -> None:
     parser.add_argument("--no-eval", action="store_true")
     args = parser.parse_args()
     if args.loop in ("fsdp1", "fsdp2", "zero3"):
-        result = sharded(args.out, not args.no_eval, args.loop)
+        result = accelerate(args.out, not args.no_eval, args.loop)
     else:
         loop = {"hf": hf, "lightning": lightning, "accelerate": accelerate}[args.loop]
         result = loop(args.out, not args.no_eval)
