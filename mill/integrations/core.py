@@ -5,8 +5,11 @@ An evaluation runs on every rank of the training job, inside the job's own proce
 :func:`~mill.runner.job.run_job` with a :class:`GroupDist` deals the docs over the ranks
 and gathers the responses on rank 0 exactly as a ``mill`` run under ``torchrun`` does. The
 model is the one being trained, unwrapped from DDP / Accelerate, in ``eval`` mode and
-``no_grad``; afterwards its train mode and every global RNG stream (Python, NumPy, torch
-CPU and CUDA) are as they were, and the optimizer is never seen.
+``no_grad``; a model sharded over the ranks (FSDP, DeepSpeed ZeRO-3) is first gathered
+into a whole copy on every rank (:mod:`mill.integrations.sharded` says why), evaluated,
+then dropped. Afterwards the model's train mode and every global RNG stream (Python,
+NumPy, torch CPU and CUDA) are as they were, and the optimizer is never seen. The
+weights' fingerprint must be the same on every rank, or the evaluation stops.
 
 Each evaluation writes an experiment folder ``<output_dir>/mill/step-<N>/`` whose model
 identity names the step and the sha256 of the weights in memory; ``finish`` writes
@@ -27,7 +30,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mill.api import InMemoryModel, compose_tasks
-from mill.errors import ConfigError
+from mill.errors import ConfigError, MillError
+from mill.integrations.sharded import gathered_state_dict, sharding, unwrap, whole_copy
 from mill.results import Results
 from mill.runner.dist import Dist
 
@@ -76,14 +80,6 @@ def job_dist() -> Dist:
     return GroupDist(rank=td.get_rank(), world_size=td.get_world_size())
 
 
-def unwrap(model: Any) -> Any:
-    """The module behind DDP, DataParallel, DeepSpeed or ``torch.compile`` wrappers (the
-    weights are the same tensors)."""
-    from accelerate.utils import extract_model_from_parallel
-
-    return extract_model_from_parallel(model, keep_torch_compile=False)
-
-
 def refusal(model: Any, tokenizer: Any) -> str | None:
     """Why Mill cannot evaluate this model in the training loop (one line), or None."""
     from mill.model.base import LanguageModel
@@ -92,12 +88,6 @@ def refusal(model: Any, tokenizer: Any) -> str | None:
         return None
     if model is None:
         return "no model: pass the model being trained"
-    if any(_sharded(m) for m in (model, unwrap(model))):
-        return (
-            f"the {type(model).__name__}'s weights are sharded over the ranks (FSDP or "
-            "ZeRO-3), and Mill evaluates a whole model on every rank; evaluate the saved "
-            "checkpoints with `mill model=hf model.pretrained=<checkpoint>` instead"
-        )
     inner = unwrap(model)
     name = type(inner).__name__
     import transformers
@@ -115,17 +105,6 @@ def refusal(model: Any, tokenizer: Any) -> str | None:
     if tokenizer is None:
         return "no tokenizer: pass tokenizer= (the model's tokenizer) to the callback"
     return None
-
-
-def _sharded(module: Any) -> bool:
-    try:
-        from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
-    except ImportError:  # pragma: no cover - torch without distributed
-        return False
-    for sub in module.modules():
-        if isinstance(sub, (FullyShardedDataParallel, FSDPModule)):
-            return True
-    return any(hasattr(p, "ds_id") for p in module.parameters())  # DeepSpeed ZeRO-3
 
 
 def fingerprint(module: Any) -> str:
@@ -265,19 +244,27 @@ class TrainingEvaluator:
         from mill.runner.job import run_job
 
         dist = job_dist()
-        module = (
-            getattr(model, "model", None) if isinstance(model, LanguageModel) else unwrap(model)
-        )
-        training = getattr(module, "training", None)
+        lm_given = isinstance(model, LanguageModel)
+        module = trained = getattr(model, "model", None) if lm_given else unwrap(model)
+        training = getattr(trained, "training", None)
         folder = Path(output_dir) / "mill" / f"step-{step}"
         try:
             with kept_rng(), torch.no_grad():
+                kind = None if lm_given else sharding(model)
+                if kind is not None:  # every rank gets a whole copy (see sharded.py)
+                    module = whole_copy(model, gathered_state_dict(model, kind))
                 weights = (
                     fingerprint(module) if callable(getattr(module, "state_dict", None)) else ""
                 )
+                if len(set(dist.all_gather(weights))) > 1:
+                    raise MillError(
+                        f"the ranks hold different weights at step {step} (their fingerprints "
+                        "differ); Mill evaluates one model: check that every rank trains the "
+                        "same model (DDP, FSDP) and calls the evaluation at the same step"
+                    )
                 inner = (
                     model
-                    if isinstance(model, LanguageModel)
+                    if lm_given
                     else HFCausalLM.from_transformers(module, tokenizer, name=f"step-{step}")
                 )
                 lm = StepModel(inner, step, weights, self.cache)
@@ -292,7 +279,7 @@ class TrainingEvaluator:
                 results = run_job(cfg, folder, None, model=lm, dist=dist)
         finally:
             if training is not None:
-                module.train(training)
+                trained.train(training)
         self._done.add(step)
         return dist.broadcast(to_log(results) if results is not None else None)
 

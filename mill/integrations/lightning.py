@@ -20,7 +20,31 @@ from typing import Any
 
 import lightning as L
 
+from mill.errors import ConfigError
 from mill.integrations.core import TrainingEvaluator
+
+SHARDING_STRATEGIES = ("FSDPStrategy", "DeepSpeedStrategy", "ModelParallelStrategy")
+"""Lightning strategies that shard the LightningModule itself: refused (see
+:func:`strategy_refusal`)."""
+
+
+def strategy_refusal(strategy: Any) -> str | None:
+    """Why the callback cannot evaluate under this Lightning strategy (one line), or None.
+
+    Lightning's FSDP, DeepSpeed and model-parallel strategies wrap the whole
+    LightningModule, so the model attribute the callback sees is an inner part of a sharded
+    module, which Mill does not gather (the Trainer and Accelerate integrations gather an
+    FSDP or ZeRO-3 model they are given whole); Lightning runs these strategies only on
+    GPUs, where this project has no test."""
+    name = type(strategy).__name__
+    if any(cls.__name__ in SHARDING_STRATEGIES for cls in type(strategy).__mro__):
+        return (
+            f"Lightning's {name} shards the LightningModule, and Mill gathers only a model "
+            "it is given whole (the Trainer and Accelerate integrations); train with "
+            "strategy='ddp', or evaluate the saved checkpoints with "
+            "`mill model=hf model.pretrained=<checkpoint>`"
+        )
+    return None
 
 
 class MillCallback(L.Callback):
@@ -57,6 +81,9 @@ class MillCallback(L.Callback):
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if stage != "fit":
             return
+        why = strategy_refusal(trainer.strategy)
+        if why is not None:
+            raise ConfigError(f"mill cannot evaluate this model during training: {why}")
         self.evaluator.check(self._model(pl_module), self.tokenizer)
         if trainer.is_global_zero:
             print(self.evaluator.banner(), file=sys.stderr)

@@ -3,6 +3,7 @@ WikiText-2 excerpt, with or without Mill's evaluation, in one process or under t
 
     python tests/integrations/loops.py {hf,lightning,accelerate} OUT [--no-eval]
     torchrun --nproc-per-node 2 tests/integrations/loops.py hf OUT
+    torchrun --nproc-per-node 2 tests/integrations/loops.py {fsdp1,fsdp2,zero3} OUT
 
 Attention dropout is on, so training draws from torch's RNG every step: an evaluation
 that disturbed the training RNG streams would change the loss curve. The model is saved
@@ -161,14 +162,9 @@ def lightning(out: Path, evaluate: bool) -> dict[str, Any]:
     return {"loss": lit.losses, "logged": logged}
 
 
-def accelerate(out: Path, evaluate: bool) -> dict[str, Any]:
-    import torch
-    from accelerate import Accelerator
+def recorder(logged: list[dict[str, Any]]) -> Any:
+    """An Accelerate tracker that keeps what is logged to it."""
     from accelerate.tracking import GeneralTracker
-
-    from mill.integrations.accelerate import evaluate_during_training
-
-    logged: list[dict[str, Any]] = []
 
     class Recorder(GeneralTracker):
         name = "recorder"
@@ -187,14 +183,99 @@ def accelerate(out: Path, evaluate: bool) -> dict[str, Any]:
         def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
             logged.append({**values, "step": step})
 
-    accelerator = Accelerator(cpu=True, log_with=[Recorder()])
+    return Recorder()
+
+
+def shard(model: Any, kind: str, size: int) -> tuple[Any, Any]:
+    """The model sharded over the ranks, one FSDP unit or ZeRO partition per decoder layer,
+    and its optimizer: torch's FSDP1 (``FullyShardedDataParallel(device_id=cpu,
+    use_orig_params=True)``), FSDP2 (``fully_shard`` on a CPU mesh) or a DeepSpeed ZeRO-3
+    engine (which is its own optimizer)."""
+    import torch
+
+    if kind == "zero3":
+        import deepspeed
+
+        config = {
+            "train_micro_batch_size_per_gpu": BATCH // size,
+            "gradient_accumulation_steps": 1,
+            "zero_optimization": {"stage": 3},
+            "optimizer": {"type": "AdamW", "params": {"lr": LR, "torch_adam": True}},
+        }
+        engine, _, _, _ = deepspeed.initialize(
+            model=model, model_parameters=model.parameters(), config=config
+        )
+        return engine, engine
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+
+    if kind == "fsdp1":
+        import functools
+
+        from torch.distributed.fsdp import FullyShardedDataParallel
+        from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+        policy = functools.partial(
+            transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer}
+        )
+        model = FullyShardedDataParallel(
+            model, device_id=torch.device("cpu"), use_orig_params=True, auto_wrap_policy=policy
+        )
+    else:
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        mesh = init_device_mesh("cpu", (size,))
+        for layer in model.model.layers:
+            fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+    return model, torch.optim.AdamW(model.parameters(), lr=LR)
+
+
+def whole_state(model: Any, kind: str) -> dict[str, Any]:
+    """A sharded model's whole state dict on rank 0 (empty elsewhere), gathered by the
+    framework's own checkpoint call; every rank calls it."""
+    if kind == "zero3":
+        return model._zero3_consolidated_16bit_state_dict() or {}
+    if kind == "fsdp1":
+        from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+        # offload_to_cpu=True crashes (SIGSEGV in the clone of a gathered parameter) when
+        # the FSDP device is the CPU, torch 2.13
+        config = FullStateDictConfig(offload_to_cpu=False, rank0_only=True)
+        with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, config):
+            return model.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_model_state_dict(model, options=options)
+
+
+def accelerate(out: Path, evaluate: bool, kind: str = "ddp") -> dict[str, Any]:
+    """A hand-written loop: Accelerate joins the process group (gloo), deals the batches and
+    is the tracker. ``kind="ddp"``: Accelerate prepares the model; otherwise the model is
+    sharded by :func:`shard` (Accelerate's FSDP and DeepSpeed plugins need an accelerator
+    device, so the sharding is torch's or DeepSpeed's own, as a CPU user would write it).
+    Rank 0 saves the whole model at every evaluated step."""
+    import torch
+    from accelerate import Accelerator
+
+    from mill.integrations.accelerate import evaluate_during_training
+
+    logged: list[dict[str, Any]] = []
+    accelerator = Accelerator(cpu=True, log_with=[recorder(logged)])
     accelerator.init_trackers("loops")
     torch.manual_seed(0)
     model, tokenizer = load()
     _, size = world()
     loader = torch.utils.data.DataLoader(blocks(tokenizer), batch_size=BATCH // size, shuffle=True)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
-    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    if kind == "ddp":
+        optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    else:
+        plain, _ = load()  # the checkpoints' vessel
+        loader = accelerator.prepare(loader)
+        model, optimizer = shard(model, kind, size)
     settings = {**SETTINGS, "output_dir": out}
     if evaluate:
         evaluate_during_training(model, tokenizer, accelerator, step=0, **settings)
@@ -203,13 +284,23 @@ def accelerate(out: Path, evaluate: bool) -> dict[str, Any]:
     model.train()
     for batch in loader:
         loss = model(**batch).loss
-        accelerator.backward(loss)
-        optimizer.step()
-        optimizer.zero_grad()
+        if kind == "zero3":
+            model.backward(loss)
+            model.step()
+        else:
+            accelerator.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
         step += 1
         losses.append(float(loss.detach()))
-        if step % EVERY == 0 and accelerator.is_main_process:
+        if step % EVERY == 0 and kind == "ddp" and accelerator.is_main_process:
             save(accelerator.unwrap_model(model), tokenizer, out, step)
+        elif step % EVERY == 0 and kind != "ddp":
+            state = whole_state(model, kind)
+            if accelerator.is_main_process:
+                missing, _ = plain.load_state_dict(state, strict=False)
+                assert set(missing) <= {"lm_head.weight"}, missing  # tied to the embeddings
+                save(plain, tokenizer, out, step)
         if evaluate:
             evaluate_during_training(model, tokenizer, accelerator, step=step, **settings)
         if step == STEPS:
@@ -222,15 +313,20 @@ def accelerate(out: Path, evaluate: bool) -> dict[str, Any]:
     return {"loss": losses, "logged": logged}
 
 
+LOOPS = ("hf", "lightning", "accelerate", "fsdp1", "fsdp2", "zero3")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("loop", choices=["hf", "lightning", "accelerate"])
+    parser.add_argument("loop", choices=LOOPS)
     parser.add_argument("out", type=Path)
     parser.add_argument("--no-eval", action="store_true")
     args = parser.parse_args()
-    result = {"hf": hf, "lightning": lightning, "accelerate": accelerate}[args.loop](
-        args.out, not args.no_eval
-    )
+    if args.loop in ("fsdp1", "fsdp2", "zero3"):
+        result = accelerate(args.out, not args.no_eval, args.loop)
+    else:
+        loop = {"hf": hf, "lightning": lightning, "accelerate": accelerate}[args.loop]
+        result = loop(args.out, not args.no_eval)
     if world()[0] == 0:
         (args.out / "losses.json").write_text(json.dumps(result, indent=1))
 

@@ -5,6 +5,7 @@ and RNG streams, and the curves page."""
 from __future__ import annotations
 
 import random
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -16,7 +17,9 @@ import transformers
 import mill
 from mill.errors import ConfigError
 from mill.integrations.core import TrainingEvaluator, fingerprint
+from mill.integrations.sharded import sharding, unwrap
 from mill.results import Manifest, Results
+from tests.helpers import REPO, run_process
 
 DEMO = Path(str(resources.files("mill.resources").joinpath("models", "stories260k")))
 
@@ -194,3 +197,91 @@ def test_curves_from_the_step_folders(tmp_path: Path, stories) -> None:
     assert "step 2" in html and "step 4" in html and "Bundled sample data" in html
     assert (tmp_path / "mill" / "curves" / "acc.png").read_bytes().startswith(b"\x89PNG")
     assert "data=bundled" in evaluator.banner() and "every" not in evaluator.banner()
+
+
+@pytest.mark.slow  # DeepSpeedStrategy imports DeepSpeed: about 20 s
+def test_lightning_refuses_the_strategies_that_shard_the_lightning_module() -> None:
+    from lightning.pytorch.strategies import DDPStrategy, DeepSpeedStrategy, FSDPStrategy
+
+    from mill.integrations.lightning import strategy_refusal
+
+    for strategy in (FSDPStrategy(), DeepSpeedStrategy(stage=3)):
+        why = strategy_refusal(strategy)
+        assert why is not None and type(strategy).__name__ in why and "\n" not in why
+    assert strategy_refusal(DDPStrategy()) is None
+
+
+def test_a_whole_model_is_neither_sharded_nor_wrapped(stories) -> None:
+    model = stories[0]
+    assert sharding(model) is None and unwrap(model) is model
+    assert unwrap(torch.nn.DataParallel(model)) is model
+
+
+DIVERGED = """
+import sys
+import torch, torch.distributed as td, transformers
+from mill.errors import MillError
+from mill.integrations.core import TrainingEvaluator
+td.init_process_group("gloo")
+model = transformers.AutoModelForCausalLM.from_pretrained(sys.argv[1])
+tokenizer = transformers.AutoTokenizer.from_pretrained(sys.argv[1])
+if td.get_rank() == 1:
+    with torch.no_grad():
+        model.lm_head.weight[0, 0] += 1.0
+try:
+    TrainingEvaluator("arc_easy", limit=2).evaluate(model, tokenizer, 3, sys.argv[2])
+except MillError as err:
+    print(f"rank {td.get_rank()} refused: {err}")
+td.destroy_process_group()
+"""
+
+
+@pytest.mark.slow  # two ranks under torchrun
+def test_ranks_with_different_weights_stop_the_evaluation_on_every_rank(tmp_path: Path) -> None:
+    script = tmp_path / "diverged.py"
+    script.write_text(DIVERGED)
+    done = run_process(
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+        script, DEMO, tmp_path / "out", cwd=REPO, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = [line for line in done.stdout.splitlines() if "refused:" in line]
+    assert len(said) == 2 and all("the ranks hold different weights at step 3" in s for s in said)
+    assert not (tmp_path / "out" / "mill" / "step-3").exists()  # nothing half-written
+
+
+FLAT = """
+import functools, sys
+import torch, torch.distributed as td, transformers
+from torch.distributed.fsdp import FullyShardedDataParallel
+from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+from mill.integrations.core import fingerprint
+from mill.integrations.sharded import gathered_state_dict, sharding, whole_copy
+td.init_process_group("gloo")
+model = transformers.AutoModelForCausalLM.from_pretrained(sys.argv[1])
+want = fingerprint(model)
+policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={LlamaDecoderLayer})
+wrapped = FullyShardedDataParallel(
+    model, device_id=torch.device("cpu"), use_orig_params=False, auto_wrap_policy=policy
+)
+kind = sharding(wrapped)
+whole = whole_copy(wrapped, gathered_state_dict(wrapped, kind))
+print(f"rank {td.get_rank()}: {kind} {fingerprint(whole) == want} {whole.training}")
+td.destroy_process_group()
+"""
+
+
+@pytest.mark.slow  # two ranks under torchrun
+def test_fsdp1_flat_parameters_are_gathered_whole(tmp_path: Path) -> None:
+    """The training loops shard with use_orig_params=True; FSDP1's flat parameters
+    (use_orig_params=False) are gathered into the same whole model."""
+    script = tmp_path / "flat.py"
+    script.write_text(FLAT)
+    done = run_process(
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+        script, DEMO, cwd=REPO, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = sorted(line for line in done.stdout.splitlines() if line.startswith("rank "))
+    assert said == ["rank 0: fsdp True False", "rank 1: fsdp True False"]

@@ -1,6 +1,6 @@
 """The complete examples of docs/training-*.md, run as they are written (each in a fresh
-folder): they train, evaluate at steps 2 and 4 and leave the folders and curves the pages
-promise."""
+folder; the sharded one under torchrun with two ranks): they train, evaluate at steps 2 and
+4 and leave the folders and curves the pages promise."""
 
 from __future__ import annotations
 
@@ -21,12 +21,16 @@ def example(page: str) -> str:
     return blocks[0]
 
 
+TWO_RANKS = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("page", [*PAGES, "training-sharded.md"])
 def test_the_docs_example_runs(page: str, tmp_path: Path) -> None:
     script = tmp_path / "example.py"
     script.write_text(example(page))
-    done = run_process(sys.executable, script, cwd=tmp_path, timeout=600)
+    launcher = TWO_RANKS if page == "training-sharded.md" else [sys.executable]
+    done = run_process(*launcher, script, cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     root = tmp_path / "run" / "mill"
     assert sorted(p.name for p in root.glob("step-*")) == ["step-2", "step-4"]

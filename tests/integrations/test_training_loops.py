@@ -1,11 +1,15 @@
 """Evaluation during training on real loops (tests/integrations/loops.py): stories260k
 fine-tuned for 20 steps by the Trainer, by Lightning and by a hand-written Accelerate loop,
-in one process and under torchrun with two ranks (gloo, CPU).
+in one process and under torchrun with two ranks (gloo, CPU); and, with two ranks, with
+its weights sharded over the ranks by torch's FSDP1, FSDP2 and DeepSpeed ZeRO-3.
 
 For each: the loss curve is identical with and without the evaluation (dropout is on, so a
 disturbed RNG stream would show), and at steps 10 and 20 the callback's results equal a
 standalone ``mill`` run on the checkpoint saved at that step (metrics to 1e-6, predictions
-equal, log-probabilities to 1e-6), and what the trainer logged is those numbers.
+equal, log-probabilities to 1e-6), what the trainer logged is those numbers, and the
+weights' fingerprint is that of the checkpoint loaded whole (under FSDP and ZeRO-3: of the
+weights gathered from the shards; every rank's fingerprint was the same, or the
+evaluation would have stopped).
 """
 
 from __future__ import annotations
@@ -37,7 +41,10 @@ def train(loop: str, ranks: int, out: Path, *extra: str) -> dict[str, Any]:
 
 @pytest.fixture(
     scope="module",
-    params=[(loop, n) for loop in ("hf", "lightning", "accelerate") for n in (1, 2)],
+    params=[
+        *[(loop, n) for loop in ("hf", "lightning", "accelerate") for n in (1, 2)],
+        *[(loop, 2) for loop in ("fsdp1", "fsdp2", "zero3")],
+    ],
     ids=lambda p: f"{p[0]}-{p[1]}rank",
 )
 def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
@@ -110,3 +117,16 @@ def test_curves_page_and_pngs_at_the_end(trained) -> None:
         png = (root / "curves" / f"{metric}.png").read_bytes()
         assert png.startswith(b"\x89PNG")
     assert sorted(p.name for p in root.glob("step-*")) == ["step-10", "step-20"]
+
+
+@pytest.mark.slow
+def test_the_fingerprint_is_the_checkpoints_weights(trained) -> None:
+    import transformers
+
+    from mill.integrations.core import fingerprint
+
+    root = trained[0] / "eval"
+    for step in STEPS:
+        whole = transformers.AutoModelForCausalLM.from_pretrained(root / f"checkpoint-{step}")
+        got = Results.read(root / "mill" / f"step-{step}" / "results.json")
+        assert got.model["weights_fingerprint"] == fingerprint(whole)
