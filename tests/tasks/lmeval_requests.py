@@ -4,7 +4,8 @@ Run with the dev-only lm-eval venv (never imported by Mill or its default tests)
 
     python tests/tasks/lmeval_requests.py spec.json out.json   # an interpreter with lm_eval 0.4.13
 
-spec.json: {"task": lm-eval task name, "data_files": {split: jsonl}, "overrides": {...},
+spec.json: a list of specs (out.json: the list of their outputs, from one process), or one
+spec {"task": lm-eval task name, "data_files": {split: jsonl}, "overrides": {...},
 "num_fewshot": int, "limit": int, "chat_tokenizer": dir or null, "multiturn": bool,
 "gen_kwargs": bool}.
 out.json: per doc, the request arguments [context, continuation-or-stop-strings] (with
@@ -23,12 +24,24 @@ import sys
 
 
 def main(spec_path: str, out_path: str) -> None:
-    from lm_eval.api.task import ConfigurableTask
     from lm_eval.tasks import TaskManager
 
     spec = json.loads(open(spec_path).read())
     _no_code_eval()
     manager = TaskManager()
+    if isinstance(spec, list):  # many tasks in one process: one task index, one start-up
+        open(out_path, "w").write(json.dumps([_requests(manager, one) for one in spec]))
+        return
+    task = _task(manager, spec)
+    if spec.get("model"):
+        _evaluate(task, spec, out_path)
+        return
+    open(out_path, "w").write(json.dumps(_requests(manager, spec, task)))
+
+
+def _task(manager, spec: dict):
+    from lm_eval.api.task import ConfigurableTask
+
     entry = manager._entry(spec["task"])
     overrides = {
         "dataset_path": "json",
@@ -40,10 +53,12 @@ def main(spec_path: str, out_path: str) -> None:
     config = manager._factory._load_full_config(entry, overrides)
     for key in ("tag", "group", "task_list"):
         config.pop(key, None)
-    task = ConfigurableTask(config=config)
-    if spec.get("model"):
-        _evaluate(task, spec, out_path)
-        return
+    return ConfigurableTask(config=config)
+
+
+def _requests(manager, spec: dict, task=None) -> list:
+    """Per doc, the request arguments lm-eval builds for ``spec``."""
+    task = task if task is not None else _task(manager, spec)
     chat = None
     if spec.get("chat_tokenizer"):
         import transformers
@@ -76,7 +91,7 @@ def main(spec_path: str, out_path: str) -> None:
         elif inst.request_type == "loglikelihood_rolling":
             args = ["", args[0]]
         out.setdefault(inst.doc_id, []).append(args)
-    open(out_path, "w").write(json.dumps([out[k] for k in sorted(out)]))
+    return [out[k] for k in sorted(out)]
 
 
 def _no_code_eval() -> None:

@@ -172,13 +172,88 @@ def _chat_mode(task: Task, chat_mode: str, tmp_path: Path) -> tuple[Path | None,
     return tokenizer_dir, chat
 
 
+def _request_spec(
+    task: Task,
+    lm_task: str,
+    splits: dict,
+    overrides: dict,
+    folder: Path,
+    tokenizer_dir: Path | None,
+) -> dict[str, Any]:
+    """lm-eval's side of one comparison: the rows Mill loads, written where lm-eval reads
+    them, and the task's settings."""
+    folder.mkdir(parents=True, exist_ok=True)
+    subject = task.subjects[0]
+    files = {}
+    for lm_split, mill_split in splits.items():
+        rows = task._load_split(mill_split, BUNDLED, subject)
+        path = folder / f"{lm_split}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        files[lm_split] = str(path)
+    return {
+        "task": lm_task,
+        "data_files": files,
+        "overrides": overrides,
+        "num_fewshot": task.num_fewshot,
+        "limit": task.limit,
+        "chat_tokenizer": str(tokenizer_dir) if tokenizer_dir else None,
+        "multiturn": task.fewshot_as_multiturn,
+    }
+
+
+def _request_cases() -> list[tuple[str, str, Any, str, dict, dict]]:
+    """(key, chat mode, Mill task, lm-eval task, splits, overrides) of every comparison of
+    requests that runs: the library's cases, then the code tasks (with generation kwargs)."""
+    cases = []
+    for chat_mode in CHAT_MODES:
+        for case, make, lm_task, splits, overrides in CASES:
+            if chat_mode == "plain" or case in CHAT:
+                cases.append((f"{case}-{chat_mode}", chat_mode, make, lm_task, splits, overrides))
+        for case, make, lm_task in CODE:
+            if chat_mode == "plain" or case.endswith("instruct"):
+                code = {"test": "test"}
+                cases.append((f"code-{case}-{chat_mode}", chat_mode, make, lm_task, code, {}))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def lmeval_requests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """lm-eval's requests for every case, from one lm-eval process (its task index and
+    start-up once: 34 processes of 25-35 s each before)."""
+    root = tmp_path_factory.mktemp("lmeval_requests")
+    keys, specs = [], []
+    for key, chat_mode, make, lm_task, splits, overrides in _request_cases():
+        task: Task = make()
+        tokenizer_dir, _ = _chat_mode(task, chat_mode, root / key)
+        spec = _request_spec(task, lm_task, splits, overrides, root / key, tokenizer_dir)
+        if key.startswith("code-"):
+            spec["gen_kwargs"] = True
+        keys.append(key)
+        specs.append(spec)
+    (root / "specs.json").write_text(json.dumps(specs))
+    proc = subprocess.run(
+        [str(LMEVAL_PYTHON), str(SCRIPT), str(root / "specs.json"), str(root / "out.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
+        timeout=1200,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(zip(keys, json.loads((root / "out.json").read_text()), strict=True))
+
+
+CHAT_MODES = ["plain", "chat_multiturn", "chat_single"]
+
+
 @pytest.mark.skipif(not LMEVAL_PYTHON.is_file(), reason="needs the lm-eval dev virtualenv")
-@pytest.mark.parametrize("chat_mode", ["plain", "chat_multiturn", "chat_single"])
+@pytest.mark.parametrize("chat_mode", CHAT_MODES)
 @pytest.mark.parametrize(
     ("case", "make", "lm_task", "splits", "overrides"), CASES, ids=[c[0] for c in CASES]
 )
 def test_requests_match_lm_eval(
     tmp_path: Path,
+    lmeval_requests: dict[str, Any],
     case: str,
     make: Any,
     lm_task: str,
@@ -189,34 +264,8 @@ def test_requests_match_lm_eval(
     if chat_mode != "plain" and case not in CHAT:
         pytest.skip("chat rendering is checked on a subset")
     task: Task = make()
-    tokenizer_dir, chat = _chat_mode(task, chat_mode, tmp_path)
-    subject = task.subjects[0]
-    files = {}
-    for lm_split, mill_split in splits.items():
-        rows = task._load_split(mill_split, BUNDLED, subject)
-        path = tmp_path / f"{lm_split}.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        files[lm_split] = str(path)
-    spec = {
-        "task": lm_task,
-        "data_files": files,
-        "overrides": overrides,
-        "num_fewshot": task.num_fewshot,
-        "limit": task.limit,
-        "chat_tokenizer": str(tokenizer_dir) if tokenizer_dir else None,
-        "multiturn": task.fewshot_as_multiturn,
-    }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    proc = subprocess.run(
-        [str(LMEVAL_PYTHON), str(SCRIPT), str(tmp_path / "spec.json"), str(tmp_path / "out.json")],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    theirs = json.loads((tmp_path / "out.json").read_text())
+    _, chat = _chat_mode(task, chat_mode, tmp_path)
+    theirs = lmeval_requests[f"{case}-{chat_mode}"]
     ours = _mill_requests(task, chat)
     assert len(ours) == len(theirs) > 0
     for doc_id, (mine, lm) in enumerate(zip(ours, theirs, strict=True)):
@@ -238,40 +287,19 @@ LMEVAL_MAX_GEN_TOKS = 256  # lm-eval's HF backend when a task's generation_kwarg
 
 
 @pytest.mark.skipif(not LMEVAL_PYTHON.is_file(), reason="needs the lm-eval dev virtualenv")
-@pytest.mark.parametrize("chat_mode", ["plain", "chat_multiturn", "chat_single"])
+@pytest.mark.parametrize("chat_mode", CHAT_MODES)
 @pytest.mark.parametrize(("case", "make", "lm_task"), CODE, ids=[c[0] for c in CODE])
 def test_code_requests_match_lm_eval(
-    tmp_path: Path, case: str, make: Any, lm_task: str, chat_mode: str
-) -> None:
+    tmp_path: Path, lmeval_requests: dict[str, Any], case: str, make: Any, lm_task: str,
+    chat_mode: str,
+) -> None:  # fmt: skip
     """Prompts (plain and through a chat template, gen_prefix continued), stop strings,
     max_gen_toks and greedy decoding equal lm-eval's for every doc of the bundled rows."""
     if chat_mode != "plain" and not case.endswith("instruct"):
         pytest.skip("chat rendering is checked on the instruct variants")
     task: Task = make()
-    tokenizer_dir, chat = _chat_mode(task, chat_mode, tmp_path)
-    rows = task._load_split("test", BUNDLED, "default")
-    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    spec = {
-        "task": lm_task,
-        "data_files": {"test": str(tmp_path / "test.jsonl")},
-        "overrides": {},
-        "num_fewshot": task.num_fewshot,
-        "limit": task.limit,
-        "chat_tokenizer": str(tokenizer_dir) if tokenizer_dir else None,
-        "multiturn": task.fewshot_as_multiturn,
-        "gen_kwargs": True,
-    }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    proc = subprocess.run(
-        [str(LMEVAL_PYTHON), str(SCRIPT), str(tmp_path / "spec.json"), str(tmp_path / "out.json")],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    theirs = json.loads((tmp_path / "out.json").read_text())
+    _, chat = _chat_mode(task, chat_mode, tmp_path)
+    theirs = lmeval_requests[f"code-{case}-{chat_mode}"]
     docs = list(task.docs(BUNDLED, chat=chat))
     assert len(docs) == len(theirs) > 0
     for doc, lm in zip(docs, theirs, strict=True):
