@@ -141,7 +141,7 @@ def preload() -> None:
     import omegaconf  # noqa: F401 - RunFolder reads resolved.yaml with it
     import PIL.Image
 
-    from mill.report import html, plots, rebuild  # noqa: F401
+    from mill.report import html, plots, rebuild, text  # noqa: F401 - text: the judge lines
 
     PIL.Image.preinit()  # the image plugins Agg's PNG writer would load on its first save
 
