@@ -74,14 +74,19 @@ def replacing(path: Path) -> Iterator[TextIO]:
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through ``<path>.tmp`` and a rename."""
+    """Write ``data`` to ``path`` through ``<path>.tmp`` and a rename; a failed write (a
+    full disk) leaves neither a new ``path`` nor the temporary file."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    if isinstance(data, bytes):
-        tmp.write_bytes(data)
-    else:
-        tmp.write_text(data, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        if isinstance(data, bytes):
+            tmp.write_bytes(data)
+        else:
+            tmp.write_text(data, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_json(path: Path, data: Any) -> str:

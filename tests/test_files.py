@@ -32,6 +32,22 @@ def test_writes_replace_the_target_and_leave_no_temp_file(tmp_path: Path) -> Non
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plot.png", "results.json"]
 
 
+def test_a_failed_write_leaves_the_old_file_and_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "report.txt"
+    target.write_text("old")
+
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(27, "File too large")
+
+    monkeypatch.setattr("mill.files.os.replace", full_disk)
+    with pytest.raises(OSError, match="File too large"):
+        write_atomic(target, "new")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.txt"]
+
+
 def test_invalid_json_names_the_file_and_line(tmp_path: Path) -> None:
     class Custom(MillError):
         pass
