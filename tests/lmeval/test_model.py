@@ -46,11 +46,14 @@ def test_mill_lm_falls_back_from_a_missing_cuda_device(
     assert logprob < 0.0
 
 
+@pytest.mark.slow
 def test_registering_mill_keeps_lm_eval_models() -> None:
     """lm-eval fills its model registry only while it is empty: importing Mill's model first
-    (as the parity tests do in one process) must leave ``hf`` and the rest findable."""
-    import subprocess
+    (as the parity tests do in one process) must leave ``hf`` and the rest findable (in a
+    fresh interpreter: this one may have filled the registry already)."""
     import sys
+
+    from tests.helpers import run_process
 
     code = (
         "import mill.lm_eval.model\n"
@@ -58,8 +61,6 @@ def test_registering_mill_keeps_lm_eval_models() -> None:
         "assert 'mill' in model_registry and 'hf' in model_registry, sorted(model_registry)\n"
         "print(get_model('mill').__name__)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
-    )
+    out = run_process(sys.executable, "-c", code)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "MillLM"
