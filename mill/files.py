@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from mill.errors import MillError
 
@@ -59,14 +59,15 @@ def datasets_cache_dir() -> str | None:
 
 
 @contextmanager
-def replacing(path: Path) -> Iterator[TextIO]:
-    """A UTF-8 text handle on ``<path>.tmp``, renamed over ``path`` when the block ends
-    without an error (for files written as a stream, such as jsonlines); after an error
-    ``path`` is as it was and the temp file is removed."""
+def replacing(path: Path, binary: bool = False) -> Iterator[TextIO | BinaryIO]:
+    """A handle on ``<path>.tmp`` (UTF-8 text, or bytes with ``binary``), renamed over
+    ``path`` when the block ends without an error (for files written as a stream, such as
+    jsonlines); after an error (a full disk) ``path`` is as it was and the temp file is
+    removed."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with tmp.open("w", encoding="utf-8") as handle:
+        with tmp.open("wb") if binary else tmp.open("w", encoding="utf-8") as handle:
             yield handle
         os.replace(tmp, path)
     finally:
@@ -74,19 +75,10 @@ def replacing(path: Path) -> Iterator[TextIO]:
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through ``<path>.tmp`` and a rename; a failed write (a
-    full disk) leaves neither a new ``path`` nor the temporary file."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        if isinstance(data, bytes):
-            tmp.write_bytes(data)
-        else:
-            tmp.write_text(data, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write ``data`` to ``path`` through ``<path>.tmp`` and a rename (:func:`replacing`); a
+    failed write leaves neither a new ``path`` nor the temporary file."""
+    with replacing(path, binary=isinstance(data, bytes)) as handle:
+        handle.write(data)
 
 
 def write_json(path: Path, data: Any) -> str:
