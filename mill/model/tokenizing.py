@@ -175,7 +175,9 @@ class TokenizingLM(LanguageModel):
                 flag = False
             flags.setdefault(flag, []).append(i)
         for flag, idx in flags.items():
-            kwargs = {} if flag is None else {"add_special_tokens": flag}
+            kwargs: dict[str, bool] = {"verbose": False}  # Mill counts truncation itself
+            if flag is not None:
+                kwargs["add_special_tokens"] = flag
             encoded = self.tokenizer([texts[i] for i in idx], **kwargs)["input_ids"]
             for i, ids in zip(idx, encoded, strict=True):
                 out[i] = list(ids)
