@@ -456,6 +456,11 @@ class Manifest:
     error: str | None = _doc("first line of the error, for a failed run", None)
     traceback: str | None = _doc("traceback of a failure that is Mill's own bug", None)
     seconds: float | None = _doc("wall-clock seconds, once finished", None)
+    phases: dict[str, float] | None = _doc(
+        "wall seconds of each phase of the run, in order (start, data, model, requests, "
+        "scoring, ..., report), as the `phases:` line of `mill.log`; once finished",
+        None,
+    )
     results_sha256: str | None = _doc(
         "SHA-256 of `results.json` as the run wrote it (checked on read), once succeeded", None
     )

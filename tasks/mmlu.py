@@ -103,8 +103,8 @@ class MMLU(Task):
     OUTPUT_TYPE = OutputType.LOGPROBS
     METRICS = ["acc"]
 
-    def _load_split(self, split: str, source: DataSource, subject: str) -> list[dict[str, Any]]:
-        return [{**row, "subject": subject} for row in super()._load_split(split, source, subject)]
+    def load_split(self, split: str, source: DataSource, subject: str) -> list[dict[str, Any]]:
+        return [{**row, "subject": subject} for row in super().load_split(split, source, subject)]
 
     def _adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
         return {

@@ -1,5 +1,6 @@
 """The import-layer contract (``[tool.importlinter]`` in pyproject.toml) covers every module
-of ``mill``: a module left out of the layers is a module nothing checks."""
+of ``mill``: a module left out of the layers is a module nothing checks; and the runtime
+never imports the tools of ``mill.bench``."""
 
 from __future__ import annotations
 
@@ -35,4 +36,13 @@ def test_every_mill_module_is_in_a_layer() -> None:
     layered = _layered()
     assert len(layered) == len(set(layered)), "a module is in two layers"
     assert modules <= set(layered), sorted(modules - set(layered))
-    assert "mill.bench" in layered  # the tools' future package: above everything, optional
+    assert layered[0] == "mill.bench"  # the tools: above everything
+
+
+def test_the_runtime_is_forbidden_to_import_the_tools() -> None:
+    """The second contract's sources are every module of mill but mill.bench: a new module
+    is kept from importing the benchmark and parity tools as soon as it is layered."""
+    (forbidden,) = [c for c in _contracts() if c["type"] == "forbidden"]
+    assert forbidden["forbidden_modules"] == ["mill.bench"]
+    runtime = {f"mill.{m.name}" for m in pkgutil.iter_modules(mill.__path__)} - {"mill.bench"}
+    assert sorted(forbidden["source_modules"]) == sorted(runtime)

@@ -9,15 +9,16 @@ server (GGUF, F32, one thread; one slot per call in flight, so they decode toget
 slot its own 512-token KV cache: ``--no-kv-unified``, else every token's attention would
 span all slots' cells), so no row finds the prompts of another in the server's prompt
 cache. The judging phase's wall time
-comes from the run's own phase line (``judging X s`` in mill.log), the number of judgments
-from its manifest; judgments/s = judgments / that time. The machine's load
+and the number of judgments come from the run's manifest (``phases``, ``judge``, read with
+``mill.load``); judgments/s = judgments / that time. The machine's load
 (``os.getloadavg``, as ``uptime`` prints it) is printed beside each row.
 
-    python scripts/bench_judge.py [--in-flight 1 4 16] [--max-gen-toks 32] [--limit N]
-                                  [--keep DIR] [--json OUT]
+    python -m mill.bench.bench_judge [--in-flight 1 4 16] [--max-gen-toks 32] [--limit N]
+                                     [--keep DIR] [--json OUT]
 
 The server binary is found as the served tests find it (``$MILL_LLAMA_SERVER`` or
-``.llama-server/bin/llama-server``; ``bash scripts/build_llama_server.sh`` builds it).
+``.llama-server/bin/llama-server``; ``bash scripts/build_llama_server.sh`` builds it;
+:mod:`mill.bench.servers`).
 """
 
 from __future__ import annotations
@@ -25,28 +26,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tests.served.servers import (  # noqa: E402
-    SERVED_NAME,
-    STORIES,
-    convert_stories_gguf,
-    native_llama_server,
-)
+import mill
+from mill.bench.driver_common import mill_cmd
+from mill.bench.servers import SERVED_NAME, STORIES, convert_stories_gguf, native_llama_server
 
 
-def mill(*args: str) -> None:
+def run_mill(*args: str) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "CI": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "mill", *args],
+        mill_cmd(list(args)),
         env=env,
         capture_output=True,
         text=True,
@@ -57,18 +50,14 @@ def mill(*args: str) -> None:
         raise SystemExit(f"mill {' '.join(args)} failed:\n{proc.stderr[-3000:]}")
 
 
-def judging_seconds(folder: Path) -> float:
-    """The judging phase's wall time, from the run's last phase line in mill.log."""
-    lines = [x for x in (folder / "mill.log").read_text().splitlines() if "phases:" in x]
-    found = re.search(r"judging ([\d.]+) s", lines[-1]) if lines else None
-    if found is None:
-        raise SystemExit(f"{folder}/mill.log has no judging phase")
-    return float(found.group(1))
-
-
-def judgments(folder: Path) -> int:
-    manifest = json.loads((folder / "manifest.json").read_text())
-    return int(manifest["judge"]["judgments"]["judgments"])
+def judging(folder: Path) -> tuple[float, int]:
+    """The judging phase's wall time and the number of judgments, from the run's
+    manifest."""
+    manifest = mill.load(folder).manifest
+    seconds = (manifest.phases or {}).get("judging")
+    if seconds is None or manifest.judge is None:
+        raise SystemExit(f"{folder}/manifest.json has no judging phase")
+    return float(seconds), int(manifest.judge["judgments"]["judgments"])
 
 
 def main() -> None:
@@ -84,7 +73,7 @@ def main() -> None:
     source = work / "source"
     if not (source / "results.json").exists():
         limit = [] if args.limit is None else [f"task.limit={args.limit}"]
-        mill(
+        run_mill(
             "task=mt_bench", *limit, "model=fake", "judge=fake", "judge.max_invalid=1.0",
             "report.progress=never", f"hydra.run.dir={source}",
         )  # fmt: skip
@@ -100,7 +89,7 @@ def main() -> None:
             gguf, work / f"server-{n}.log", slots=n, n_ctx=512, extra_args=["--no-kv-unified"]
         )
         with server:
-            mill(
+            run_mill(
                 "judge", f"run={source}", "judge=openai_completions",
                 f"judge.base_url={server.base_url}", f"judge.model={SERVED_NAME}",
                 f"judge.tokenizer={STORIES}", "judge.max_length=510", "judge.prompt_ids=true",
@@ -108,7 +97,7 @@ def main() -> None:
                 "judge.max_invalid=1.0", "runner.cache=false", "report.progress=never",
                 f"hydra.run.dir={out}",
             )  # fmt: skip
-        seconds, count = judging_seconds(out), judgments(out)
+        seconds, count = judging(out)
         load = os.getloadavg()[0]
         rows.append(
             {"in_flight": n, "judgments": count, "judging_s": seconds,

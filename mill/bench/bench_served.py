@@ -10,18 +10,18 @@ number of requests in flight:
   with a fresh response cache (nothing is reused between runs);
 * lm-eval: ``lm_eval --model local-completions --model_args ...,tokenized_requests=False``
   in its own virtualenv (it needs ``tenacity``), on lm-eval's own ``arc_easy`` task YAML
-  with only the data source switched to the same local files (see ``workloads.py``).
+  with only the data source switched to the same local files (see :mod:`mill.bench.workloads`).
 
 The time of each side is the wall time of its whole process (imports, task building, all
 requests, metrics and output files). Scores are compared per request (log-likelihood within
 1e-4, is_greedy), per doc (acc, acc_norm) and in aggregate, with ``side_by_side.compare``.
 
-    python scripts/bench_served.py                      # 300 docs, 1 request in flight
-    python scripts/bench_served.py --limit 50 --concurrency 4 --keep /tmp/bench-served
+    python -m mill.bench.bench_served                   # 300 docs, 1 request in flight
+    python -m mill.bench.bench_served --limit 50 --concurrency 4 --keep /tmp/bench-served
 
 The lm-eval interpreter is ``driver_common.lmeval_python()`` (``$MILL_LMEVAL_PYTHON``, the dev
 virtualenv, or this interpreter with lm_eval);
-the server's is found as in ``tests/served/servers.py`` (``$MILL_LLAMA_PYTHON``, ...).
+the server's is found by :mod:`mill.bench.servers` (``$MILL_LLAMA_PYTHON``, ...).
 """
 
 from __future__ import annotations
@@ -29,27 +29,26 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
-
-from driver_common import abs_path, child_env, lmeval_python, mill_cmd, timed_run  # noqa: E402
-from side_by_side import compare, new_workdir  # noqa: E402
-from workloads import REPO, SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
-
-from tests.served.servers import (  # noqa: E402
-    SERVED_NAME,
-    STORIES,
-    convert_stories_gguf,
-    http_json,
-    llama_server,
+import mill
+from mill.bench.driver_common import (
+    REPO,
+    SHARED_DATA,
+    abs_path,
+    child_env,
+    lmeval_python,
+    mill_cmd,
+    timed_run,
+    write_task_yamls,
 )
+from mill.bench.servers import SERVED_NAME, STORIES, convert_stories_gguf, http_json, llama_server
+from mill.bench.side_by_side import compare, new_workdir
+from mill.bench.whole_process import lmeval_tasks_root
+from mill.bench.workloads import WORKLOADS, derive_data
 
 
 @dataclass
@@ -107,51 +106,29 @@ def run_mill(side: Side) -> tuple[Timed, dict[str, Any]]:
     timed = run_timed(
         argv, side.workdir / "mill.log", served_env(side.threads, side.workdir / "mill-cache"), REPO
     )
-    results = json.loads((run_dir / "results.json").read_text())
-    (task,) = results["tasks"]
-    samples = []
-    for line in (run_dir / "samples" / f"{task}.jsonl").read_text().splitlines():
-        s = json.loads(line)
-        r = s["response"]
-        samples.append(
-            {
-                "subject": s["subject"],
-                "doc_id": s["doc_id"],
-                "logprobs": r["logprobs"],
-                "is_greedy": r["argmax_logits_eq_gold"],
-                "text": r["text"],
-                "metrics": s["metrics"],
-            }
-        )
-    metrics = {k: v["value"] for k, v in results["tasks"][task]["metrics"].items()}
+    run = mill.load(run_dir)
+    (task,) = run.results.tasks
+    samples = [
+        {
+            "subject": s.subject,
+            "doc_id": s.doc_id,
+            "logprobs": s.response.logprobs,
+            "is_greedy": s.response.argmax_logits_eq_gold,
+            "text": s.response.text,
+            "metrics": s.metrics,
+        }
+        for s in run.samples(task)
+    ]
+    metrics = {k: v.value for k, v in run.results.tasks[task].metrics.items()}
     return timed, {"tasks": {task: {"metrics": metrics}}, "samples": samples}
-
-
-def _lmeval_tasks_root(python: Path) -> Path:
-    out = subprocess.run(
-        [str(python), "-c", "import lm_eval, os; print(os.path.dirname(lm_eval.__file__))"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
-    return Path(out.stdout.strip()) / "tasks"
 
 
 def run_lmeval(side: Side) -> tuple[Timed, dict[str, Any]]:
     """lm-eval's CLI with ``local-completions``; (timing, output in compare()'s shape)."""
-    import yaml
-
     python = lmeval_python()
-    include = side.workdir / "lmeval-tasks"
-    include.mkdir(exist_ok=True)
-    root = _lmeval_tasks_root(python)
     files = derive_data(side.workload, side.data_dir, side.workdir)
     specs = side.workload.lmeval_tasks(files)
-    for spec in specs:
-        body = {"include": str(root / spec["include"]), "task": spec["name"], "tag": []}
-        body.update(spec["overrides"])
-        (include / f"{spec['name']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+    include = write_task_yamls(specs, side.workdir / "lmeval-tasks", lmeval_tasks_root())
     model_args = ",".join(
         [
             f"model={SERVED_NAME}",

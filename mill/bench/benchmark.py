@@ -4,15 +4,15 @@ prompts; each harness runs in its own process (lm-eval in its dev virtualenv).
 Per workload it prints: Mill time, lm-eval time and their ratio, the peak RSS of each
 process (``ru_maxrss`` of the child), the tokens each fed through the transformer body
 (padding included) next to the workload's unique tokens, and the max |delta logp| between
-the two (parity is checked as in parity.py).
+the two (parity is checked as in ``parity``).
 
 Time is the work after imports: task and data loading, model loading, scoring, metrics
 (lm-eval's task-registry scan is left out; Mill's config composition is counted). Wall
 time of each process is printed as well.
 
-    python scripts/benchmark.py                                # the issue's table
-    python scripts/benchmark.py --workloads arc_easy_0shot --lmeval-batch-size 8
-    python scripts/benchmark.py --repeat 3     # median of 3 alternating rounds per side
+    python -m mill.bench.benchmark                             # the issue's table
+    python -m mill.bench.benchmark --workloads arc_easy_0shot --lmeval-batch-size 8
+    python -m mill.bench.benchmark --repeat 3  # median of 3 alternating rounds per side
 """
 
 from __future__ import annotations
@@ -24,11 +24,9 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from driver_common import abs_path, lmeval_batch, lmeval_python  # noqa: E402
-from side_by_side import compare, model_dir, new_workdir, run_pair  # noqa: E402
-from workloads import SHARED_DATA, WORKLOADS  # noqa: E402
+from mill.bench.driver_common import SHARED_DATA, abs_path, lmeval_batch, lmeval_python
+from mill.bench.side_by_side import compare, model_dir, new_workdir, run_pair
+from mill.bench.workloads import WORKLOADS
 
 TARGETS = {
     "arc_easy_0shot": 4.0,

@@ -1,9 +1,15 @@
-"""What the benchmark scripts share: the two drivers (``mill_driver.py`` and
-``lmeval_driver.py``) and the scripts that time whole processes (``side_by_side.py``,
-``whole_process.py``, ``bench_served.py``).
+"""What the benchmark tools share: the two drivers (``mill_driver`` and ``lmeval_driver``)
+and the tools that time whole processes (``side_by_side``, ``whole_process``,
+``bench_served``).
 
-Imports nothing from Mill and nothing heavy at import time: ``lmeval_driver.py`` runs in
-lm-eval's own interpreter. Each script finds this module next to itself (``sys.path[0]``).
+Imports only the standard library, and nothing heavy at import time: ``lmeval_driver`` runs
+in lm-eval's own interpreter, which need not have Mill installed. The tools start it (and
+every other child of theirs) as ``python -m mill.bench.<module>`` in the checkout's root
+(:func:`module_cmd`, ``cwd=REPO``): ``-m`` puts the working directory first on
+``sys.path``, so the checkout's ``mill`` package is found there without any path edit, and
+``mill/__init__.py``, ``mill/bench/__init__.py`` and this module import nothing but the
+standard library (``tests/bench/test_driver_common.py`` imports them with ``python -S``: no
+site-packages, as in a virtualenv without Mill).
 """
 
 from __future__ import annotations
@@ -14,6 +20,13 @@ import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+"""The checkout the tools run from (its ``mill/bench``)."""
+SHARED = Path(os.environ.get("MILL_SHARED", REPO.parent / "shared"))
+"""``../shared`` beside the checkout, or ``$MILL_SHARED``."""
+SHARED_DATA = Path(os.environ.get("MILL_SHARED_DATA", SHARED / "data"))
+"""The shared data sets, or ``$MILL_SHARED_DATA``."""
 
 
 def lmeval_python() -> Path:
@@ -27,7 +40,7 @@ def lmeval_python() -> Path:
 
     if os.environ.get("MILL_LMEVAL_PYTHON"):
         return Path(os.environ["MILL_LMEVAL_PYTHON"])
-    venv = Path(__file__).resolve().parents[1] / ".venv-lmeval" / "bin" / "python"
+    venv = REPO / ".venv-lmeval" / "bin" / "python"
     if not venv.exists() and importlib.util.find_spec("lm_eval") is not None:
         return Path(sys.executable)
     return venv
@@ -40,6 +53,26 @@ def mill_cmd(args: list[str]) -> list[str]:
 
     exe = Path(sys.executable).with_name("mill")
     return [*([str(exe)] if exe.exists() else [sys.executable, "-m", "mill"]), *args]
+
+
+def module_cmd(python: str | Path, module: str, *args: str) -> list[str]:
+    """``python -m mill.bench.<module> args``; run it with ``cwd=REPO`` (see above)."""
+    return [str(python), "-m", f"mill.bench.{module}", *args]
+
+
+def write_task_yamls(tasks: list[dict[str, Any]], folder: Path, root: Path) -> Path:
+    """Task YAMLs in ``folder`` (lm-eval's ``--include_path``) that ``include`` lm-eval's
+    own YAML (``task["include"]``, relative to lm-eval's task folder ``root``) and
+    override only what ``task["overrides"]`` names (data source, shots); returns
+    ``folder``. ``tasks``: :meth:`mill.bench.workloads.Workload.lmeval_tasks`."""
+    import yaml  # lm-eval's interpreter has it (lm-eval needs it)
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for task in tasks:
+        body = {"include": str(root / task["include"]), "task": task["name"], "tag": []}
+        body.update(task.get("overrides", {}))
+        (folder / f"{task['name']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+    return folder
 
 
 def abs_path(text: str) -> Path:

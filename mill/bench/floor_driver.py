@@ -2,14 +2,14 @@
 
 A process that imports torch and ``transformers``, loads a model folder's tokenizer and
 model with the arguments Mill's HF backend passes (``dtype``, and on one accelerator
-``mill.model.hf._load_placement``'s ``device_map``), puts the model in eval mode, prints
+``mill.model.hf.load_placement``'s ``device_map``), puts the model in eval mode, prints
 one line about it and exits as ``mill`` does, without the interpreter's teardown
 (streams flushed, then ``os._exit``). Nothing else: no config, data, requests, scoring or
 report. A harness built on those classes cannot finish loading before this process has, so
-its wall time is the least any such harness spends outside scoring; ``whole_process.py``
+its wall time is the least any such harness spends outside scoring; ``whole_process``
 prints it next to Mill's.
 
-    python scripts/floor_driver.py MODEL_DIR --device cpu --dtype float32
+    python -m mill.bench.floor_driver MODEL_DIR --device cpu --dtype float32
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import transformers
 
-    from mill.model.hf import _load_placement, resolve_device
+    from mill.model.hf import load_placement, resolve_device
 
     transformers.utils.logging.disable_progress_bar()
     device = resolve_device(args.device)  # auto: Mill's default (the demo's)
     tokenizer = transformers.AutoTokenizer.from_pretrained(args.model_dir)
     model = transformers.AutoModelForCausalLM.from_pretrained(
-        args.model_dir, dtype=getattr(torch, args.dtype), **_load_placement(device, {})
+        args.model_dir, dtype=getattr(torch, args.dtype), **load_placement(device, {})
     )
     model.eval()
     if device.type == "cpu":

@@ -9,23 +9,19 @@ the set is compared with runs them unprotected.
 A completion becomes a program the way OpenAI's ``check_correctness`` builds it:
 ``prompt + completion + "\\n" + test + "\\n" + f"check({entry_point})"``.
 
-Used by ``tests/execution/test_parity.py`` and ``scripts/sandbox_speed.py``.
+Used by ``tests/execution/test_parity.py`` and :mod:`mill.bench.sandbox_speed`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-HUMANEVAL = (
-    Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
-    / "humaneval"
-    / "HumanEval.jsonl"
-)
+from mill.bench.driver_common import SHARED_DATA
+
+HUMANEVAL = SHARED_DATA / "humaneval" / "HumanEval.jsonl"
 
 KINDS = (
     "canonical",

@@ -15,15 +15,14 @@ a multiple-choice task with a ``!function process_docs`` (mill_arc_easy), a grou
 flexible filters (lm-eval's ``gsm8k`` on the shared files), a ``loglikelihood_rolling``
 task (mill_wikitext), and ``leaderboard_bbh`` on the original BIG-Bench-Hard files.
 
-    python scripts/lmeval_bridge_parity.py --limit 10
-    python scripts/lmeval_bridge_parity.py --workloads gsm8k --model gpt2_random
+    python -m mill.bench.lmeval_bridge_parity --limit 10
+    python -m mill.bench.lmeval_bridge_parity --workloads gsm8k --model gpt2_random
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -33,18 +32,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "scripts"))
-
-from driver_common import mill_cmd  # noqa: E402
+import mill
+from mill.bench.driver_common import REPO, SHARED, mill_cmd
+from mill.bench.side_by_side import hf_model_overrides, model_dir, same_numbers
 
 TASKS_DIR = REPO / "tests" / "lmeval" / "tasks"
 TOL = 1e-4
+"""Numbers (log-likelihoods, per-doc and aggregate metrics): relative, and absolute below 1."""
 
 
 def shared_dir() -> Path:
     """../shared beside the repo, or $MILL_SHARED."""
-    return Path(os.environ.get("MILL_SHARED", REPO.parent / "shared"))
+    return SHARED
 
 
 def workloads(shared: Path) -> dict[str, dict[str, Any]]:
@@ -116,8 +115,6 @@ def select(names: list[str], workdir: Path) -> tuple[list[str], dict[str, dict[s
 
 def model_path(name: str) -> Path:
     """A named test model's folder (stories260k, gpt2_random, ...) or a model folder."""
-    from side_by_side import model_dir
-
     return Path(name) if Path(name).is_dir() else model_dir(name)
 
 
@@ -237,9 +234,9 @@ def run_mill(
     run_dir: Path,
     chat: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The bridge through the real CLI; returns results.json with the samples attached."""
+    """The bridge through the real CLI; returns results.json (read with ``mill.load``) with
+    the samples attached."""
     import yaml
-    from side_by_side import hf_model_overrides
 
     folder = Path(model)
     models = hf_model_overrides(folder, "cpu", "float32") if folder.is_dir() else [f"model={model}"]
@@ -268,25 +265,18 @@ def run_mill(
     )
     if proc.returncode != 0:
         raise SystemExit(f"mill failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    results = json.loads((run_dir / "results.json").read_text())
-    samples: dict[str, list[dict[str, Any]]] = {}
-    for file in sorted((run_dir / "samples").glob("*.jsonl")):
-        samples[file.stem] = [json.loads(line) for line in file.read_text().splitlines()]
-    results["_samples"] = samples
+    run = mill.load(run_dir)
+    results = run.results.to_dict()
+    results["_samples"] = {
+        task: [record.to_json() for record in run.samples(task)]
+        for task in sorted(run.results.samples_sha256)
+    }
     return results
 
 
-def _close(a: Any, b: Any, tol: float = TOL) -> bool:
-    """Nested equality: strings and bools exact, numbers within ``tol``."""
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_close(x, y, tol) for x, y in zip(a, b, strict=True))
-    if isinstance(a, bool) or isinstance(b, bool) or isinstance(a, str) or isinstance(b, str):
-        return a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return abs(float(a) - float(b)) <= tol * max(1.0, abs(float(a)))
-    return a == b
+def _close(a: Any, b: Any) -> bool:
+    """:func:`~mill.bench.side_by_side.same_numbers` at this tool's tolerance."""
+    return same_numbers(a, b, TOL, TOL)
 
 
 def _num(value: Any) -> Any:

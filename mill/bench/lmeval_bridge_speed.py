@@ -1,7 +1,7 @@
 """Whole-process speed of lm-eval tasks three ways, on the same lm-eval task YAMLs:
 
 * ``lmeval``: lm-evaluation-harness 0.4.13's own command line with its ``hf`` model
-  (``lm_eval --model hf``, in its dev virtualenv, as ``whole_process.py`` runs it);
+  (``lm_eval --model hf``, in its dev virtualenv, as ``whole_process`` runs it);
 * ``bridge``: the same lm-eval tasks through Mill (``mill task=lm_eval task.tasks=[...]``);
 * ``engine``: lm-eval's command line with Mill's engine as its model
   (``python -m mill.lm_eval --model mill``).
@@ -9,16 +9,16 @@
 The tasks are lm-eval's own ``arc_easy`` (25-shot) and MMLU subjects (5-shot) YAMLs by
 default (``--workloads gsm8k_8shot``: its GSM8K, 8-shot, strict and flexible filters),
 ``include``d by YAMLs that point them at local JSONL files derived from ``../shared/data``
-(the workloads of ``workloads.py``, few-shot examples placed ``first_n``), so all three run
-lm-eval's prompts and metrics on identical documents. Each round starts every side as a
+(the workloads of :mod:`mill.bench.workloads`, few-shot examples placed ``first_n``), so all
+three run lm-eval's prompts and metrics on identical documents. Each round starts every side as a
 fresh process and times it from start to exit; the order rotates between rounds so drift of
 the machine hits every side. Prints each run's seconds, a markdown table of the medians and
 ratios, and checks that every metric value of every task is identical on the three sides
 (exit 1 if not).
 
-    python scripts/lmeval_bridge_speed.py --rounds 3
-    python scripts/lmeval_bridge_speed.py --workloads gsm8k_8shot --rounds 3
-    python scripts/lmeval_bridge_speed.py --workloads arc_easy_25shot --limit 2 --rounds 1
+    python -m mill.bench.lmeval_bridge_speed --rounds 3
+    python -m mill.bench.lmeval_bridge_speed --workloads gsm8k_8shot --rounds 3
+    python -m mill.bench.lmeval_bridge_speed --workloads arc_easy_25shot --limit 2 --rounds 1
 """
 
 from __future__ import annotations
@@ -32,17 +32,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from driver_common import abs_path, child_env, lmeval_python, mill_cmd, timed_run  # noqa: E402
-from side_by_side import hf_model_overrides, model_dir  # noqa: E402
-from whole_process import (  # noqa: E402
-    LMEVAL_BATCH,
-    lm_eval_cli,
-    lmeval_task_dir,
-    mill_phases,
+import mill
+from mill.bench.driver_common import (
+    SHARED_DATA,
+    abs_path,
+    child_env,
+    lmeval_python,
+    mill_cmd,
+    timed_run,
 )
-from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
+from mill.bench.side_by_side import hf_model_overrides, model_dir
+from mill.bench.whole_process import LMEVAL_BATCH, lm_eval_cli, lmeval_task_dir, mill_phases
+from mill.bench.workloads import WORKLOADS, derive_data
 
 SIDES = ("lmeval", "bridge", "engine")
 LABELS = {
@@ -94,9 +95,9 @@ def side_commands(
 def metric_values(side: str, out: Path, tasks: list[str]) -> dict[str, dict[str, float]]:
     """``{task: {"metric,filter": value}}`` from a finished run's own results file."""
     if side == "bridge":
-        body = json.loads((out / "results.json").read_text())["tasks"]
+        body = mill.load(out).results.tasks
         return {
-            t: {k: m["value"] for k, m in body[t]["metrics"].items() if m["value"] is not None}
+            t: {k: m.value for k, m in body[t].metrics.items() if m.value is not None}
             for t in tasks
         }
     (file,) = out.rglob("results_*.json")
@@ -124,9 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         default=["arc_easy_25shot", "mmlu_5shot"],
         choices=sorted(WORKLOADS),
-        help="workloads.py names (arc_easy_25shot, mmlu_5shot, gsm8k_8shot, ...)",
+        help="mill.bench.workloads names (arc_easy_25shot, mmlu_5shot, gsm8k_8shot, ...)",
     )
-    parser.add_argument("--model", default="gpt2_bench", help="as benchmark.py (1024 window)")
+    parser.add_argument("--model", default="gpt2_bench", help="as benchmark (1024 window)")
     parser.add_argument(
         "--limit", type=int, default=None, help="docs per task (default: the workload's)"
     )

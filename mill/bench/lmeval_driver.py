@@ -1,9 +1,13 @@
 """Run lm-evaluation-harness 0.4.13 on one workload and dump what it computed as JSON.
 
-Runs in lm-eval's own interpreter (the dev virtualenv, see ``setup_lmeval_venv.sh``); it
-imports nothing from Mill. ``python lmeval_driver.py SPEC.json OUT.json``.
+Runs in lm-eval's own interpreter (the dev virtualenv of ``scripts/setup_lmeval_venv.sh``,
+``$MILL_LMEVAL_PYTHON``), which need not have Mill installed: it imports nothing from Mill
+but :mod:`mill.bench.driver_common` (standard library only). The tools start it as
+``python -m mill.bench.lmeval_driver SPEC.json OUT.json`` in the checkout's root, so Python
+itself finds the checkout's ``mill`` package in the working directory (``-m`` puts it first
+on ``sys.path``; see :mod:`mill.bench.driver_common`).
 
-SPEC (written by ``parity.py`` / ``benchmark.py``)::
+SPEC (written by ``parity`` / ``benchmark``)::
 
     {"model": "/path/to/model", "batch_size": 16, "threads": 2, "device": "cpu",
      "dtype": "float32",
@@ -31,10 +35,15 @@ T_START = time.perf_counter()
 
 import lm_eval  # noqa: E402
 import torch  # noqa: E402
-import yaml  # noqa: E402
-from driver_common import TokenCounter, import_model_code, peak_rss_kib  # noqa: E402
 from lm_eval.models.huggingface import HFLM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
+
+from mill.bench.driver_common import (  # noqa: E402
+    TokenCounter,
+    import_model_code,
+    peak_rss_kib,
+    write_task_yamls,
+)
 
 
 def _jsonable(value):  # noqa: ANN001, ANN202
@@ -49,14 +58,6 @@ def _jsonable(value):  # noqa: ANN001, ANN202
     return str(value)
 
 
-def write_task_yamls(tasks: list[dict], folder: Path) -> None:
-    root = Path(lm_eval.__file__).parent / "tasks"
-    for task in tasks:
-        body = {"include": str(root / task["include"]), "task": task["name"], "tag": []}
-        body.update(task.get("overrides", {}))
-        (folder / f"{task['name']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
-
-
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     out_path = Path(sys.argv[2])
@@ -66,7 +67,7 @@ def main() -> None:
 
     t_imported = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mill-lmeval-tasks-") as tmp:
-        write_task_yamls(spec["tasks"], Path(tmp))
+        write_task_yamls(spec["tasks"], Path(tmp), Path(lm_eval.__file__).parent / "tasks")
         manager = TaskManager(include_path=tmp, include_defaults=False)
         t_ready = time.perf_counter()
         lm = HFLM(

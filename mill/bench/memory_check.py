@@ -7,7 +7,7 @@ heads, 4 KV heads, MLP 5632, 2048 positions) and the real GPT-2 tokenizer (vocab
 child process and prints its peak RSS (``ru_maxrss``), time and tokens fed, for each
 batching setting given.
 
-    python scripts/memory_check.py --docs 16 --settings auto auto@16384 4
+    python -m mill.bench.memory_check --docs 16 --settings auto auto@16384 4
 """
 
 from __future__ import annotations
@@ -19,45 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from driver_common import abs_path  # noqa: E402
-from side_by_side import run_side  # noqa: E402
-from workloads import SHARED_DATA, WORKLOADS  # noqa: E402
-
-SHAPE = dict(
-    hidden_size=2048,
-    intermediate_size=5632,
-    num_hidden_layers=22,
-    num_attention_heads=32,
-    num_key_value_heads=4,
-    max_position_embeddings=2048,
-    vocab_size=50257,
-    bos_token_id=50256,
-    eos_token_id=50256,
-)
-
-
-def build_model(out: Path) -> Path:
-    """The random 1.1B Llama folder (fp32 safetensors + GPT-2 tokenizer), built once."""
-    if (out / "config.json").exists():
-        return out
-    import shutil
-    from importlib import resources
-
-    import torch
-    from transformers import GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(**SHAPE))
-    tmp = out.with_name(out.name + ".tmp")
-    model.save_pretrained(tmp)
-    tokenizer = Path(str(resources.files("mill.resources").joinpath("tokenizers/gpt2")))
-    for name in ("vocab.json", "merges.txt"):
-        shutil.copyfile(tokenizer / name, tmp / name)
-    GPT2TokenizerFast.from_pretrained(tmp).save_pretrained(tmp)
-    tmp.rename(out)
-    return out
+from mill.bench.driver_common import SHARED_DATA, abs_path
+from mill.bench.side_by_side import model_dir, run_side
+from mill.bench.workloads import WORKLOADS
 
 
 def main() -> int:
@@ -74,9 +38,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from mill.model.random import cache_root
-
-    model = build_model(cache_root() / "models" / "random-llama-1.1b-shape-s0")
+    model = model_dir("llama_1b")
     workload = WORKLOADS["arc_easy_25shot"].with_limit(args.docs)
     base = workload.mill_overrides(args.data_dir)
     base = [o for o in base if "fewshot_sampler" not in o]
@@ -94,7 +56,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             run = run_side(
                 Path(sys.executable),
-                "mill_driver.py",
+                "mill_driver",
                 {"overrides": overrides, "threads": args.threads, "model": str(model)},
                 Path(tmp),
                 f"llama1b.{setting}",

@@ -10,8 +10,8 @@ index): |delta log-likelihood| <= 1e-4, identical is_greedy, identical
 generations, identical per-doc and aggregate metrics. Prints a markdown table; exits 1 on
 any mismatch.
 
-    python scripts/parity.py                       # everything (tens of minutes on 2 cores)
-    python scripts/parity.py --workloads arc_easy_0shot --models stories260k --limit 20
+    python -m mill.bench.parity                    # everything (tens of minutes on 2 cores)
+    python -m mill.bench.parity --workloads arc_easy_0shot --models stories260k --limit 20
 """
 
 from __future__ import annotations
@@ -23,11 +23,9 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from driver_common import abs_path, lmeval_batch, lmeval_python  # noqa: E402
-from side_by_side import compare, model_dir, new_workdir, run_pair  # noqa: E402
-from workloads import SHARED_DATA, WORKLOADS  # noqa: E402
+from mill.bench.driver_common import SHARED_DATA, abs_path, lmeval_batch, lmeval_python
+from mill.bench.side_by_side import compare, model_dir, new_workdir, run_pair
+from mill.bench.workloads import WORKLOADS
 
 DEFAULT_MODELS = ["gpt2_random", "stories260k"]
 

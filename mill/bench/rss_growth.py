@@ -7,8 +7,8 @@ then all again, and prints after each step the peak RSS, the RSS and its two par
 libraries' code and data, mapped files). Last it calls glibc's ``malloc_trim(0)``: what
 that gives back was freed by the passes but kept by ``malloc``.
 
-    python scripts/rss_growth.py                      # gpt2_bench, 300 docs, shared data
-    MALLOC_MMAP_THRESHOLD_=131072 python scripts/rss_growth.py   # fixed mmap threshold
+    python -m mill.bench.rss_growth                   # gpt2_bench, 300 docs, shared data
+    MALLOC_MMAP_THRESHOLD_=131072 python -m mill.bench.rss_growth   # fixed mmap threshold
 
 Linux only (``/proc``, glibc).
 """
@@ -18,23 +18,16 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
-
-from driver_common import abs_path  # noqa: E402
-
-from mill.runner.phases import proc_status_mib  # noqa: E402
+from mill.bench.driver_common import SHARED_DATA, abs_path
+from mill.runner.phases import proc_status_mib
 
 
 def status() -> dict[str, int]:
     found = proc_status_mib("VmHWM", "VmRSS", "RssAnon", "RssFile")
     if found is None:
-        raise SystemExit("rss_growth.py needs Linux /proc/self/status")
+        raise SystemExit("rss_growth needs Linux /proc/self/status")
     return {key: int(mib) for key, mib in found.items()}  # whole MiB, rounded down
 
 
@@ -52,16 +45,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="gpt2_bench")
     parser.add_argument("--docs", type=int, default=300)
-    parser.add_argument("--data-dir", type=abs_path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--data-dir", type=abs_path, default=SHARED_DATA)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     show("start")
     import torch
-    from side_by_side import model_dir
 
+    from mill.bench.side_by_side import model_dir
     from mill.data.load import DataSource
     from mill.model.hf import HFCausalLM
-    from tasks.arc import ArcEasy
+    from mill.tasks.arc import ArcEasy
 
     torch.set_num_threads(2)
     show("imports")

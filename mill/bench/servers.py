@@ -1,4 +1,5 @@
-"""Real model servers for the served-model tests, started on 127.0.0.1 and torn down reliably.
+"""Real model servers for the served-model tests and the served benchmarks (``bench_served``,
+``bench_judge``), started on 127.0.0.1 and torn down reliably.
 
 llama.cpp, two ways, both with an F32 KV cache and flash attention off, so their per-token
 log-probs agree with transformers fp32 to ~1e-5 (see ../shared/reference/served-models.md):
@@ -37,7 +38,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from mill.bench.driver_common import REPO
+
 STORIES = REPO / "mill" / "resources" / "models" / "stories260k"
 LLAMA_PYTHON_ENV = "MILL_LLAMA_PYTHON"
 LLAMA_PYTHON_DEFAULTS = (
@@ -430,7 +432,7 @@ def convert_stories_gguf(out: Path) -> Path:
 
 
 def main() -> None:
-    """``python tests/served/servers.py OUT_DIR``: convert and serve until Ctrl-C (debugging)."""
+    """``python -m mill.bench.servers OUT_DIR``: convert and serve until Ctrl-C (debugging)."""
     out = Path(sys.argv[1])
     gguf_path = convert_stories_gguf(out / "stories260k.gguf")
     with llama_server(gguf_path, out / "llama-server.log") as server:

@@ -1,5 +1,7 @@
 """Run one workload on Mill and on lm-evaluation-harness, each in its own process, and
-compare what they computed request by request (shared by parity.py and benchmark.py)."""
+compare what they computed request by request (shared by ``parity`` and ``benchmark``);
+the test models by name (:func:`model_dir`) and the one comparison of numbers the tools
+use (:func:`same_numbers`)."""
 
 from __future__ import annotations
 
@@ -12,15 +14,67 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from driver_common import child_env, lmeval_python, timed_run
-from workloads import Workload, derive_data
+from mill.bench.driver_common import REPO, child_env, lmeval_python, module_cmd, timed_run
+from mill.bench.workloads import Workload, derive_data
 
-HERE = Path(__file__).resolve().parent
 LOGP_TOL = 1e-4
 """Max |delta log-likelihood| per request (fp32)."""
 ROLLING_REL_TOL = 1e-6
 """Rolling (whole-document) totals: max(LOGP_TOL, this x |total|) (see docs/parity.md)."""
 METRIC_REL_TOL = 1e-6
+"""Per-doc and aggregate metrics of ``parity``: relative (absolute 1e-12 near zero)."""
+
+LLAMA_1B_SHAPE = dict(
+    hidden_size=2048,
+    intermediate_size=5632,
+    num_hidden_layers=22,
+    num_attention_heads=32,
+    num_key_value_heads=4,
+    max_position_embeddings=2048,
+    vocab_size=50257,
+    bos_token_id=50256,
+    eos_token_id=50256,
+)
+"""TinyLlama-1.1B's shape with the GPT-2 tokenizer's vocabulary (1.17B parameters)."""
+
+
+def same_numbers(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
+    """Whether two values are the same, nested: lists and tuples item by item, strings,
+    bools and None exactly, numbers within ``math.isclose(a, b, rel_tol, abs_tol)`` (NaN
+    equals NaN). Every tool compares numbers with this."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(
+            same_numbers(x, y, rel_tol, abs_tol) for x, y in zip(a, b, strict=True)
+        )
+    if isinstance(a, (bool, str)) or isinstance(b, (bool, str)):
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
+    return a == b
+
+
+def build_llama_1b(out: Path) -> Path:
+    """The random 1.1B Llama folder (:data:`LLAMA_1B_SHAPE`, fp32 safetensors + GPT-2
+    tokenizer), built once."""
+    if (out / "config.json").exists():
+        return out
+    import shutil
+
+    import torch
+    from transformers import GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**LLAMA_1B_SHAPE))
+    tmp = out.with_name(out.name + ".tmp")
+    model.save_pretrained(tmp)
+    tokenizer = Path(str(resources.files("mill.resources").joinpath("tokenizers/gpt2")))
+    for name in ("vocab.json", "merges.txt"):
+        shutil.copyfile(tokenizer / name, tmp / name)
+    GPT2TokenizerFast.from_pretrained(tmp).save_pretrained(tmp)
+    tmp.rename(out)
+    return out
 
 
 def model_dir(name: str) -> Path:
@@ -29,10 +83,8 @@ def model_dir(name: str) -> Path:
         return Path(str(resources.files("mill.resources").joinpath("models/stories260k")))
     from mill.model.random import cache_root, random_gpt2_dir
 
-    if name == "llama_1b":  # TinyLlama-1.1B's shape, random weights (memory_check.py)
-        from memory_check import build_model
-
-        return build_model(cache_root() / "models" / "random-llama-1.1b-shape-s0")
+    if name == "llama_1b":  # TinyLlama-1.1B's shape, random weights (memory_check)
+        return build_llama_1b(cache_root() / "models" / "random-llama-1.1b-shape-s0")
     shapes = {
         "gpt2_random": (2, 64, 4),  # the test suite's tiny model
         "gpt2_bench": (6, 384, 6),  # the issue's benchmark shape
@@ -67,14 +119,16 @@ class SideRun:
 
 
 def run_side(python: Path, driver: str, spec: dict[str, Any], workdir: Path, tag: str) -> SideRun:
-    """Run a driver in its own interpreter; wall time and the child's own peak RSS."""
+    """Run a driver (``mill_driver`` or ``lmeval_driver``) in its own interpreter; wall
+    time and the child's own peak RSS."""
     spec_path, out_path = workdir / f"{tag}.spec.json", workdir / f"{tag}.out.json"
     log_path = workdir / f"{tag}.log"
     spec_path.write_text(json.dumps(spec))
     wall, code, rss = timed_run(
-        [str(python), str(HERE / driver), str(spec_path), str(out_path)],
+        module_cmd(python, driver, str(spec_path), str(out_path)),
         log_path,
         child_env(int(spec.get("threads", 2))),
+        REPO,
     )
     if code != 0:
         tail = log_path.read_text()[-3000:]
@@ -106,7 +160,7 @@ def run_pair(
         ]
         runs["mill"] = run_side(
             Path(sys.executable),
-            "mill_driver.py",
+            "mill_driver",
             {"overrides": overrides, "threads": threads, "model": str(model)},
             workdir,
             f"{workload.name}.mill",
@@ -123,7 +177,7 @@ def run_pair(
             "tasks": workload.lmeval_tasks(files),
         }
         runs["lmeval"] = run_side(
-            lmeval_python(), "lmeval_driver.py", spec, workdir, f"{workload.name}.lmeval"
+            lmeval_python(), "lmeval_driver", spec, workdir, f"{workload.name}.lmeval"
         )
     return runs
 
@@ -154,10 +208,8 @@ class Comparison:
         )
 
 
-def _same_number(a: float | None, b: float | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return math.isclose(a, b, rel_tol=METRIC_REL_TOL, abs_tol=1e-12)
+def _same_metric(a: float | None, b: float | None) -> bool:
+    return same_numbers(a, b, METRIC_REL_TOL, 1e-12)
 
 
 def compare(
@@ -221,7 +273,7 @@ def compare(
                     name = workload.metrics.get(key)
                     if name is None or isinstance(value, list):
                         continue
-                    if not _same_number(float(ours["metrics"][name]), float(value)):
+                    if not _same_metric(float(ours["metrics"][name]), float(value)):
                         result.problems.append(
                             f"{where}: {name} {ours['metrics'][name]} vs {value}"
                         )
@@ -254,7 +306,7 @@ def compare(
                 "metric": name,
                 "mill": ours_value,
                 "lmeval": theirs_value,
-                "equal": _same_number(ours_value, theirs_value),
+                "equal": _same_metric(ours_value, theirs_value),
             }
         )
     return result

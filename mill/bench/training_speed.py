@@ -1,7 +1,8 @@
 """What an evaluation costs inside training: Mill's training callback vs a standalone
 ``mill`` run vs lm-eval's ``HFLM(pretrained=model)`` in the same process, on the same
-checkpoint, task, docs and prompts (the ``arc_easy_0shot`` workload of workloads.py on
-local files; lm-eval reads the same rows through its own ARC-Easy YAML).
+checkpoint, task, docs and prompts (the ``arc_easy_0shot`` workload of
+:mod:`mill.bench.workloads` on local files; lm-eval reads the same rows through its own
+ARC-Easy YAML).
 
 * **callback**: :class:`mill.integrations.core.TrainingEvaluator` (what the three
   integrations run) on the model already in memory: settings composed when it is created
@@ -16,8 +17,8 @@ local files; lm-eval reads the same rows through its own ARC-Easy YAML).
 Each side uses ``--threads`` threads. Prints a table, the ratios and the acc/acc_norm of
 each side (they must agree); ``--json`` writes it all.
 
-    python scripts/training_speed.py                       # gpt2_bench, 300 docs
-    python scripts/training_speed.py --model stories260k --limit 20 --json out.json
+    python -m mill.bench.training_speed                    # gpt2_bench, 300 docs
+    python -m mill.bench.training_speed --model stories260k --limit 20 --json out.json
 """
 
 from __future__ import annotations
@@ -30,11 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from driver_common import child_env, timed_run  # noqa: E402
-from side_by_side import model_dir  # noqa: E402
-from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
+import mill
+from mill.bench.driver_common import SHARED_DATA, child_env, mill_cmd, timed_run, write_task_yamls
+from mill.bench.side_by_side import model_dir
+from mill.bench.workloads import WORKLOADS, derive_data
 
 METRICS = ("acc", "acc_norm")
 
@@ -67,22 +67,20 @@ def callback_side(model: Any, tokenizer: Any, overrides: list[str], limit: int, 
 
 
 def standalone_side(checkpoint: Path, overrides: list[str], threads: int, out: Path):
-    argv = [
-        sys.executable,
-        "-m",
-        "mill",
-        "model=hf",
-        f"model.pretrained={checkpoint}",
-        *overrides,
-        "report.progress=never",
-        f"hydra.run.dir={out}",
-    ]
+    argv = mill_cmd(
+        [
+            "model=hf",
+            f"model.pretrained={checkpoint}",
+            *overrides,
+            "report.progress=never",
+            f"hydra.run.dir={out}",
+        ]
+    )
     wall, status, _ = timed_run(argv, out.with_suffix(".log"), child_env(threads, CI="1"))
     if status != 0:
         raise SystemExit(f"mill failed; see {out.with_suffix('.log')}")
-    results = json.loads((out / "results.json").read_text())
-    metrics = results["tasks"]["arc_easy"]["metrics"]
-    return {"wall_s": wall, "scores": {m: metrics[m]["value"] for m in METRICS}}
+    metrics = mill.load(out).results.tasks["arc_easy"].metrics
+    return {"wall_s": wall, "scores": {m: metrics[m].value for m in METRICS}}
 
 
 def lmeval_side(model: Any, tokenizer: Any, workload: Any, files: Any, batch: int, work: Path):
@@ -93,12 +91,10 @@ def lmeval_side(model: Any, tokenizer: Any, workload: Any, files: Any, batch: in
     from lm_eval.tasks import TaskManager
 
     imported = 0.0 if already else time.perf_counter() - start
-    from lmeval_driver import write_task_yamls
-
-    include = work / "lmeval-tasks"
-    include.mkdir()
     specs = workload.lmeval_tasks(files)
-    write_task_yamls(specs, include)
+    include = write_task_yamls(
+        specs, work / "lmeval-tasks", Path(lm_eval.__file__).parent / "tasks"
+    )
     start = time.perf_counter()
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch)
     out = lm_eval.simple_evaluate(

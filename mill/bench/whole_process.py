@@ -1,25 +1,24 @@
 """Whole-process time of Mill and lm-evaluation-harness 0.4.13, as a user runs them.
 
-Each round starts the ``mill`` command line and ``lm_eval``'s own command line (in its
-dev virtualenv) as fresh processes on the same model folder, data and prompts (the
-workloads of ``workloads.py``), and times each from start to exit; the sides alternate
-so machine drift hits both. Mill's phases come from the ``phases:`` line of its
-``mill.log``; peak RSS is each child's ``ru_maxrss``. Next to Mill, each round also times
-``floor_driver.py``: a process that only imports torch and ``transformers`` and loads the
-same tokenizer and model, the least any harness built on ``transformers``' model classes
-spends outside scoring. Prints a markdown table with the median of the rounds, the ratio,
-Mill's own time (wall minus scoring minus the floor) and the ratio a harness with Mill's
-scoring and nothing but the floor besides would reach; and (``--demo``) the wall time of
-the offline demo ``mill``.
+Each round starts the ``mill`` command line and ``lm_eval``'s own command line (in its dev
+virtualenv) as fresh processes on the same model folder, data and prompts (the workloads of
+:mod:`mill.bench.workloads`), and times each from start to exit; the sides alternate so
+machine drift hits both. Mill's phases come from its run's manifest (``phases``, read with
+``mill.load``); peak RSS is each child's ``ru_maxrss``. Next to Mill, each round also times
+``floor_driver``: a process that only imports torch and ``transformers`` and loads the same
+tokenizer and model, the least any harness built on ``transformers``' model classes spends
+outside scoring. Prints a markdown table with the median of the rounds, the ratio, Mill's
+own time (wall minus scoring minus the floor) and the ratio a harness with Mill's scoring
+and nothing but the floor besides would reach; and (``--demo``) the wall time of the offline
+demo ``mill``.
 
-    python scripts/whole_process.py --workloads arc_easy_0shot --rounds 3 --demo 3
+    python -m mill.bench.whole_process --workloads arc_easy_0shot --rounds 3 --demo 3
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import statistics
 import subprocess
@@ -28,41 +27,43 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from driver_common import (  # noqa: E402
+import mill
+from mill.bench.driver_common import (
+    REPO,
+    SHARED_DATA,
     abs_path,
     child_env,
     lmeval_batch,
     lmeval_python,
     mill_cmd,
+    module_cmd,
     timed_run,
+    write_task_yamls,
 )
-from side_by_side import hf_model_overrides, model_dir  # noqa: E402
-from workloads import SHARED_DATA, WORKLOADS, derive_data  # noqa: E402
+from mill.bench.side_by_side import hf_model_overrides, model_dir
+from mill.bench.workloads import WORKLOADS, derive_data
 
 PHASES = ("start", "data", "model", "requests", "scoring", "metrics", "report")
 LMEVAL_BATCH = {"arc_easy_0shot": 8, "arc_easy_25shot": 4, "mmlu_5shot": 4, "gsm8k_8shot": 8}
-"""As in benchmark.py: the fastest lm-eval batch size of a sweep on this machine."""
+"""As in ``benchmark``: the fastest lm-eval batch size of a sweep on this machine."""
 
 
 def mill_phases(run_dir: Path) -> dict[str, float]:
-    line = next(x for x in (run_dir / "mill.log").read_text().splitlines() if "phases: " in x)
-    return {m[1]: float(m[2]) for m in re.finditer(r"(\w+) (\d+\.\d+) s", line.split("; ")[0])}
+    """Wall seconds of each phase of the finished run in ``run_dir`` (its manifest's
+    ``phases``)."""
+    return dict(mill.load(run_dir).manifest.phases or {})
 
 
 def floor_cmd(model: Path, device: str, dtype: str) -> list[str]:
-    """``floor_driver.py`` on ``model`` as Mill loads it."""
-    script = HERE / "floor_driver.py"
-    return [sys.executable, str(script), str(model), "--device", device, "--dtype", dtype]
+    """``floor_driver`` on ``model`` as Mill loads it (run it with ``cwd=REPO``)."""
+    return module_cmd(
+        sys.executable, "floor_driver", str(model), "--device", device, "--dtype", dtype
+    )
 
 
-def lmeval_task_dir(workdir: Path, tasks: list[dict[str, Any]]) -> Path:
-    """Task YAMLs that include lm-eval's own and override data and shots (as
-    lmeval_driver.py writes them), for lm_eval's ``--include_path``."""
-    # lm-eval's own task folder, from the interpreter the lm-eval side runs in (lm_eval
-    # 0.4.13 there and in this one, which the bridge and engine sides use)
+def lmeval_tasks_root() -> Path:
+    """lm-eval's own task folder, from the interpreter the lm-eval side runs in (lm_eval
+    0.4.13 there and in this one, which the bridge and engine sides use)."""
     root = subprocess.run(
         [
             str(lmeval_python()),
@@ -72,17 +73,15 @@ def lmeval_task_dir(workdir: Path, tasks: list[dict[str, Any]]) -> Path:
         capture_output=True,
         text=True,
         check=True,
+        timeout=300,
     ).stdout.strip()
-    import yaml
+    return Path(root) / "tasks"
 
-    folder = workdir / "lmeval_tasks"
-    folder.mkdir(parents=True, exist_ok=True)
-    for task in tasks:
-        body = {"include": str(Path(root) / "tasks" / task["include"]), "task": task["name"]}
-        body["tag"] = []
-        body.update(task.get("overrides", {}))
-        (folder / f"{task['name']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
-    return folder
+
+def lmeval_task_dir(workdir: Path, tasks: list[dict[str, Any]]) -> Path:
+    """Task YAMLs that include lm-eval's own and override data and shots (as
+    ``lmeval_driver`` writes them), for lm_eval's ``--include_path``."""
+    return write_task_yamls(tasks, workdir / "lmeval_tasks", lmeval_tasks_root())
 
 
 def lm_eval_cli(
@@ -114,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=abs_path, default=SHARED_DATA)
     parser.add_argument("--only", choices=["mill", "lmeval"], default=None)
     parser.add_argument(
-        "--no-floor", action="store_true", help="do not time floor_driver.py next to Mill"
+        "--no-floor", action="store_true", help="do not time floor_driver next to Mill"
     )
     parser.add_argument(
         "--lmeval-batch-size", type=lmeval_batch, default=None, help="default: LMEVAL_BATCH"
@@ -169,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                     phases = mill_phases(run_dir) if code == 0 else {}
                 elif side == "floor":
                     cmd = floor_cmd(model, args.device, args.dtype)
-                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, work)
+                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, REPO)
                     phases = {}
                 else:
                     out = work / tag
@@ -227,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  demo {r}: {wall:.1f} s (exit {code})", flush=True)
         if "floor" in order:  # the demo's model as conf/model/hf.yaml loads it
             cmd = floor_cmd(model_dir("stories260k"), "auto", "float32")
-            floor_wall, code, _ = timed_run(cmd, work / f"demo.floor.{r}.log", env, work)
+            floor_wall, code, _ = timed_run(cmd, work / f"demo.floor.{r}.log", env, REPO)
             if code != 0:
                 print(f"demo floor failed (exit {code}); see {work / f'demo.floor.{r}.log'}")
                 return 1
@@ -243,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|" + "---|" * (len(PHASES) + 9))
     print("\n".join(rows))
     print(
-        "floor: floor_driver.py's wall time (import torch and transformers, load the tokenizer "
+        "floor: floor_driver's wall time (import torch and transformers, load the tokenizer "
         "and model, exit); Mill own: Mill's wall minus its scoring minus the floor; ratio at "
         "the floor: lm-eval's wall over (floor + Mill's scoring)"
     )

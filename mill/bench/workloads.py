@@ -1,4 +1,4 @@
-"""The workloads that parity.py and benchmark.py run on both Mill and lm-evaluation-harness.
+"""The workloads that ``parity`` and ``benchmark`` run on both Mill and lm-evaluation-harness.
 
 A workload is one Mill task config plus the lm-eval task YAML it corresponds to, with the
 same doc limit, few-shot count, few-shot split and sampler (``first_n`` on both sides, so
@@ -16,9 +16,6 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
 
 MMLU_SUBJECTS = ["abstract_algebra", "anatomy", "college_biology", "high_school_geography"]
 """Subjects of the MMLU workload (a few, as the issue asks)."""
@@ -71,7 +68,7 @@ class Workload:
         return out + list(self.extra_mill_overrides)
 
     def lmeval_tasks(self, files: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
-        """lm-eval task specs for lmeval_driver.py; ``files[subject][split]`` = JSONL path."""
+        """lm-eval task specs for ``lmeval_driver``; ``files[subject][split]`` = JSONL path."""
         tasks = []
         for subject in self.subjects:
             data_files = dict(files[subject])
@@ -214,7 +211,7 @@ def derive_data(workload: Workload, data_dir: Path, out_dir: Path) -> dict[str, 
     for subject in workload.subjects:
         files[subject] = {}
         for split in splits:
-            rows = task._load_split(split, source, subject)
+            rows = task.load_split(split, source, subject)
             path = out_dir / f"{workload.name}.{subject}.{split}.jsonl"
             with path.open("w") as handle:
                 for row in rows:

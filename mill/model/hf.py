@@ -70,7 +70,7 @@ def resolve_device(device: str) -> Any:
     return torch.device(device)
 
 
-def _load_placement(device: Any, placement: dict[str, Any]) -> dict[str, Any]:
+def load_placement(device: Any, placement: dict[str, Any]) -> dict[str, Any]:
     """``from_pretrained``'s placement arguments: the dispatch the user asked for, else, on
     one accelerator, its weights loaded straight onto it (``device_map={"": device}``, as
     lm-eval does). Loading on the CPU and then moving the model held a whole host copy of
@@ -168,7 +168,7 @@ class HFCausalLM(TokenizingLM):
         local = Path(os.path.expanduser(self.pretrained))
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         placement = _placement(device_map, max_memory, offload_folder)
-        loading = _load_placement(self.device, placement)
+        loading = load_placement(self.device, placement)
         # a local folder's files are hashed on another core while the model loads (objects
         # already in memory have no files: from_transformers says so in the identity)
         identity = (

@@ -450,13 +450,14 @@ def execute(
             if not success:  # a resumed run writes results.json again
                 manifest.results_sha256 = None
             manifest.seconds = round(time.monotonic() - start, 3)
+            clock.mark("report" if success else "until failure")
+            manifest.phases = clock.seconds()
             try:
                 if writes is not None:
                     writes.write_manifest(manifest)
             except OSError:
                 if success:  # else the error being raised says more than this one
                     raise
-            clock.mark("report" if success else "until failure")
             log.info(clock.line())
             log.info(clock.cpu_line())
             memory = clock.memory_line()

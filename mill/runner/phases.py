@@ -17,6 +17,10 @@ and a third the process's memory at the end of each phase, peak RSS so far and R
 (Linux ``/proc``; absent elsewhere):
 
 ``memory by phase (peak/current RSS MiB): start 310/310, data 312/311, model 498/498, ...``
+
+The wall seconds of each phase also go into ``manifest.json`` (``phases``,
+:meth:`PhaseClock.seconds`), where tools read them with ``mill.load`` instead of parsing the
+log.
 """
 
 from __future__ import annotations
@@ -95,6 +99,11 @@ class PhaseClock:
                 self.phases[i] = (name, before + seconds)
                 return
         self.phases.append((name, seconds))
+
+    def seconds(self) -> dict[str, float]:
+        """Wall seconds of each phase so far, in order (what :meth:`line` prints), to the
+        millisecond: the manifest's ``phases``."""
+        return {name: round(seconds, 3) for name, seconds in self.phases}
 
     def line(self) -> str:
         parts = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.phases)

@@ -242,7 +242,10 @@ class Task:
         return {}
 
     # ----- loading ------------------------------------------------------------------------
-    def _load_split(self, split: str, source: DataSource, subject: str) -> list[dict[str, Any]]:
+    def load_split(self, split: str, source: DataSource, subject: str) -> list[dict[str, Any]]:
+        """The rows of one split of one subject as the task reads them: loaded from
+        ``source``, local rows adapted to the hub's schema, then processed (what the docs
+        are built from; the parity tools write them out for lm-eval)."""
         loaded = load_rows(self.dataset, split, source, subject)
         self.origins[f"{subject}/{split}"] = loaded.origin
         rows: list[dict[str, Any]] = [strict(r) for r in loaded.rows]
@@ -564,7 +567,7 @@ class Task:
         if self.chat_template and chat is None and not messages:
             self._render([])  # raises the explanatory error
         for subject in self.subjects:
-            rows = self._load_split(self.sample_split, source, subject)
+            rows = self.load_split(self.sample_split, source, subject)
             if self.limit is not None:
                 rows = rows[: int(self.limit)]
             rows = [strict(r) for r in rows]
@@ -576,7 +579,7 @@ class Task:
                 elif same_split and self.limit is None:
                     pool = rows
                 else:
-                    loaded = self._load_split(str(self.fewshot_split), source, subject)
+                    loaded = self.load_split(str(self.fewshot_split), source, subject)
                     pool = [strict(r) for r in loaded]
             for doc_id, item in enumerate(rows):
                 shots = (

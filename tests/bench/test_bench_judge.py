@@ -1,4 +1,4 @@
-"""scripts/bench_judge.py end to end at a tiny size: two MT-Bench questions judged by a real
+"""mill.bench.bench_judge end to end at a tiny size: two MT-Bench questions judged by a real
 ``llama-server`` at 1 and 2 calls in flight, whole ``mill judge`` processes (dev only:
 ``pytest -m benchmark``; the numbers of the full run are in docs/benchmark.md)."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.served.servers import ServerUnavailable, llama_server_binary
+import mill
+from mill.bench.servers import ServerUnavailable, llama_server_binary
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,10 +32,10 @@ def test_judgments_per_second_at_each_number_in_flight(tmp_path: Path) -> None:
     except ServerUnavailable as e:
         pytest.skip(str(e))
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, str(REPO / "scripts" / "bench_judge.py"), "--in-flight", "1", "2"]
+    cmd = [sys.executable, "-m", "mill.bench.bench_judge", "--in-flight", "1", "2"]
     cmd += ["--limit", "2", "--max-gen-toks", "4", "--keep", str(tmp_path / "work")]
     cmd += ["--json", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
     assert [r["in_flight"] for r in rows] == [1, 2]
@@ -43,6 +44,9 @@ def test_judgments_per_second_at_each_number_in_flight(tmp_path: Path) -> None:
         assert row["judging_s"] > 0 and row["per_s"] == row["judgments"] / row["judging_s"]
     # each judging ran with the calls in flight it was asked for
     for n in (1, 2):
-        judge = json.loads((tmp_path / "work" / f"judge-{n}" / "manifest.json").read_text())
-        assert judge["judge"]["settings"]["num_concurrent"] == n
+        manifest = mill.load(tmp_path / "work" / f"judge-{n}").manifest
+        assert manifest.judge is not None
+        assert manifest.judge["settings"]["num_concurrent"] == n
+        # the judging time the tool reports is the one the run recorded
+        assert rows[[1, 2].index(n)]["judging_s"] == (manifest.phases or {})["judging"]
     assert "| in flight | judgments | judging s | judgments/s | load (1 min) |" in proc.stdout

@@ -1,4 +1,4 @@
-"""scripts/benchmark.py's --device/--dtype reach the model (a GPU table is one command)."""
+"""mill.bench.benchmark's --device/--dtype reach the model (a GPU table is one command)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
-DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
-sys.path.insert(0, str(REPO / "scripts"))
-from driver_common import lmeval_python  # noqa: E402
+from mill.bench.driver_common import REPO, lmeval_python
 
+DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 LMEVAL = lmeval_python()
 
 pytestmark = [
@@ -26,10 +24,10 @@ pytestmark = [
 
 def _bench(tmp_path: Path, *args: str) -> dict:
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, str(REPO / "scripts" / "benchmark.py"), "--model", "gpt2_random"]
+    cmd = [sys.executable, "-m", "mill.bench.benchmark", "--model", "gpt2_random"]
     cmd += ["--workloads", "arc_easy_0shot", "--limit", "3", "--data-dir", str(DATA)]
     cmd += [*args, "--json", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, check=False, cwd=REPO)
     assert proc.returncode == 0 and out.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
     (entry,) = json.loads(out.read_text())
     return entry

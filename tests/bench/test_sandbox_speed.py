@@ -1,4 +1,4 @@
-"""scripts/sandbox_speed.py end to end at a tiny size: Mill's sandbox, Mill unsandboxed and
+"""mill.bench.sandbox_speed end to end at a tiny size: Mill's sandbox, Mill unsandboxed and
 OpenAI's reference executor run the same HumanEval programs, each side its own process,
 with identical pass/fail (dev only: ``pytest -m benchmark``)."""
 
@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
-from humaneval_programs import HUMANEVAL  # noqa: E402
+from mill.bench.driver_common import REPO
+from mill.bench.humaneval_programs import HUMANEVAL
 
 pytestmark = [
     pytest.mark.benchmark,
@@ -28,9 +27,9 @@ pytestmark = [
 
 def test_three_sides_agree_and_report_their_speed(tmp_path: Path) -> None:
     out = tmp_path / "speed.json"
-    cmd = [sys.executable, str(REPO / "scripts" / "sandbox_speed.py"), "--limit", "2"]
+    cmd = [sys.executable, "-m", "mill.bench.sandbox_speed", "--limit", "2"]
     cmd += ["--timeout", "1", "--json", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["mismatches"] == []

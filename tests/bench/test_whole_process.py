@@ -1,5 +1,5 @@
-"""scripts/whole_process.py times the floor (floor_driver.py) next to Mill and lm-eval, and
-its columns are computed from what it timed."""
+"""mill.bench.whole_process times the floor (floor_driver) next to Mill and lm-eval, and
+its columns are computed from what it timed: Mill's phases from its runs' manifests."""
 
 from __future__ import annotations
 
@@ -12,20 +12,16 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPTS = REPO / "scripts"
-DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
-sys.path.insert(0, str(SCRIPTS))
-from driver_common import lmeval_python  # noqa: E402
+from mill.bench.driver_common import REPO, lmeval_python, module_cmd
+from mill.bench.side_by_side import model_dir
 
+DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 LMEVAL = lmeval_python()
 
 pytestmark = pytest.mark.slow  # starts mill, lm_eval and the floor driver as processes
 
 
 def _model() -> Path:
-    from side_by_side import model_dir
-
     return model_dir("gpt2_random")
 
 
@@ -35,10 +31,11 @@ def test_the_floor_driver_loads_the_model_as_mill_does(dtype: str, device: str) 
     import transformers
 
     model = _model()
-    cmd = [sys.executable, str(SCRIPTS / "floor_driver.py"), str(model), "--dtype", dtype]
-    cmd += ["--device", device]
+    cmd = module_cmd(
+        sys.executable, "floor_driver", str(model), "--dtype", dtype, "--device", device
+    )
     where = "cuda:0" if device == "auto" and torch.cuda.is_available() else "cpu"
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
     expected = transformers.AutoModelForCausalLM.from_pretrained(model)
     params = sum(p.numel() for p in expected.parameters())
@@ -53,10 +50,10 @@ def test_the_floor_driver_loads_the_model_as_mill_does(dtype: str, device: str) 
 def test_the_table_puts_the_floor_next_to_mill(tmp_path: Path) -> None:
     out = tmp_path / "whole.json"
     sides = [] if LMEVAL.exists() else ["--only", "mill"]
-    cmd = [sys.executable, str(SCRIPTS / "whole_process.py"), "--model", "gpt2_random"]
+    cmd = module_cmd(sys.executable, "whole_process", "--model", "gpt2_random")
     cmd += ["--workloads", "arc_easy_0shot", "--limit", "3", "--data-dir", str(DATA)]
     cmd += [*sides, "--demo", "1", "--json", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     timed = json.loads(out.read_text())
     (entry,) = timed["workloads"]
@@ -81,16 +78,16 @@ def test_the_table_puts_the_floor_next_to_mill(tmp_path: Path) -> None:
         assert got["ratio at the floor"] == f"{entry['ratio_at_floor']:.1f}x"
     else:
         assert got["ratio at the floor"] == "-"
-    assert re.search(r"^floor: floor_driver\.py's wall time", proc.stdout, re.M)
+    assert re.search(r"^floor: floor_driver's wall time", proc.stdout, re.M)
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}")
 def test_no_floor_leaves_it_out(tmp_path: Path) -> None:
     out = tmp_path / "whole.json"
-    cmd = [sys.executable, str(SCRIPTS / "whole_process.py"), "--model", "gpt2_random"]
+    cmd = module_cmd(sys.executable, "whole_process", "--model", "gpt2_random")
     cmd += ["--workloads", "arc_easy_0shot", "--limit", "2", "--data-dir", str(DATA)]
     cmd += ["--only", "mill", "--no-floor", "--json", str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     (entry,) = json.loads(out.read_text())["workloads"]
     assert len(entry["mill"]) == 1 and entry["floor"] == [] and "floor_s" not in entry

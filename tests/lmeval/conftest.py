@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import os
-import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -33,16 +32,11 @@ needs_shared = pytest.mark.skipif(
 )
 
 
-def parity_script():
-    """scripts/lmeval_bridge_parity.py as a module (its helpers are the tests' too)."""
-    sys.path.insert(0, str(REPO / "scripts"))
-    spec = importlib.util.spec_from_file_location(
-        "lmeval_bridge_parity", REPO / "scripts" / "lmeval_bridge_parity.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def parity_script() -> ModuleType:
+    """:mod:`mill.bench.lmeval_bridge_parity` (its helpers are the tests' too)."""
+    from mill.bench import lmeval_bridge_parity
+
+    return lmeval_bridge_parity
 
 
 def documented_bbh_overrides() -> list[tuple[Path, str]]:

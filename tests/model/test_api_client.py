@@ -14,9 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from mill.bench.servers import free_port
 from mill.errors import ConfigError, ModelError
 from mill.model.api_client import APIError, JSONClient
-from tests.served.servers import free_port
 
 KEY = "sk-test-0123456789abcdef"
 

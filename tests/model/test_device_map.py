@@ -97,13 +97,13 @@ def test_one_accelerator_loads_its_weights_straight_onto_it() -> None:
     H100, lm-eval at 5.5 GiB): ``device_map={"": device}``, as lm-eval passes."""
     import torch
 
-    from mill.model.hf import _load_placement
+    from mill.model.hf import load_placement
 
-    assert _load_placement(torch.device("cpu"), {}) == {}
-    assert _load_placement(torch.device("cuda", 1), {}) == {"device_map": {"": "cuda:1"}}
-    assert _load_placement(torch.device("cuda"), {}) == {"device_map": {"": "cuda"}}
+    assert load_placement(torch.device("cpu"), {}) == {}
+    assert load_placement(torch.device("cuda", 1), {}) == {"device_map": {"": "cuda:1"}}
+    assert load_placement(torch.device("cuda"), {}) == {"device_map": {"": "cuda"}}
     asked = {"device_map": "auto", "max_memory": {0: "10GiB"}}
-    assert _load_placement(torch.device("cuda"), asked) is asked  # the user's dispatch wins
+    assert load_placement(torch.device("cuda"), asked) is asked  # the user's dispatch wins
 
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")

@@ -1,12 +1,12 @@
 """Mill against the real lm-evaluation-harness 0.4.13 (dev only: ``pytest -m parity``).
 
-Runs ``scripts/parity.py`` for each workload and model on a slice of the real data: lm-eval
-in the interpreter ``scripts/driver_common.lmeval_python`` names (``$MILL_LMEVAL_PYTHON``,
-the dev virtualenv ``<repo>/.venv-lmeval``, or this one with the ``dev`` extra's lm_eval),
-Mill in this interpreter, both on the same model
-folder and the same local files. Per request: |delta log-likelihood| <= 1e-4, identical
-is_greedy and generations; per doc and in aggregate: identical metrics. The full-size
-comparison is ``python scripts/parity.py`` (see docs/parity.md).
+Runs ``python -m mill.bench.parity`` for each workload and model on a slice of the real
+data: lm-eval in the interpreter ``mill.bench.driver_common.lmeval_python`` names
+(``$MILL_LMEVAL_PYTHON``, the dev virtualenv ``<repo>/.venv-lmeval``, or this one with the
+``dev`` extra's lm_eval), Mill in this interpreter, both on the same model folder and the
+same local files. Per request: |delta log-likelihood| <= 1e-4, identical is_greedy and
+generations; per doc and in aggregate: identical metrics. The full-size comparison is
+``python -m mill.bench.parity`` (see docs/parity.md).
 """
 
 from __future__ import annotations
@@ -19,12 +19,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
+from mill.bench.driver_common import REPO, lmeval_python, module_cmd
+from mill.bench.workloads import WORKLOADS
 
-sys.path.insert(0, str(REPO / "scripts"))
-from driver_common import lmeval_python  # noqa: E402
-from workloads import WORKLOADS  # noqa: E402
+DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 LMEVAL = lmeval_python()
 
@@ -42,13 +40,13 @@ LIMITS = {
     "gsm8k_8shot_stop": 20,
     "wikitext2": 10,
 }
-"""Docs per workload here; parity.py runs the full sizes."""
+"""Docs per workload here; ``mill.bench.parity`` runs the full sizes."""
 
 
 MODELS = ["gpt2_random", "stories260k"]
 # Each workload on one model, the two architectures (GPT-2: learned positions, tanh GELU;
 # Llama: RoPE, RMSNorm) alternating, so every workload and both architectures run in CI;
-# MILL_FULL_PARITY=1 runs every pair (python scripts/parity.py runs the full sizes).
+# MILL_FULL_PARITY=1 runs every pair (python -m mill.bench.parity runs the full sizes).
 PAIRS = [
     (workload, model)
     for i, workload in enumerate(WORKLOADS)
@@ -61,11 +59,11 @@ def test_mill_equals_lmeval(workload: str, model: str, tmp_path: Path) -> None:
     if not WORKLOADS[workload].available():
         pytest.skip(f"{WORKLOADS[workload].requires} does not exist yet")
     out = tmp_path / "parity.json"
-    cmd = [sys.executable, str(REPO / "scripts" / "parity.py"), "--workloads", workload]
+    cmd = module_cmd(sys.executable, "parity", "--workloads", workload)
     cmd += ["--models", model, "--json", str(out), "--data-dir", str(DATA)]
     if workload in LIMITS:
         cmd += ["--limit", str(LIMITS[workload])]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=3000, check=False)
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=3000, check=False, cwd=REPO)
     assert out.exists(), run.stdout[-3000:] + run.stderr[-3000:]
     (report,) = json.loads(out.read_text())
     assert report["docs"] > 0 and report["requests"] >= report["docs"]
@@ -81,10 +79,10 @@ def test_left_truncated_requests_equal_lmeval(tmp_path: Path) -> None:
     left, and its choices share windows by continuation length; per request the
     log-likelihoods still equal lm-eval's (one full pass per request) to 1e-4."""
     out, keep = tmp_path / "parity.json", tmp_path / "keep"
-    cmd = [sys.executable, str(REPO / "scripts" / "parity.py"), "--workloads", "arc_easy_25shot"]
+    cmd = module_cmd(sys.executable, "parity", "--workloads", "arc_easy_25shot")
     cmd += ["--models", "stories260k", "--limit", "12", "--json", str(out), "--keep", str(keep)]
     cmd += ["--data-dir", str(DATA)]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=3000, check=False)
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=3000, check=False, cwd=REPO)
     assert out.exists(), run.stdout[-3000:] + run.stderr[-3000:]
     (report,) = json.loads(out.read_text())
     (mill_out,) = keep.glob("**/*.mill.out.json")

@@ -76,3 +76,24 @@ def test_memory_line_gives_peak_and_current_rss_per_phase() -> None:
     assert found["data"][0] >= found["data"][1]  # and the peak saw it
     assert found["model"][0] >= found["data"][0]  # a peak never goes down
     assert all(current <= peak for peak, current in found.values())
+
+
+def test_the_manifest_records_the_phases_the_log_line_prints(compose, tmp_path, caplog) -> None:
+    """A run's manifest holds each phase's wall seconds (what the tools read with
+    ``mill.load``), the same phases in the same order as ``mill.log``'s line."""
+    import logging
+
+    import mill
+    from mill.runner.job import run_job
+
+    cfg = compose("model=fake", "task=arc_easy", "task.limit=4", "report.progress=never")
+    with caplog.at_level(logging.INFO):
+        run_job(cfg, tmp_path / "run")
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("phases: ")]
+    logged, total = _parse(line.removeprefix("phases: "))
+    recorded = mill.load(tmp_path / "run").manifest.phases
+    assert recorded is not None and list(recorded) == list(logged)
+    assert list(recorded)[-1] == "report" and "scoring" in recorded
+    for name, seconds in recorded.items():
+        assert abs(seconds - logged[name]) <= 0.0051, name  # the line rounds to 0.01 s
+    assert abs(sum(recorded.values()) - total) < 0.02

@@ -15,9 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_mill
-from tests.served.runs import GSM8K, ok
-from tests.served.servers import (
+from mill.bench.servers import (
     ServerProcess,
     ServerUnavailable,
     build_chat_model,
@@ -26,10 +24,12 @@ from tests.served.servers import (
     llama_server_binary,
     transformers_server,
 )
-from tests.served.servers import (
+from mill.bench.servers import (
     llama_server as make_llama_server,
 )
-from tests.served.servers import native_llama_server as make_native_server
+from mill.bench.servers import native_llama_server as make_native_server
+from tests.helpers import run_mill
+from tests.served.runs import GSM8K, ok
 
 
 def _require(find: Callable[[], str]) -> None:

@@ -35,7 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.served.servers import LocalEndpoint
+from mill.bench.servers import LocalEndpoint
 
 _HOP_BY_HOP = {
     "connection",

@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from tests.served.servers import SERVED_NAME, STORIES, ServerProcess, http_json
+from mill.bench.servers import SERVED_NAME, STORIES, ServerProcess, http_json
 
 pytestmark = pytest.mark.slow
 

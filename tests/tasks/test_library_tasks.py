@@ -116,7 +116,7 @@ def test_every_task_builds_docs_from_bundled_samples(path: str) -> None:
 def test_every_task_loads_the_full_local_files(path: str) -> None:
     local = DataSource("local", str(SHARED / "data"))
     task = _task(path)
-    rows = sum(len(task._load_split(task.sample_split, local, s)) for s in task.subjects)
+    rows = sum(len(task.load_split(task.sample_split, local, s)) for s in task.subjects)
     assert rows == LIBRARY[path]
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from mill.tasks.piqa import PIQA
 from mill.tasks.wikitext import WikiText
 from mill.tasks.winogrande import WinoGrande
 
+from mill.bench.driver_common import lmeval_python
 from mill.data.load import DataSource
 from mill.model.chat import tokenizer_chat_template
 from mill.progress import NullProgress
@@ -36,9 +36,6 @@ from mill.task import Task
 from tests.helpers import make_chat_tokenizer
 
 pytestmark = pytest.mark.parity
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from driver_common import lmeval_python  # noqa: E402
-
 LMEVAL_PYTHON = lmeval_python()
 SCRIPT = Path(__file__).with_name("lmeval_requests.py")
 BUNDLED = DataSource("bundled")
@@ -186,7 +183,7 @@ def _request_spec(
     subject = task.subjects[0]
     files = {}
     for lm_split, mill_split in splits.items():
-        rows = task._load_split(mill_split, BUNDLED, subject)
+        rows = task.load_split(mill_split, BUNDLED, subject)
         path = folder / f"{lm_split}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         files[lm_split] = str(path)
@@ -426,7 +423,7 @@ def test_scores_match_lm_eval(
     model_dir = BUNDLED.root.parent / "models" / "stories260k"  # type: ignore[union-attr]
     files = {}
     for lm_split, mill_split in splits.items():
-        rows = task._load_split(mill_split, BUNDLED, task.subjects[0])
+        rows = task.load_split(mill_split, BUNDLED, task.subjects[0])
         path = tmp_path / f"{lm_split}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         files[lm_split] = str(path)

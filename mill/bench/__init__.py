@@ -1,0 +1,19 @@
+"""The benchmark and parity tools: Mill measured from outside, side by side with its peers.
+
+Each tool is a module run as ``python -m mill.bench.<tool>`` from a checkout (they read
+``../shared`` beside it and write nothing but their own work folders):
+
+* parity: ``parity`` (Mill vs lm-evaluation-harness 0.4.13 request by request),
+  ``lmeval_bridge_parity`` (``task=lm_eval`` vs ``lm_eval.simple_evaluate``);
+* speed: ``benchmark`` (work time), ``whole_process`` (whole processes, with the floor of
+  ``floor_driver``), ``lmeval_bridge_speed``, ``bench_served``, ``bench_judge``,
+  ``training_speed``, ``sandbox_speed``;
+* memory: ``memory_check``, ``rss_growth``;
+* what they share: ``driver_common`` (standard library only), ``workloads``,
+  ``side_by_side``, ``servers`` (real model servers on 127.0.0.1, also the served tests'),
+  ``humaneval_programs``, and the two drivers ``mill_driver`` and ``lmeval_driver``.
+
+Nothing in Mill's runtime imports this package (a contract in pyproject.toml), and this
+``__init__`` imports nothing: ``lmeval_driver`` runs in lm-eval's own interpreter, where only
+the standard library and this package's own files are sure to be importable.
+"""
