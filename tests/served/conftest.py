@@ -4,7 +4,7 @@
 are shared by the session (never stop them in a test); ``start_llama_server`` starts a
 private llama-cpp-python server (for tests that kill or restart it), stopped at the end of
 the test. They skip, with the reason, only when the server is not installed (see
-tests/served/servers.py); CI builds both and sets ``MILL_LLAMA_PYTHON`` and
+mill/bench/servers.py); CI builds both and sets ``MILL_LLAMA_PYTHON`` and
 ``MILL_LLAMA_SERVER``, which turn a server that cannot start into a failure.
 """
 
