@@ -145,6 +145,8 @@ def test_help_lists_groups_and_never_imports_torch() -> None:
     assert "hydra" in imported and "mill.cli" in imported  # the listing is real
     heavy = [m for m in imported if m.split(".")[0] in ("torch", "transformers", "datasets")]
     assert not heavy, f"mill --help imported {heavy[:5]}"
+    # nor the benchmark tools (lint-imports forbids every runtime module to import them)
+    assert not [m for m in imported if m.startswith("mill.bench")]
 
 
 @pytest.mark.parametrize(
