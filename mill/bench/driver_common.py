@@ -69,7 +69,9 @@ def write_task_yamls(tasks: list[dict[str, Any]], folder: Path, root: Path) -> P
 
     folder.mkdir(parents=True, exist_ok=True)
     for task in tasks:
-        body = {"include": str(root / task["include"]), "task": task["name"], "tag": []}
+        body: dict[str, Any] = {"task": task["name"], "tag": []}
+        if task.get("include"):  # None: a standalone YAML (its overrides say everything)
+            body = {"include": str(root / task["include"]), **body}
         body.update(task.get("overrides", {}))
         (folder / f"{task['name']}.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
     return folder

@@ -78,7 +78,10 @@ def build_llama_1b(out: Path) -> Path:
 
 
 def model_dir(name: str) -> Path:
-    """Folder of a named test model (built on first use for the random ones)."""
+    """Folder of a named test model (built on first use for the random ones), or ``name``
+    itself where it is a model folder (a path with a ``config.json``)."""
+    if (Path(name) / "config.json").is_file():
+        return Path(name).resolve()
     if name == "stories260k":
         return Path(str(resources.files("mill.resources").joinpath("models/stories260k")))
     from mill.model.random import cache_root, random_gpt2_dir
@@ -93,7 +96,7 @@ def model_dir(name: str) -> Path:
     }
     if name not in shapes:
         known = ["stories260k", *shapes, "llama_1b"]
-        raise SystemExit(f"unknown model {name!r}; choose one of {known}")
+        raise SystemExit(f"unknown model {name!r}; choose one of {known} or a model folder")
     layers, width, heads, *window = shapes[name]
     return random_gpt2_dir(layers, width, heads, seed=0, n_positions=window[0] if window else 1024)
 

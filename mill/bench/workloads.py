@@ -29,7 +29,8 @@ class Workload:
     mill_task: str
     """Mill task config (``conf/task/<name>.yaml``)."""
     lmeval_yaml: str
-    """lm-eval task YAML relative to ``lm_eval/tasks``; ``{subject}`` is substituted."""
+    """lm-eval task YAML relative to ``lm_eval/tasks``; ``{subject}`` is substituted; empty:
+    a standalone YAML made of ``lmeval_overrides`` alone (no ``include``)."""
     output_type: str
     """logprobs, perplexity or generative (what is compared per request)."""
     metrics: dict[str, str]
@@ -44,6 +45,13 @@ class Workload:
     """Extra lm-eval task YAML keys (the same change as ``extra_mill_overrides``)."""
     requires: str | None = None
     """A module that must be importable for this workload to run (e.g. a task in progress)."""
+    max_gen_toks: int | None = None
+    """Generative workloads of ``whole_process``: the generation limit on every side (None:
+    the task's own)."""
+    repeats: int = 1
+    """Generations per doc (sampled when ``temperature`` > 0)."""
+    temperature: float = 0.0
+    """0: greedy (every side's tokens are compared with Mill's); else sampled at it."""
 
     def with_limit(self, limit: int | None) -> Workload:
         return replace(self, limit=limit)
@@ -65,6 +73,13 @@ class Workload:
             out.append(f"++task.fewshot_split={self.fewshot_split}")
         if self.subjects != ("default",):
             out.append("++task.subjects=[" + ",".join(self.subjects) + "]")
+        if self.max_gen_toks is not None:
+            out.append(f"++task.generation.max_gen_toks={self.max_gen_toks}")
+        if self.repeats != 1:
+            out.append(f"++task.repeats={self.repeats}")
+        if self.temperature > 0:
+            out += ["++task.generation.do_sample=true"]
+            out += [f"++task.generation.temperature={self.temperature}"]
         return out + list(self.extra_mill_overrides)
 
     def lmeval_tasks(self, files: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
@@ -85,10 +100,13 @@ class Workload:
                 overrides["fewshot_split"] = self.fewshot_split
                 overrides["fewshot_config"] = {"sampler": "first_n"}
             overrides.update(self.lmeval_overrides)
+            if self.max_gen_toks is not None:  # the workload's limit on both sides
+                kwargs = dict(overrides.get("generation_kwargs", {}))
+                overrides["generation_kwargs"] = {**kwargs, "max_gen_toks": self.max_gen_toks}
             tasks.append(
                 {
                     "name": self.lmeval_task_name(subject),
-                    "include": self.lmeval_yaml.format(subject=subject),
+                    "include": self.lmeval_yaml.format(subject=subject) or None,
                     "overrides": overrides,
                 }
             )
@@ -103,6 +121,12 @@ class Workload:
 
 
 _MC = {"acc,none": "acc", "acc_norm,none": "acc_norm"}
+_GSM8K = {
+    "exact_match,strict-match": "exact_match_strict",
+    "exact_match,flexible-extract": "exact_match_flexible",
+}
+HUMANEVAL_UNTIL = ["\nclass", "\ndef", "\n#", "\nif", "\nprint"]
+"""lm-eval's ``humaneval`` stop strings (Mill's ``humaneval`` task has the same)."""
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
@@ -142,10 +166,7 @@ WORKLOADS: dict[str, Workload] = {
             "gsm8k",
             "gsm8k/gsm8k.yaml",
             "generative",
-            {
-                "exact_match,strict-match": "exact_match_strict",
-                "exact_match,flexible-extract": "exact_match_flexible",
-            },
+            _GSM8K,
             num_fewshot=8,
             limit=50,
             fewshot_split="train",
@@ -155,10 +176,7 @@ WORKLOADS: dict[str, Workload] = {
             "gsm8k",
             "gsm8k/gsm8k.yaml",
             "generative",
-            {
-                "exact_match,strict-match": "exact_match_strict",
-                "exact_match,flexible-extract": "exact_match_flexible",
-            },
+            _GSM8K,
             num_fewshot=8,
             limit=50,
             fewshot_split="train",
@@ -166,6 +184,64 @@ WORKLOADS: dict[str, Workload] = {
             lmeval_overrides={
                 "generation_kwargs": {
                     "until": [".", "Question:"],
+                    "do_sample": False,
+                    "temperature": 0.0,
+                }
+            },
+        ),
+        Workload(  # issue 23: generation-bound, every gpt2_bench answer runs to the limit
+            "gsm8k_cot_8shot",
+            "gsm8k_cot",
+            "gsm8k/gsm8k-cot.yaml",
+            "generative",
+            _GSM8K,
+            num_fewshot=8,
+            limit=100,
+            max_gen_toks=256,
+            lmeval_overrides={
+                "generation_kwargs": {
+                    "until": ["Q:", "</s>", "<|im_end|>"],
+                    "do_sample": False,
+                }
+            },
+        ),
+        Workload(  # issue 23: n=10 sampled (pass@1, pass@10); the first 20 problems
+            "humaneval_n10",
+            "humaneval",
+            "",  # standalone: lm-eval's humaneval.yaml loads HF evaluate's code_eval from
+            # the Hub on import (offline here), so its side generates only (--predict_only)
+            "generative",
+            {},
+            limit=20,
+            max_gen_toks=256,
+            repeats=10,
+            temperature=0.8,
+            extra_mill_overrides=("+metrics=[pass_at_k]", "metrics.pass_at_k.k=[1,10]"),
+            lmeval_overrides={
+                "output_type": "generate_until",
+                "doc_to_text": "{{prompt}}",
+                "doc_to_target": "{{test}}\ncheck({{entry_point}})",
+                "repeats": 10,
+                "generation_kwargs": {
+                    "until": HUMANEVAL_UNTIL,
+                    "do_sample": True,
+                    "temperature": 0.8,
+                },
+            },
+        ),
+        Workload(  # issue 23: stories260k (512 positions, so 0-shot); answers end at stops
+            "gsm8k_0shot",
+            "gsm8k",
+            "gsm8k/gsm8k.yaml",
+            "generative",
+            _GSM8K,
+            num_fewshot=0,
+            limit=200,
+            fewshot_split="train",  # lm-eval's gsm8k.yaml reads it even at 0 shots
+            max_gen_toks=256,
+            lmeval_overrides={  # gsm8k.yaml's own, written out: the limit is added to them
+                "generation_kwargs": {
+                    "until": ["Question:", "</s>", "<|im_end|>"],
                     "do_sample": False,
                     "temperature": 0.0,
                 }
