@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU table in one call, on a machine with a CUDA GPU (docs/benchmark.md, "GPU"):
 # install a bundle from scripts/gpu_offline_bundle.sh (if given), then the whole-process
-# table (random 1.1B Llama, bf16), fp32 parity with lm-eval on CUDA, and the CUDA tests.
+# table (random 1.1B Llama, bf16) and its generation table (GEN_MODEL: a model name or
+# folder, e.g. a TinyLlama-1.1B checkpoint), fp32 parity with lm-eval on CUDA, and the CUDA tests.
 # Each step gets what is left of DEADLINE seconds; results go to $OUT (default: ./gpu-out).
 # Usage: bash scripts/gpu_check.sh [bundle folder]
 set -uo pipefail
@@ -30,6 +31,15 @@ for w in ${WORKLOADS:-arc_easy_0shot gsm8k_8shot arc_easy_25shot mmlu_5shot wiki
     --workloads "$w" --rounds "${ROUNDS:-1}" --threads 8 --lmeval-batch-size "${LMB:-32}" \
     --data-dir "$data" --json "$OUT/wp_$w.json" $floor 2>&1 | grep -v "^Writing"
   floor="--no-floor"
+done
+# generation (issue 23): Mill, lm-eval hf and transformers' generate_batch, greedy tokens compared
+for w in ${GEN_WORKLOADS:-gsm8k_cot_8shot humaneval_n10}; do
+  t=$(left 150); (( t < 40 )) && { el "skip $w"; continue; }
+  el "whole process, generation, $w (timeout $t s)"
+  timeout "$t" python3 -m mill.bench.whole_process --device cuda --dtype bfloat16 \
+    --model "${GEN_MODEL:-llama_1b}" --workloads "$w" --peers lmeval generate_batch --no-floor \
+    --rounds "${ROUNDS:-1}" --threads 8 --lmeval-batch-size "${LMB:-32}" --data-dir "$data" \
+    ${GEN_LIMIT:+--limit "$GEN_LIMIT"} --json "$OUT/wp_gen_$w.json" 2>&1 | grep -v "^Writing"
 done
 t=$(left 100); if (( t >= 40 )); then el "parity, fp32 on CUDA (timeout $t s)"
   timeout "$t" python3 -m mill.bench.parity --device cuda --dtype float32 --models gpt2_bench \

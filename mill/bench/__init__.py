@@ -6,7 +6,8 @@ Each tool is a module run as ``python -m mill.bench.<tool>`` from a checkout (th
 * parity: ``parity`` (Mill vs lm-evaluation-harness 0.4.13 request by request),
   ``lmeval_bridge_parity`` (``task=lm_eval`` vs ``lm_eval.simple_evaluate``);
 * speed: ``benchmark`` (work time), ``whole_process`` (whole processes, with the floor of
-  ``floor_driver``), ``lmeval_bridge_speed``, ``bench_served``, ``bench_judge``,
+  ``floor_driver``; generation next to ``generate_batch_driver``, transformers' continuous
+  batching, and llama.cpp's ``llama-server``), ``lmeval_bridge_speed``, ``bench_served``, ``bench_judge``,
   ``training_speed``, ``sandbox_speed``;
 * memory: ``memory_check``, ``rss_growth``;
 * what they share: ``driver_common`` (standard library only), ``workloads``,
