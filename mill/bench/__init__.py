@@ -7,8 +7,8 @@ Each tool is a module run as ``python -m mill.bench.<tool>`` from a checkout (th
   ``lmeval_bridge_parity`` (``task=lm_eval`` vs ``lm_eval.simple_evaluate``);
 * speed: ``benchmark`` (work time), ``whole_process`` (whole processes, with the floor of
   ``floor_driver``; generation next to ``generate_batch_driver``, transformers' continuous
-  batching, and llama.cpp's ``llama-server``), ``lmeval_bridge_speed``, ``bench_served``, ``bench_judge``,
-  ``training_speed``, ``sandbox_speed``;
+  batching, and llama.cpp's ``llama-server``), ``lmeval_bridge_speed``, ``bench_served``,
+  ``bench_judge``, ``training_speed``, ``sandbox_speed``;
 * memory: ``memory_check``, ``rss_growth``;
 * what they share: ``driver_common`` (standard library only), ``workloads``,
   ``side_by_side``, ``servers`` (real model servers on 127.0.0.1, also the served tests'),
