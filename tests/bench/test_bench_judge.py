@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -13,24 +12,17 @@ from pathlib import Path
 import pytest
 
 import mill
-from mill.bench.servers import ServerUnavailable, llama_server_binary
 
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.benchmark,
     pytest.mark.slow,  # starts llama-server and mill processes
-    pytest.mark.skipif(
-        importlib.util.find_spec("gguf") is None, reason="the gguf package (extra 'served') missing"
-    ),
 ]
 
 
+@pytest.mark.usefixtures("llama_server_bin")
 def test_judgments_per_second_at_each_number_in_flight(tmp_path: Path) -> None:
-    try:
-        llama_server_binary()  # CI sets MILL_LLAMA_SERVER: a broken binary fails, not skips
-    except ServerUnavailable as e:
-        pytest.skip(str(e))
     out = tmp_path / "bench.json"
     cmd = [sys.executable, "-m", "mill.bench.bench_judge", "--in-flight", "1", "2"]
     cmd += ["--limit", "2", "--max-gen-toks", "4", "--keep", str(tmp_path / "work")]

@@ -6,7 +6,6 @@ timings (those are in docs/benchmark.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -16,7 +15,6 @@ from typing import Any
 import pytest
 
 from mill.bench.driver_common import REPO, SHARED_DATA, lmeval_python, module_cmd
-from mill.bench.servers import ServerUnavailable, llama_server_binary
 
 pytestmark = [
     pytest.mark.slow,  # starts mill, lm_eval, the generate_batch driver and llama-server
@@ -75,17 +73,8 @@ def _check_rows(entry: dict[str, Any], table: list[dict[str, str]], sides: list[
 
 
 def test_gpt2_greedy_and_sampled_against_lmeval_and_generate_batch(tmp_path: Path) -> None:
-    timed, stdout = _run(
-        tmp_path,
-        "--model",
-        "gpt2_random",
-        "--workloads",
-        "gsm8k_cot_8shot",
-        "humaneval_n10",
-        "--peers",
-        "lmeval",
-        "generate_batch",
-    )
+    args = "--model gpt2_random --workloads gsm8k_cot_8shot humaneval_n10"
+    timed, stdout = _run(tmp_path, *args.split(), "--peers", "lmeval", "generate_batch")
     greedy, sampled = timed["workloads"]
     table = _table(stdout)
     for entry in (greedy, sampled):
@@ -106,24 +95,10 @@ def test_gpt2_greedy_and_sampled_against_lmeval_and_generate_batch(tmp_path: Pat
     assert gb["generated_tokens"] <= 2 * 10 * 6 and "mismatches" not in gb
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("gguf") is None, reason="the gguf package (extra 'served') missing"
-)
+@pytest.mark.usefixtures("llama_server_bin")
 def test_stories_against_lmeval_and_llama_server(tmp_path: Path) -> None:
-    try:
-        llama_server_binary()  # CI sets MILL_LLAMA_SERVER: a broken binary fails, not skips
-    except ServerUnavailable as e:
-        pytest.skip(str(e))
-    timed, stdout = _run(
-        tmp_path,
-        "--model",
-        "stories260k",
-        "--workloads",
-        "gsm8k_0shot",
-        "--peers",
-        "lmeval",
-        "llama_server",
-    )
+    args = "--model stories260k --workloads gsm8k_0shot --peers lmeval llama_server"
+    timed, stdout = _run(tmp_path, *args.split())
     (entry,) = timed["workloads"]
     _check_rows(entry, _table(stdout), ["lmeval", "llama_server"])
     assert entry["greedy_checks"] == {
