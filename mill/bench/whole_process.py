@@ -383,6 +383,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                 lm_cmd.append("--predict_only")
         sides: dict[str, list[dict[str, Any]]] = {side: [] for side in ("mill", "floor", *PEERS)}
         produced: dict[str, dict[int, Any]] = {}
+        mill_scores: dict[str, Any] = {}
         prompts = work / f"{name}.prompts.json"
         for r in range(args.rounds):
             for side in order if r % 2 == 0 else order[::-1]:
@@ -439,6 +440,10 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                         produced[side] = mill_outputs(work / tag)
                         if side == "mill":
                             write_prompts(produced[side], workload, prompts)
+                            metrics = mill.load(work / tag).results.tasks.values()
+                            mill_scores = {
+                                k: v.value for t in metrics for k, v in t.metrics.items()
+                            }
                     elif side == "lmeval":
                         produced[side] = lmeval_outputs(work / tag)
                     elif side == "generate_batch":
@@ -456,6 +461,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                 name, workload, sides, produced, model
             )
             entry["generation"] = rows_here
+            entry["mill_metrics"] = mill_scores
             gen_rows.extend(rows_here)
             if server is not None and sides["llama_server"]:
                 entry["llama_server_peak_rss_kib"] = server_peak_rss_kib(server.proc.pid)
@@ -528,6 +534,9 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
             "answer differs from Mill's"
         )
         for entry in report:
+            if entry.get("mill_metrics"):
+                scores = ", ".join(f"{k} {v}" for k, v in entry["mill_metrics"].items())
+                print(f"{entry['workload']}: Mill's metrics (first round): {scores}")
             if "llama_server_peak_rss_kib" in entry:
                 rss = entry["llama_server_peak_rss_kib"] / 2**20
                 print(f"{entry['workload']}: llama-server's own peak RSS {rss:.2f} GiB")

@@ -91,6 +91,8 @@ def test_gpt2_greedy_and_sampled_against_lmeval_and_generate_batch(tmp_path: Pat
     assert greedy["generation"][0]["generated_tokens"] == 2 * 6
     # sampled: 2 problems x 10 repeats, not compared token for token
     assert sampled["greedy_checks"] == {}
+    assert set(sampled["mill_metrics"]) >= {"pass_at_k@1", "pass_at_k@10"}
+    assert "humaneval_n10: Mill's metrics (first round): " in stdout
     gb = next(r for r in sampled["generation"] if r["side"] == "generate_batch")
     assert gb["generated_tokens"] <= 2 * 10 * 6 and "mismatches" not in gb
 
