@@ -1,22 +1,25 @@
-"""Greedy generation: chunked prefill, one KV cache written in place, per-row retirement.
+"""Generation: continuous batching over preallocated KV slots, per-row retirement.
 
 Semantics are lm-evaluation-harness's ``generate_until`` with greedy decoding: contexts are
-left-truncated to ``max_length - max_gen_toks`` tokens and left-padded (positions follow
-the attention mask), each row gets at most ``max_gen_toks`` new tokens, stops at EOS, and
-its text is the decoded new tokens (special tokens skipped) cut at the first occurrence of
-each stop string. The work differs:
+left-truncated to ``max_length - max_gen_toks`` tokens, each row gets at most
+``max_gen_toks`` new tokens at the positions of its own context, stops at EOS, and its text
+is the decoded new tokens (special tokens skipped) cut at the first occurrence of each stop
+string. The work differs:
 
-* Prefill runs in chunks that respect the token budget, and their caches are merged into
-  one decode batch (:class:`mill.model.kv.PrefillMerger`), so decoding runs many rows per
-  step without a large prefill.
-* The cache is written in place (:class:`mill.model.kv.GrowingLayer`) instead of being
-  re-concatenated at every step.
-* A context prefix that every row of the batch shares (fixed few-shot exemplars) is
-  computed, stored and read once for all rows (:mod:`mill.model.prefix_attention`), where
-  the model supports it; each row's cache holds only its own suffix.
-* Each row stops on its own stop string or EOS. Finished rows are dropped from the batch
-  once a quarter of it has finished (dropping copies the cache, so it is not done per row),
-  instead of the batch running until its slowest row is done (lm-eval's static batching).
+* Rows decode in slots of one preallocated cache (:class:`mill.model.kv.SlotCache`),
+  written in place instead of re-concatenated at every step.
+* A row that stops frees its slot at once (nothing is copied) and the next waiting
+  contexts are prefilled into the free slots, in chunks that respect the token budget, so
+  the batch stays full until the queue is empty (lm-eval runs each static batch until its
+  slowest row is done).
+* Identical contexts (sampled repeats of one prompt) are prefilled once; each repeat's
+  slot gets a copy of its keys and values.
+* A context prefix that every row shares (fixed few-shot exemplars) is computed, stored
+  and read once for all rows (:mod:`mill.model.prefix_attention`), where the model
+  supports it; each slot holds only its row's own suffix.
+
+A model whose cache cannot live in slots (sliding-window layers) decodes each prefill
+chunk as a static batch (:func:`_generate_static`).
 """
 
 from __future__ import annotations
