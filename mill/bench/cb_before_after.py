@@ -81,11 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--gpt2-docs", type=int, default=20)
     parser.add_argument("--stories-docs", type=int, default=50)
+    parser.add_argument("--workloads", nargs="+", default=["gpt2_bench", "stories260k"])
     args = parser.parse_args(argv)
     print("load at start:", os.getloadavg())
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, overrides in workloads(args.gpt2_docs, args.stories_docs).items():
+            if name.split()[0] not in args.workloads:
+                continue
             times: dict[str, list[float]] = {"before": [], "after": []}
             outs: dict[str, Path] = {}
             for i in range(args.rounds):
