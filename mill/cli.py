@@ -226,6 +226,12 @@ def main() -> None:
     except (OSError, ValueError) as err:
         # Hydra making the run folder or opening mill.log in it: a full disk or a
         # read-only folder gets one line too, and so does a file where the folder goes
+        from mill.runner.config_errors import null_group
+
+        null = null_group(err, argv)  # `model=null`: Hydra's bare ValueError
+        if null is not None:
+            _say(null)
+            raise SystemExit(2) from None
         storage = storage_error(err)
         if storage is None and isinstance(err, (FileExistsError, NotADirectoryError)):
             from mill.experiment.folder import check_folder

@@ -81,7 +81,7 @@ def write_curves(folder: Path, history: Sequence[tuple[int, Results]], source: s
     html = page(
         "Evaluation during training — Mill",
         "".join(parts),
-        "each step's folder is a Mill run: <code>mill -cn report runs=[step-N]</code>",
+        "each step's folder is a Mill run: <code>mill report runs=[step-N]</code>",
     )
     path = folder / "curves.html"
     write_atomic(path, html)

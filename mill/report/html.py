@@ -104,7 +104,7 @@ def kv_table(data: dict[str, Any]) -> str:
     return table(["key", "value"], rows)
 
 
-REBUILD = "rebuild with <code>mill -cn report runs=[&lt;folder&gt;]</code>"
+REBUILD = "rebuild with <code>mill report runs=[&lt;folder&gt;]</code>"
 
 
 def page(title: str, body: str, how: str = REBUILD) -> str:
@@ -394,7 +394,7 @@ def sweep_page(
         parts += [
             "<h2>Results</h2>",
             "<p class='small'>value ± stderr; best of each row in bold (not a significance test:"
-            " use <code>mill -cn compare a=… b=…</code> for a paired test).</p>",
+            " use <code>mill compare a=… b=…</code> for a paired test).</p>",
             pivot_table(entries, labels),
         ]
     if chart_png is not None:
@@ -469,5 +469,5 @@ def compare_page(
         "metrics, else a two-sided paired bootstrap test. No correction for multiple "
         "comparisons.</p>",
     ]
-    how = "rerun with <code>mill -cn compare a=&lt;run&gt; b=&lt;run&gt; out=&lt;folder&gt;</code>"
+    how = "rerun with <code>mill compare a=&lt;run&gt; b=&lt;run&gt; out=&lt;folder&gt;</code>"
     return page(f"{label_a} vs {label_b} — Mill comparison", "".join(parts), how)

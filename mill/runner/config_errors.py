@@ -117,6 +117,20 @@ def _interpolation(err: Any) -> str:
     return f"cannot resolve {where or 'the config'}: {message}; fix the value or the config"
 
 
+def null_group(err: BaseException, argv: list[str]) -> str | None:
+    """One line for ``model=null`` (Hydra's bare ``ValueError``: a config group set to
+    null); ``None`` for any other error."""
+    if isinstance(err, OSError) or not str(err).startswith("Config group override must be"):
+        return None
+    groups = [a.partition("=")[0].lstrip("+") for a in argv if a.endswith("=null")]
+    group = groups[0] if groups else "a config group"
+    noun = GROUP_NOUNS.get(group, group)
+    return (
+        f"{group}=null: the {noun} group takes one of its configs, not null; "
+        f"{_suggest('', group_options(group, argv)) if groups else 'name one of its configs'}"
+    )
+
+
 def describe(err: BaseException, argv: list[str]) -> str:
     """One line for a Hydra composition error, a YAML syntax error or an unresolvable
     interpolation."""

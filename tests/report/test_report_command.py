@@ -124,6 +124,8 @@ def test_one_run_prints_its_table(sweep, tmp_path: Path) -> None:
     assert proc.stdout.strip() == (run / "report.txt").read_text().strip()
     assert "| task     | metric            |" in proc.stdout
     assert (out / "report.html").is_file() and (out / "plots" / "scores.png").is_file()
+    # the page's hint names the command as users type it
+    assert "rebuild with <code>mill report runs=[" in (out / "report.html").read_text()
 
 
 @pytest.mark.slow

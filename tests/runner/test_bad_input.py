@@ -47,6 +47,8 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
         ]
     if name == "unknown model":
         return ["model=gpt2"], ["unknown model 'gpt2'", "gpt2_random"]
+    if name == "model group set to null":
+        return ["model=null"], ["model=null", "takes one of its configs", "stories260k"]
     if name == "unknown metric":
         return ["+metrics=[acc,acc_nrom]"], ["unknown metric 'acc_nrom'", "did you mean acc_norm"]
     if name == "unknown runner":
@@ -298,6 +300,7 @@ CASES = [
     "unknown metric",
     "unknown runner",
     "unknown setting",
+    "model group set to null",
     "malformed yaml",
     "doc lacks a prompt field",
     "file row lacks a field",
