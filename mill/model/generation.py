@@ -139,6 +139,20 @@ def shared_prefix_length(stepper: Stepper, contexts: Sequence[Sequence[int]]) ->
     return prefix if prefix >= MIN_SHARED_PREFIX else 0
 
 
+@dataclass
+class _Job:
+    """What both engines generate: the contexts, their stops and the token picker."""
+
+    contexts: list[list[int]]
+    truncated: list[int]
+    until: Sequence[str]
+    max_gen_toks: int
+    eos_ids: set[int]
+    decode: Callable[[list[int]], str]
+    pick: Callable[[torch.Tensor, list[int]], list[int]]
+    on_done: Callable[[int, Generated], None] | None
+
+
 def generate_batch(
     stepper: Stepper,
     contexts: list[list[int]],
@@ -167,37 +181,26 @@ def generate_batch(
     def pick(logits: torch.Tensor, rows: list[int]) -> list[int]:
         return choose(logits, rows) if choose is not None else logits.argmax(-1).tolist()
 
+    job = _Job(contexts, truncated, until, max_gen_toks, eos_ids, decode, pick, on_done)
     if not stepper.can_grow_cache():
-        return _generate_static(
-            stepper, contexts, truncated, until, max_gen_toks, eos_ids, decode, pick,
-            token_budget, max_rows if slots is None else min(slots, max_rows or slots), on_done,
-        )  # fmt: skip
+        rows = max_rows if slots is None else min(slots, max_rows or slots)
+        return _generate_static(stepper, job, token_budget, rows)
     prefix = shared_prefix_length(stepper, contexts)
     with ExitStack() as scope:
         # a prefix every context starts with: computed once, attended by every row
         shared = (
             scope.enter_context(stepper.shared_prefix(contexts[0][:prefix])) if prefix else None
         )
-        return _generate_continuous(
-            stepper, contexts, truncated, until, max_gen_toks, eos_ids, decode, pick,
-            token_budget, max_rows, slots, shared, on_done,
-        )  # fmt: skip
+        return _generate_continuous(stepper, job, token_budget, max_rows, slots, shared)
 
 
 def _generate_continuous(
     stepper: Stepper,
-    contexts: list[list[int]],
-    truncated: list[int],
-    until: Sequence[str],
-    max_gen_toks: int,
-    eos_ids: set[int],
-    decode: Callable[[list[int]], str],
-    pick: Callable[[torch.Tensor, list[int]], list[int]],
+    job: _Job,
     token_budget: int | None,
     max_rows: int | None,
     slots: int | None,
     shared: SharedPrefix | None,
-    on_done: Callable[[int, Generated], None] | None,
 ) -> list[Generated]:
     """Continuous batching over a :class:`~mill.model.kv.SlotCache` of ``slots`` rows.
 
@@ -210,6 +213,13 @@ def _generate_continuous(
     """
     from mill.model.kv import SlotCache
 
+    contexts, truncated, until, max_gen_toks = (
+        job.contexts,
+        job.truncated,
+        job.until,
+        job.max_gen_toks,
+    )
+    eos_ids, decode, pick, on_done = job.eos_ids, job.decode, job.pick, job.on_done
     n = len(contexts)
     skip = 0 if shared is None else shared.length
     own = [c[skip:] for c in contexts]  # what each row's own cache holds
@@ -354,33 +364,23 @@ def _one_row(past: object, row: int) -> object:
 
 
 def _generate_static(
-    stepper: Stepper,
-    contexts: list[list[int]],
-    truncated: list[int],
-    until: Sequence[str],
-    max_gen_toks: int,
-    eos_ids: set[int],
-    decode: Callable[[list[int]], str],
-    pick: Callable[[torch.Tensor, list[int]], list[int]],
-    token_budget: int | None,
-    max_rows: int | None,
-    on_done: Callable[[int, Generated], None] | None,
+    stepper: Stepper, job: _Job, token_budget: int | None, max_rows: int | None
 ) -> list[Generated]:
     """Static batches for caches that cannot live in slots: each prefill chunk decodes on
     its own, finished rows dropped once a quarter of the chunk has finished."""
-    n = len(contexts)
-    order = sorted(range(n), key=lambda r: (-len(contexts[r]), r))
+    n = len(job.contexts)
+    order = sorted(range(n), key=lambda r: (-len(job.contexts[r]), r))
     out: dict[int, Generated] = {}
-    stop = _StopCheck(until, decode)
+    stop = _StopCheck(job.until, job.decode)
     device = stepper.device
-    for chunk in budget_batches(order, lambda r: (1, len(contexts[r])), token_budget, max_rows):
-        logits, cache, mask, width = _prefill(stepper, [contexts[r] for r in chunk])
-        masks = torch.cat([mask, mask.new_zeros((len(chunk), max_gen_toks))], dim=1).to(device)
-        need_mask = len({len(contexts[r]) for r in chunk}) > 1
-        positions = torch.tensor([[len(contexts[r])] for r in chunk], device=device)
+    for chunk in budget_batches(order, lambda r: (1, len(job.contexts[r])), token_budget, max_rows):
+        logits, cache, mask, width = _prefill(stepper, [job.contexts[r] for r in chunk])
+        masks = torch.cat([mask, mask.new_zeros((len(chunk), job.max_gen_toks))], dim=1).to(device)
+        need_mask = len({len(job.contexts[r]) for r in chunk}) > 1
+        positions = torch.tensor([[len(job.contexts[r])] for r in chunk], device=device)
         generated: dict[int, list[int]] = {r: [] for r in chunk}
         slots = list(chunk)
-        next_tokens = pick(logits, slots)
+        next_tokens = job.pick(logits, slots)
         live = [True] * len(slots)
         length = width
         while True:
@@ -388,7 +388,7 @@ def _generate_static(
                 if live[slot]:
                     generated[r].append(next_tokens[slot])
                     tokens = generated[r]
-                    if tokens[-1] in eos_ids or len(tokens) >= max_gen_toks or stop(tokens):
+                    if tokens[-1] in job.eos_ids or len(tokens) >= job.max_gen_toks or stop(tokens):
                         live[slot] = False
             alive = [s for s, is_live in enumerate(live) if is_live]
             if not alive:
@@ -407,17 +407,17 @@ def _generate_static(
             logits, cache = stepper.next_logits(ids, step_mask, positions, cache)
             length += 1
             positions = positions + 1
-            next_tokens = pick(logits, slots)
+            next_tokens = job.pick(logits, slots)
         for r in chunk:
             out[r] = Generated(
-                text=cut_at_stop(decode(generated[r]), until),
+                text=cut_at_stop(job.decode(generated[r]), job.until),
                 tokens=generated[r],
-                input_tokens=contexts[r],
-                truncated=truncated[r],
-                padded=width - len(contexts[r]),
+                input_tokens=job.contexts[r],
+                truncated=job.truncated[r],
+                padded=width - len(job.contexts[r]),
             )
-            if on_done is not None:
-                on_done(r, out[r])
+            if job.on_done is not None:
+                job.on_done(r, out[r])
     return [out[r] for r in range(n)]
 
 

@@ -175,3 +175,27 @@ def test_bad_generation_settings_are_one_line_and_exit_2(tmp_path) -> None:
         assert "Traceback" not in proc.stderr and len(errors) == 1
         assert ("cache_budget" if i == 0 else "temperature > 0") in errors[0]
         assert not (out / "results.json").exists()
+
+
+def test_sliding_window_models_decode_static_chunks_with_the_same_tokens() -> None:
+    """A cache with sliding-window layers cannot live in slots: each prefill chunk decodes
+    as a static batch, and the chunking does not change the tokens."""
+    import transformers as tf
+
+    torch.manual_seed(0)
+    config = tf.MistralConfig(
+        vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, sliding_window=8,
+        max_position_embeddings=128,
+    )  # fmt: skip
+    config._attn_implementation = "sdpa"
+    model = tf.AutoModelForCausalLM.from_config(config).eval()
+    forward = HFForward(model, torch.device("cpu"))
+    assert not forward.can_grow_cache()
+    g = torch.Generator().manual_seed(1)
+    contexts = [torch.randint(3, 97, (n,), generator=g).tolist() for n in (12, 5, 9, 3)]
+    kwargs = {"until": (), "max_gen_toks": 6, "eos_ids": set(), "decode": lambda t: ""}
+    whole = generate_batch(forward, contexts, [0] * 4, **kwargs)
+    chunked = generate_batch(forward, contexts, [0] * 4, slots=1, **kwargs)
+    assert [g.tokens for g in chunked] == [g.tokens for g in whole]
+    assert all(len(g.tokens) == 6 for g in whole)

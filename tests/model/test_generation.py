@@ -10,15 +10,9 @@ import torch
 
 from mill.model.hf import HFCausalLM
 from mill.types import GenerationArgs, OutputType, Request
+from tests.model.generation_cases import STORY
 
-PROMPTS = [
-    "Once upon a time",
-    "The little dog",
-    "Lily and Tom went to the park. They saw a big tree and",
-    "One day, a girl named Sue found a shiny",
-    "Tim",
-    "The sun was hot. The cat wanted to",
-]
+PROMPTS = STORY[:6]
 
 
 @pytest.fixture(scope="module")
