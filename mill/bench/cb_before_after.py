@@ -13,7 +13,6 @@ on GSM8K 0-shot; both ``max_gen_toks`` 256, fp32 on the CPU.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -22,13 +21,14 @@ import tempfile
 import time
 from pathlib import Path
 
-DATA = Path(
-    os.environ.get("MILL_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")
-)
+import mill
+from mill.bench.driver_common import SHARED_DATA
+
+DATA = SHARED_DATA
 
 
 def workloads(gpt2_docs: int, stories_docs: int) -> dict[str, list[str]]:
-    from mill.bench.cb_library import model_dir
+    from mill.bench.side_by_side import model_dir
 
     common = ["task=gsm8k", "data=local", f"data.dir={DATA}", "++task.fewshot_split=train"]
     common += ["++task.generation.max_gen_toks=256", "report.progress=never", "model.device=cpu"]
@@ -66,12 +66,11 @@ def run(python: str, overrides: list[str], out: Path) -> float:
 
 
 def samples(folder: Path) -> list[object]:
-    """Every sample's response text, in file order."""
-    rows = []
-    for path in sorted((folder / "samples").glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            rows.append(json.loads(line)["response"]["text"])
-    return rows
+    """Every sample's response text, task by task (read with ``mill.load``), in file order."""
+    run = mill.load(folder)
+    return [
+        s.response.text for task in sorted(run.results.samples_sha256) for s in run.samples(task)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

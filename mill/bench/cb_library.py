@@ -25,23 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-DATA = Path(
-    os.environ.get("MILL_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")
-)
+from mill.bench.driver_common import SHARED_DATA
+from mill.bench.side_by_side import model_dir
+
+DATA = SHARED_DATA
 UNTIL = ("Question:",)
-
-
-def model_dir(name: str) -> Path:
-    """The model folder: ``stories260k`` (shipped) or ``gpt2_bench`` (random 6x384 GPT-2)."""
-    if name == "stories260k":
-        from importlib import resources
-
-        return Path(str(resources.files("mill.resources").joinpath("models/stories260k")))
-    if name == "gpt2_bench":
-        from mill.model.random import random_gpt2_dir
-
-        return random_gpt2_dir(6, 384, 6, seed=0, n_positions=1024)
-    raise SystemExit(f"unknown model {name!r}; choose gpt2_bench or stories260k")
 
 
 def prompts(data: Path, docs: int, shots: int) -> list[str]:
