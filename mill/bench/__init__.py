@@ -10,6 +10,8 @@ Each tool is a module run as ``python -m mill.bench.<tool>`` from a checkout (th
   batching, and llama.cpp's ``llama-server``), ``lmeval_bridge_speed``, ``bench_served``,
   ``bench_judge``, ``training_speed``, ``sandbox_speed``;
 * memory: ``memory_check``, ``rss_growth``;
+* generation engines: ``cb_library`` (transformers' continuous batching against Mill's HF
+  engine), ``cb_before_after`` (two checkouts' whole runs);
 * what they share: ``driver_common`` (standard library only), ``workloads``,
   ``side_by_side``, ``servers`` (real model servers on 127.0.0.1, also the served tests'),
   ``humaneval_programs``, and the two drivers ``mill_driver`` and ``lmeval_driver``.

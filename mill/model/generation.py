@@ -1,26 +1,30 @@
-"""Greedy generation: chunked prefill, one KV cache written in place, per-row retirement.
+"""Generation: continuous batching over preallocated KV slots, per-row retirement.
 
 Semantics are lm-evaluation-harness's ``generate_until`` with greedy decoding: contexts are
-left-truncated to ``max_length - max_gen_toks`` tokens and left-padded (positions follow
-the attention mask), each row gets at most ``max_gen_toks`` new tokens, stops at EOS, and
-its text is the decoded new tokens (special tokens skipped) cut at the first occurrence of
-each stop string. The work differs:
+left-truncated to ``max_length - max_gen_toks`` tokens, each row gets at most
+``max_gen_toks`` new tokens at the positions of its own context, stops at EOS, and its text
+is the decoded new tokens (special tokens skipped) cut at the first occurrence of each stop
+string. The work differs:
 
-* Prefill runs in chunks that respect the token budget, and their caches are merged into
-  one decode batch (:class:`mill.model.kv.PrefillMerger`), so decoding runs many rows per
-  step without a large prefill.
-* The cache is written in place (:class:`mill.model.kv.GrowingLayer`) instead of being
-  re-concatenated at every step.
-* A context prefix that every row of the batch shares (fixed few-shot exemplars) is
-  computed, stored and read once for all rows (:mod:`mill.model.prefix_attention`), where
-  the model supports it; each row's cache holds only its own suffix.
-* Each row stops on its own stop string or EOS. Finished rows are dropped from the batch
-  once a quarter of it has finished (dropping copies the cache, so it is not done per row),
-  instead of the batch running until its slowest row is done (lm-eval's static batching).
+* Rows decode in slots of one preallocated cache (:class:`mill.model.kv.SlotCache`),
+  written in place instead of re-concatenated at every step.
+* A row that stops frees its slot at once (nothing is copied) and the next waiting
+  contexts are prefilled into the free slots, in chunks that respect the token budget, so
+  the batch stays full until the queue is empty (lm-eval runs each static batch until its
+  slowest row is done).
+* Identical contexts (sampled repeats of one prompt) are prefilled once; each repeat's
+  slot gets a copy of its keys and values.
+* A context prefix that every row shares (fixed few-shot exemplars) is computed, stored
+  and read once for all rows (:mod:`mill.model.prefix_attention`), where the model
+  supports it; each slot holds only its row's own suffix.
+
+A model whose cache cannot live in slots (sliding-window layers) decodes each prefill
+chunk as a static batch (:func:`_generate_static`).
 """
 
 from __future__ import annotations
 
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
@@ -59,11 +63,8 @@ class Stepper:
         raise NotImplementedError
 
     def can_grow_cache(self) -> bool:
-        """Whether prefill caches can be merged into one in-place cache (no sliding layers)."""
-        raise NotImplementedError
-
-    def cache_merger(self, rows: int, width: int, capacity: int) -> object:
-        """A :class:`mill.model.kv.PrefillMerger` for this model."""
+        """Whether the cache can live in preallocated slots (:class:`mill.model.kv.SlotCache`:
+        plain layers, no sliding windows)."""
         raise NotImplementedError
 
     def select_cache(self, past: object, keep: torch.Tensor) -> object:
@@ -138,6 +139,20 @@ def shared_prefix_length(stepper: Stepper, contexts: Sequence[Sequence[int]]) ->
     return prefix if prefix >= MIN_SHARED_PREFIX else 0
 
 
+@dataclass
+class _Job:
+    """What both engines generate: the contexts, their stops and the token picker."""
+
+    contexts: list[list[int]]
+    truncated: list[int]
+    until: Sequence[str]
+    max_gen_toks: int
+    eos_ids: set[int]
+    decode: Callable[[list[int]], str]
+    pick: Callable[[torch.Tensor, list[int]], list[int]]
+    on_done: Callable[[int, Generated], None] | None
+
+
 def generate_batch(
     stepper: Stepper,
     contexts: list[list[int]],
@@ -149,93 +164,232 @@ def generate_batch(
     token_budget: int | None = None,
     max_rows: int | None = None,
     choose: Callable[[torch.Tensor, list[int]], list[int]] | None = None,
+    slots: int | None = None,
+    on_done: Callable[[int, Generated], None] | None = None,
 ) -> list[Generated]:
-    """Greedily continue tokenized contexts (already left-truncated) as one decode batch.
+    """Greedily continue tokenized contexts (already left-truncated).
 
-    Prefill is split into chunks of at most ``token_budget`` padded tokens (and
-    ``max_rows`` rows); when the model's cache cannot be merged, each chunk decodes alone.
+    At most ``slots`` rows decode at once (default: all); as rows finish, waiting contexts
+    take their slots (continuous batching, :func:`_generate_continuous`). Prefill runs in
+    chunks of at most ``token_budget`` padded tokens (and ``max_rows`` rows). A model whose
+    cache cannot be held in slots (sliding-window layers) decodes chunk by chunk instead.
     ``choose(logits, rows)`` replaces the greedy pick (see :class:`SeededSampler`); ``rows``
-    are the indices into ``contexts`` of the logits' rows.
+    are the indices into ``contexts`` of the logits' rows. ``on_done(row, generated)`` is
+    called as each row finishes.
     """
 
     def pick(logits: torch.Tensor, rows: list[int]) -> list[int]:
         return choose(logits, rows) if choose is not None else logits.argmax(-1).tolist()
 
+    job = _Job(contexts, truncated, until, max_gen_toks, eos_ids, decode, pick, on_done)
+    if not stepper.can_grow_cache():
+        rows = max_rows if slots is None else min(slots, max_rows or slots)
+        return _generate_static(stepper, job, token_budget, rows)
     prefix = shared_prefix_length(stepper, contexts)
     with ExitStack() as scope:
         # a prefix every context starts with: computed once, attended by every row
         shared = (
             scope.enter_context(stepper.shared_prefix(contexts[0][:prefix])) if prefix else None
         )
-        n = len(contexts)
-        skip = 0 if shared is None else shared.length
-        own = [c[skip:] for c in contexts]  # what each row's own cache holds
-        order = sorted(range(n), key=lambda r: (-len(own[r]), r))
-        chunks = list(budget_batches(order, lambda r: (1, len(own[r])), token_budget, max_rows))
-        if len(chunks) > 1 and not stepper.can_grow_cache():
-            out: dict[int, Generated] = {}
-            for chunk in chunks:
-                for r, g in zip(
-                    chunk,
-                    generate_batch(
-                        stepper,
-                        [contexts[r] for r in chunk],
-                        [truncated[r] for r in chunk],
-                        until,
-                        max_gen_toks,
-                        eos_ids,
-                        decode,
-                        choose=None
-                        if choose is None
-                        else (lambda lg, rows, c=chunk: choose(lg, [c[x] for x in rows])),
-                    ),
-                    strict=True,
-                ):
-                    out[r] = g
-            return [out[r] for r in range(n)]
+        return _generate_continuous(stepper, job, token_budget, max_rows, slots, shared)
 
-        device = stepper.device
-        width = len(own[order[0]])
-        capacity = width + max_gen_toks
-        first: list[int] = []
-        merger = stepper.cache_merger(n, width, capacity) if stepper.can_grow_cache() else None
-        masks = torch.zeros((n, capacity), dtype=torch.long)
-        row = 0
-        cache: object = None
-        for chunk in chunks:
-            logits, past, mask, chunk_width = _prefill(stepper, [own[r] for r in chunk], shared)
-            first.extend(pick(logits, list(chunk)))
-            if merger is not None:
-                merger.add(past, chunk_width)  # type: ignore[attr-defined]
-            else:
-                cache = past  # a single chunk: its own (concatenating) cache
-            del past
-            masks[row : row + len(chunk), width - chunk_width : width] = mask
-            row += len(chunk)
-        if merger is not None:
-            cache = merger.cache()  # type: ignore[attr-defined]
-            del merger
-        masks = masks.to(device)
-        # left padding somewhere: the model masks it, or the shared prefix's attention does
-        need_mask = shared is None and len({len(c) for c in own}) > 1
+
+def _generate_continuous(
+    stepper: Stepper,
+    job: _Job,
+    token_budget: int | None,
+    max_rows: int | None,
+    slots: int | None,
+    shared: SharedPrefix | None,
+) -> list[Generated]:
+    """Continuous batching over a :class:`~mill.model.kv.SlotCache` of ``slots`` rows.
+
+    Contexts wait in a queue, longest first, repeats of one context next to each other.
+    Whenever slots are free, the next contexts are prefilled (one chunk within the token
+    budget and the free slots) and copied into them; identical contexts (sampled repeats)
+    are prefilled once, their keys and values copied into each repeat's slot. Each step
+    decodes every slot; a row that finishes frees its slot for the next context. Once the
+    queue is empty, the storage narrows to the live rows when a quarter of it is free.
+    """
+    from mill.model.kv import SlotCache
+
+    contexts, truncated, until, max_gen_toks = (
+        job.contexts,
+        job.truncated,
+        job.until,
+        job.max_gen_toks,
+    )
+    eos_ids, decode, pick, on_done = job.eos_ids, job.decode, job.pick, job.on_done
+    n = len(contexts)
+    skip = 0 if shared is None else shared.length
+    own = [c[skip:] for c in contexts]  # what each row's own cache holds
+    first_of: dict[tuple[int, ...], int] = {}
+    for r in range(n):
+        first_of.setdefault(tuple(own[r]), r)
+    queue = deque(sorted(range(n), key=lambda r: (-len(own[r]), first_of[tuple(own[r])], r)))
+    waiting = Counter(tuple(own[r]) for r in range(n))
+    size = max(1, min(n, slots or n))
+    capacity = max(len(o) for o in own) + max_gen_toks + 1
+    device = stepper.device
+    stop = _StopCheck(until, decode)
+    generated: list[list[int]] = [[] for _ in range(n)]
+    request = [-1] * size  # slot -> request (-1: free)
+    positions = [0] * size
+    next_tokens = [0] * size
+    # prefilled contexts whose rows (or repeats) wait for a slot: (cache, row, logits, width)
+    kept: dict[tuple[int, ...], tuple[object, int, torch.Tensor, int]] = {}
+    padded = [0] * n  # left padding of each row's prefill
+    cache: SlotCache | None = None
+
+    out: dict[int, Generated] = {}
+
+    def done(r: int) -> bool:
+        """Has row ``r`` finished with its last token? (then its output is made)"""
+        tokens = generated[r]
+        if not (tokens[-1] in eos_ids or len(tokens) >= max_gen_toks or stop(tokens)):
+            return False
+        out[r] = Generated(
+            cut_at_stop(decode(tokens), until), tokens, contexts[r], truncated[r], padded[r]
+        )
+        if on_done is not None:
+            on_done(r, out[r])
+        return True
+
+    def take(free: int) -> list[int]:
+        """The next contexts for ``free`` slots, within the prefill budget (a repeat of a
+        context already prefilled, or of the one before it, costs no prefill row)."""
+        chunk = [queue.popleft()]
+        width, fresh = len(own[chunk[0]]), 1
+        while queue and len(chunk) < min(free, max_rows or free):
+            nxt = own[queue[0]]
+            again = tuple(nxt) in kept or nxt == own[chunk[-1]]
+            if not again and token_budget is not None:
+                if (fresh + 1) * max(width, len(nxt)) > token_budget:
+                    break
+            chunk.append(queue.popleft())
+            width, fresh = max(width, len(nxt)), fresh + (not again)
+        return chunk
+
+    def fill() -> None:
+        nonlocal cache
+        while queue:
+            free = [s for s in range(size) if request[s] < 0]
+            if not free:
+                return
+            chunk = take(len(free))
+            fresh = []  # contexts this chunk prefills (one per distinct context)
+            for r in chunk:
+                key = tuple(own[r])
+                if key not in kept and all(tuple(own[f]) != key for f in fresh):
+                    fresh.append(r)
+            if fresh:
+                logits, past, _, width = _prefill(stepper, [own[r] for r in fresh], shared)
+                if cache is None:
+                    cache = SlotCache(stepper.config, past, size, capacity)
+                for row, r in enumerate(fresh):
+                    kept[tuple(own[r])] = (past, row, logits[row], width)
+            firsts = pick(torch.stack([kept[tuple(own[r])][2] for r in chunk]), chunk)
+            assert cache is not None
+            for r, token in zip(chunk, firsts, strict=True):
+                key = tuple(own[r])
+                past, row, _logits, width = kept[key]
+                padded[r] = width - len(own[r])
+                slot = free.pop(0)
+                cache.place(slot, past, row, len(own[r]))
+                waiting[key] -= 1
+                if not waiting[key]:
+                    del kept[key]  # its last repeat has its slot
+                generated[r].append(token)
+                if done(r):
+                    cache.free(slot)
+                    continue
+                request[slot], positions[slot], next_tokens[slot] = r, len(contexts[r]), token
+            # repeats still waiting keep only their own row of the chunk's cache
+            for r in fresh:
+                key = tuple(own[r])
+                if key in kept:
+                    past, row, logits, width = kept[key]
+                    kept[key] = (_one_row(past, row), 0, logits, width)
+
+    while True:
+        fill()
+        live = [s for s in range(size) if request[s] >= 0]
+        if not live:
+            break
+        assert cache is not None
+        if not queue and (size - len(live)) * 4 >= size:
+            keep = torch.tensor(live, device=device)
+            cache.select(keep)
+            request = [request[s] for s in live]
+            positions = [positions[s] for s in live]
+            next_tokens = [next_tokens[s] for s in live]
+            size = len(live)
+            live = list(range(size))
+        ids = torch.tensor(next_tokens, device=device).unsqueeze(-1)
         if shared is not None:
-            shared.set_pad(torch.tensor([width - len(own[r]) for r in order], device=device))
-        positions = torch.tensor([[len(contexts[r])] for r in order], device=device)
-        next_tokens = first
+            shared.set_valid(cache.mask())
+            step_mask = None
+        else:
+            step_mask = cache.mask().long()
+        logits, _ = stepper.next_logits(
+            ids, step_mask, torch.tensor(positions, device=device).unsqueeze(-1), cache.cache
+        )
+        is_live = torch.zeros(size, dtype=torch.bool, device=device)
+        is_live[live] = True
+        cache.advance(is_live)
+        rows = [request[s] for s in live]
+        tokens = pick(logits[live] if len(live) < size else logits, rows)
+        for s, r, token in zip(live, rows, tokens, strict=True):
+            generated[r].append(token)
+            positions[s] += 1
+            next_tokens[s] = token
+            if done(r):
+                request[s], next_tokens[s], positions[s] = -1, 0, 0
+                cache.free(s)
+    return [out[r] for r in range(n)]
 
-        stop = _StopCheck(until, decode)
-        generated: list[list[int]] = [[] for _ in range(n)]
-        slots = list(order)  # batch row -> request
+
+def _one_row(past: object, row: int) -> object:
+    """Row ``row`` of a prefill cache, on its own (kept for a context's later repeats)."""
+    import copy
+
+    out = copy.copy(past)
+    out.layers = []  # type: ignore[attr-defined]
+    for layer in past.layers:  # type: ignore[attr-defined]
+        new = copy.copy(layer)
+        new.keys = layer.keys[row : row + 1].clone()
+        new.values = layer.values[row : row + 1].clone()
+        out.layers.append(new)  # type: ignore[attr-defined]
+    return out
+
+
+def _generate_static(
+    stepper: Stepper, job: _Job, token_budget: int | None, max_rows: int | None
+) -> list[Generated]:
+    """Static batches for caches that cannot live in slots: each prefill chunk decodes on
+    its own, finished rows dropped once a quarter of the chunk has finished."""
+    n = len(job.contexts)
+    order = sorted(range(n), key=lambda r: (-len(job.contexts[r]), r))
+    out: dict[int, Generated] = {}
+    stop = _StopCheck(job.until, job.decode)
+    device = stepper.device
+    for chunk in budget_batches(order, lambda r: (1, len(job.contexts[r])), token_budget, max_rows):
+        logits, cache, mask, width = _prefill(stepper, [job.contexts[r] for r in chunk])
+        masks = torch.cat([mask, mask.new_zeros((len(chunk), job.max_gen_toks))], dim=1).to(device)
+        need_mask = len({len(job.contexts[r]) for r in chunk}) > 1
+        positions = torch.tensor([[len(job.contexts[r])] for r in chunk], device=device)
+        generated: dict[int, list[int]] = {r: [] for r in chunk}
+        slots = list(chunk)
+        next_tokens = job.pick(logits, slots)
         live = [True] * len(slots)
         length = width
         while True:
             for slot, r in enumerate(slots):
-                if not live[slot]:
-                    continue
-                token = next_tokens[slot]
-                generated[r].append(token)
-                if token in eos_ids or len(generated[r]) >= max_gen_toks or stop(generated[r]):
-                    live[slot] = False
+                if live[slot]:
+                    generated[r].append(next_tokens[slot])
+                    tokens = generated[r]
+                    if tokens[-1] in job.eos_ids or len(tokens) >= job.max_gen_toks or stop(tokens):
+                        live[slot] = False
             alive = [s for s, is_live in enumerate(live) if is_live]
             if not alive:
                 break
@@ -243,31 +397,28 @@ def generate_batch(
             if dead and dead * 4 >= len(slots):
                 keep = torch.tensor(alive, device=device)
                 cache = stepper.select_cache(cache, keep)
-                if shared is not None:
-                    shared.select(keep)
                 masks, positions = masks[keep], positions[keep]
                 slots = [slots[s] for s in alive]
                 next_tokens = [next_tokens[s] for s in alive]
                 live = [True] * len(slots)
-            if length >= masks.shape[1]:  # only without an in-place cache: grow the mask
-                masks = torch.cat([masks, masks.new_zeros((masks.shape[0], max_gen_toks))], dim=1)
             masks[:, length] = 1
             ids = torch.tensor(next_tokens, device=device).unsqueeze(-1)
             step_mask = masks[:, : length + 1] if need_mask else None
             logits, cache = stepper.next_logits(ids, step_mask, positions, cache)
             length += 1
             positions = positions + 1
-            next_tokens = pick(logits, slots)
-        return [
-            Generated(
-                text=cut_at_stop(decode(generated[r]), until),
+            next_tokens = job.pick(logits, slots)
+        for r in chunk:
+            out[r] = Generated(
+                text=cut_at_stop(job.decode(generated[r]), job.until),
                 tokens=generated[r],
-                input_tokens=contexts[r],
-                truncated=truncated[r],
-                padded=width - len(own[r]),
+                input_tokens=job.contexts[r],
+                truncated=job.truncated[r],
+                padded=width - len(job.contexts[r]),
             )
-            for r in range(n)
-        ]
+            if job.on_done is not None:
+                job.on_done(r, out[r])
+    return [out[r] for r in range(n)]
 
 
 class SeededSampler:

@@ -42,6 +42,25 @@ def _sampler(requests: Sequence[Request], sampling: tuple[float, int] | None) ->
     return SeededSampler(seeds, temperature)
 
 
+def _check_budgets(
+    batch_size: int | str, token_budget: int | None, cache_budget: int | None, max_gen_toks: int
+) -> None:
+    """Refuse batching settings that cannot hold one row (before the weights load)."""
+    if batch_size != "auto" and not (str(batch_size).isdigit() and int(batch_size) >= 1):
+        raise ModelError(f"model.batch_size={batch_size!r}: use auto or a number of rows >= 1")
+    if token_budget is not None and token_budget < 1:
+        raise ModelError(
+            f"model.token_budget={token_budget} cannot hold one row; use a number of tokens "
+            ">= 1 (or null: 4096 on CPU, 16384 on GPU)"
+        )
+    if cache_budget is not None and cache_budget <= max_gen_toks:
+        raise ModelError(
+            f"model.cache_budget={cache_budget} cannot hold one generation row (a context "
+            f"token and max_gen_toks={max_gen_toks} new ones); use more tokens than "
+            "max_gen_toks, or null (chosen from memory)"
+        )
+
+
 def _placement(device_map: Any, max_memory: Any, offload_folder: str | None) -> dict[str, Any]:
     """``from_pretrained`` arguments that dispatch the model over devices (empty: none)."""
     if device_map is None:
@@ -153,6 +172,7 @@ class HFCausalLM(TokenizingLM):
         transformers.utils.logging.disable_progress_bar()
         if dtype not in _DTYPES:
             raise ModelError(f"model.dtype={dtype!r} is unknown; choose one of {_DTYPES}")
+        _check_budgets(batch_size, token_budget, cache_budget, int(max_gen_toks))
         self.pretrained = str(pretrained)
         self.revision = revision
         self.name = name or Path(self.pretrained).name
@@ -394,7 +414,6 @@ class HFCausalLM(TokenizingLM):
     def generate_until(
         self, requests: Sequence[Request], on_response: OnResponse = _ignore
     ) -> list[Response]:
-        from mill.model.batching import budget_batches
         from mill.model.generation import generate_batch, shared_prefix_length
 
         eos_ids = self._eos_ids()
@@ -402,44 +421,43 @@ class HFCausalLM(TokenizingLM):
         groups: dict[tuple[tuple[str, ...], int, Any], list[GenerationJob]] = {}
         for job in self.plan_generation(requests):
             groups.setdefault((job.until, job.max_gen_toks, job.sampling), []).append(job)
-        # a decode batch holds rows x (context + new tokens) <= the cache budget; its
-        # prefill runs in chunks of at most token_budget tokens (or batch_size rows)
-        cache_budget = None if self._budget() is None else self.cache_budget
+        # continuous batching: a decode batch of `slots` rows, each holding its context and
+        # new tokens, within the cache budget (or batch_size rows); prefill chunks within
+        # token_budget
         for (until, max_gen, sampling), group in groups.items():
-            # a prefix every context shares is held once per decode batch, not per row
+            # a prefix every context shares is held once, not per row
             shared = shared_prefix_length(self._forward, [j.tokens for j in group])
             if shared:
                 log.info("generation: %d contexts share their first %d tokens", len(group), shared)
-            budget = None if cache_budget is None else max(cache_budget - shared, 1)
-            for batch in budget_batches(
-                group,
-                lambda j, s=shared: (1, len(j.tokens) - s + j.max_gen_toks),
-                budget,
-                self._max_rows(),
-            ):
-                outputs = generate_batch(
-                    self._forward,
-                    [j.tokens for j in batch],
-                    [j.truncated for j in batch],
-                    until,
-                    max_gen,
-                    eos_ids,
-                    self._decode,
-                    token_budget=self._prefill_budget(),
-                    max_rows=self._max_rows(),
-                    choose=_sampler([requests[j.index] for j in batch], sampling),
-                )
-                for job, out in zip(batch, outputs, strict=True):
-                    for i in job.copies:
-                        responses[i] = Response(
-                            request_id=requests[i].id,
-                            input_tokens=out.input_tokens,
-                            output_tokens=out.tokens,
-                            text=out.text,
-                            truncated_tokens_count=out.truncated,
-                            padded_tokens_count=out.padded,
-                        )
-                        on_response(requests[i], responses[i])
+            row_tokens = max(len(j.tokens) for j in group) - shared + max_gen
+            slots = self._max_rows() or max(1, self.cache_budget // row_tokens)
+
+            def done(row: int, out: Any, group: list[GenerationJob] = group) -> None:
+                for i in group[row].copies:
+                    responses[i] = Response(
+                        request_id=requests[i].id,
+                        input_tokens=out.input_tokens,
+                        output_tokens=out.tokens,
+                        text=out.text,
+                        truncated_tokens_count=out.truncated,
+                        padded_tokens_count=out.padded,
+                    )
+                    on_response(requests[i], responses[i])
+
+            generate_batch(
+                self._forward,
+                [j.tokens for j in group],
+                [j.truncated for j in group],
+                until,
+                max_gen,
+                eos_ids,
+                self._decode,
+                token_budget=self._prefill_budget(),
+                max_rows=self._max_rows(),
+                choose=_sampler([requests[j.index] for j in group], sampling),
+                slots=slots,
+                on_done=done,
+            )
         return [r for r in responses if r is not None]
 
     def _eos_ids(self) -> set[int]:

@@ -176,11 +176,6 @@ class HFForward(Forward, Stepper):
         with activate(self.config, shared):
             yield shared
 
-    def cache_merger(self, rows, width, capacity):  # type: ignore[override]
-        from mill.model.kv import PrefillMerger
-
-        return PrefillMerger(self.config, rows, width, capacity)
-
     def next_logits(self, input_ids, attention_mask, position_ids, past):  # type: ignore[override]
         with torch.inference_mode():
             hidden, past = self.hidden(input_ids, attention_mask, position_ids, past, True)

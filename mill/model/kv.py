@@ -1,15 +1,16 @@
-"""A KV cache for greedy generation that is written in place instead of re-concatenated.
+"""The KV cache of continuous batching: preallocated slots that rows are written into and
+freed from, written in place instead of re-concatenated.
 
 ``transformers``' ``DynamicLayer`` grows with ``torch.cat`` at every decoding step, which
 copies the whole cache once per generated token (quadratic traffic: for 16 rows of 900
-tokens of a 6x384 model that is ~270 MB per step). :class:`GrowingLayer` keeps the cache
-in storage allocated once with room for the generated tokens and hands the model views of
-the filled part, so a step writes only the new token's keys and values. Rows are dropped
-(retired generations) by copying the storage once, which the caller does rarely.
-
-:class:`PrefillMerger` builds one such cache for a whole decode batch out of the caches of
-several prefill chunks (left-padded to a common width), so prefill can respect the token
-budget while decoding runs with many rows.
+tokens of a 6x384 model that is ~270 MB per step). A :class:`SlotCache` holds
+``[slots, kv_heads, capacity, head_dim]`` storage per layer, allocated once. A row's
+context is copied into a free slot from its prefill (left-aligned: column ``u`` holds its
+token ``u``); each decoding step writes every slot's new keys and values at that slot's
+own column (:attr:`SlotCache.columns`) and hands the model a view of the first
+``max(columns) + 1`` columns; the caller's mask marks which of them each slot attends to.
+A finished row's slot is simply reused by the next row: retirement copies nothing.
+:meth:`SlotCache.select` narrows the storage (one copy) once no row is left to join.
 """
 
 from __future__ import annotations
@@ -18,83 +19,103 @@ import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 
-class GrowingLayer(DynamicLayer):
-    """A ``DynamicLayer`` over preallocated ``[rows, heads, capacity, dim]`` storage."""
+class SlotLayer(DynamicLayer):
+    """A ``DynamicLayer`` over preallocated slot storage, writing at per-slot columns."""
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, length: int) -> None:
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, owner: SlotCache) -> None:
         super().__init__()
         self.dtype, self.device = keys.dtype, keys.device
         self.is_initialized = True
-        self._k, self._v, self._n = keys, values, length
-        self._view()
+        self._k, self._v, self._owner = keys, values, owner
+        self.view(owner.length)
 
-    def _view(self) -> None:
-        self.keys = self._k[:, :, : self._n]
-        self.values = self._v[:, :, : self._n]
+    def view(self, length: int) -> None:
+        self.keys = self._k[:, :, :length]
+        self.values = self._v[:, :, :length]
 
     def update(self, key_states, value_states, *args, **kwargs):  # type: ignore[override]
-        end = self._n + key_states.shape[-2]
-        if end > self._k.shape[2]:  # out of room: grow (never happens when sized right)
-            extra = max(end - self._k.shape[2], self._k.shape[2])
-            pad = list(self._k.shape)
-            pad[2] = extra
-            self._k = torch.cat([self._k, self._k.new_zeros(pad)], dim=2)
-            pad[3] = self._v.shape[3]
-            self._v = torch.cat([self._v, self._v.new_zeros(pad)], dim=2)
-        self._k[:, :, self._n : end] = key_states
-        self._v[:, :, self._n : end] = value_states
-        self._n = end
-        self._view()
+        owner = self._owner
+        if key_states.shape[-2] != 1:
+            raise RuntimeError("a SlotLayer takes one token per slot and step")
+        self._k[owner.rows, :, owner.columns] = key_states[:, :, 0]
+        self._v[owner.rows, :, owner.columns] = value_states[:, :, 0]
+        self.view(owner.length + 1)
         return self.keys, self.values
 
-    def batch_select_indices(self, indices: torch.Tensor) -> None:
-        self._k, self._v = self._k[indices], self._v[indices]
-        self._view()
+    def select(self, keep: torch.Tensor) -> None:
+        self._k, self._v = self._k[keep], self._v[keep]
 
-    def batch_repeat_interleave(self, repeats: int) -> None:
-        self._k = self._k.repeat_interleave(repeats, dim=0)
-        self._v = self._v.repeat_interleave(repeats, dim=0)
-        self._view()
+
+class SlotCache:
+    """Per-layer slot storage for ``slots`` rows of up to ``capacity`` tokens each.
+
+    ``columns[s]``: where slot ``s``'s next token goes (its row's cached length);
+    ``length``: ``max(columns)``, the view the model sees before a step. The caller sets
+    ``columns`` (:meth:`place`, :meth:`advance`).
+    """
+
+    def __init__(self, config: object, prefill: object, slots: int, capacity: int) -> None:
+        layers = prefill.layers  # type: ignore[attr-defined]
+        k0 = layers[0].keys
+        self.slots, self.capacity = slots, capacity
+        self.columns = torch.zeros(slots, dtype=torch.long, device=k0.device)
+        self.rows = torch.arange(slots, device=k0.device)
+        self.length = 0
+        self.cache = DynamicCache(config=config)
+        self.cache.layers = [
+            SlotLayer(
+                layer.keys.new_zeros((slots, layer.keys.shape[1], capacity, layer.keys.shape[3])),
+                layer.values.new_zeros(
+                    (slots, layer.values.shape[1], capacity, layer.values.shape[3])
+                ),
+                self,
+            )
+            for layer in layers
+        ]
+
+    def place(self, slot: int, prefill: object, row: int, tokens: int) -> None:
+        """Copy the last ``tokens`` positions of row ``row`` of a (left-padded) prefill
+        cache into ``slot``, from column 0."""
+        for mine, theirs in zip(self.cache.layers, prefill.layers, strict=True):  # type: ignore[attr-defined]
+            mine._k[slot, :, :tokens] = theirs.keys[row, :, theirs.keys.shape[2] - tokens :]  # type: ignore[attr-defined]
+            mine._v[slot, :, :tokens] = theirs.values[row, :, theirs.values.shape[2] - tokens :]  # type: ignore[attr-defined]
+        self.columns[slot] = tokens
+        self._views()
+
+    def advance(self, live: torch.Tensor) -> None:
+        """After a step: the ``live`` slots (bool) hold one more token; the others write
+        at column 0 (free slots compute a throw-away row)."""
+        self.columns = torch.where(live, self.columns + 1, torch.zeros_like(self.columns))
+        self._views()
+
+    def free(self, slot: int) -> None:
+        self.columns[slot] = 0
+
+    def mask(self) -> torch.Tensor:
+        """``[slots, length + 1]`` bool: which columns each slot attends to in the next
+        step (its cached tokens and the one it writes)."""
+        return (
+            torch.arange(self.length + 1, device=self.columns.device)[None] <= self.columns[:, None]
+        )
+
+    def select(self, keep: torch.Tensor) -> None:
+        """Keep only the slots ``keep`` (one copy of the storage)."""
+        for layer in self.cache.layers:
+            layer.select(keep)  # type: ignore[attr-defined]
+        self.columns = self.columns[keep]
+        self.slots = int(keep.numel())
+        self.rows = torch.arange(self.slots, device=self.columns.device)
+        self._views()
+
+    def _views(self) -> None:
+        self.length = int(self.columns.max()) if self.slots else 0
+        if self.length >= self.capacity:
+            raise RuntimeError(f"slot cache full: {self.length} of {self.capacity} columns")
+        for layer in self.cache.layers:
+            layer.view(self.length)  # type: ignore[attr-defined]
 
 
 def supports_growing(cache: object) -> bool:
     """True if every layer of ``cache`` is a plain ``DynamicLayer`` (no sliding windows)."""
     layers = getattr(cache, "layers", None)
     return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
-
-
-class PrefillMerger:
-    """One growing cache for all rows of a decode batch, filled chunk by chunk.
-
-    Each prefill chunk's cache is copied in as soon as it is computed (and can then be
-    dropped), right-aligned at ``[width - chunk width, width)`` so every row's last
-    context token sits at ``width - 1``; the caller's attention mask marks the left
-    padding. Storage has room for ``capacity`` tokens per row.
-    """
-
-    def __init__(self, config: object, rows: int, width: int, capacity: int) -> None:
-        self.config, self.rows, self.width, self.capacity = config, rows, width, capacity
-        self._keys: list[torch.Tensor] = []
-        self._values: list[torch.Tensor] = []
-        self._row = 0
-
-    def add(self, cache: object, chunk_width: int) -> None:
-        layers = cache.layers  # type: ignore[attr-defined]
-        if not self._keys:
-            for layer in layers:
-                k, v = layer.keys, layer.values
-                self._keys.append(k.new_zeros((self.rows, k.shape[1], self.capacity, k.shape[3])))
-                self._values.append(v.new_zeros((self.rows, v.shape[1], self.capacity, v.shape[3])))
-        n = int(layers[0].keys.shape[0])
-        lo = self.width - chunk_width
-        for i, layer in enumerate(layers):
-            self._keys[i][self._row : self._row + n, :, lo : self.width] = layer.keys
-            self._values[i][self._row : self._row + n, :, lo : self.width] = layer.values
-        self._row += n
-
-    def cache(self) -> DynamicCache:
-        merged = DynamicCache(config=self.config)
-        merged.layers = [
-            GrowingLayer(k, v, self.width) for k, v in zip(self._keys, self._values, strict=True)
-        ]
-        return merged

@@ -46,31 +46,36 @@ another thread never sees it; one model object generates in one thread at a time
 
 
 class SharedPrefix:
-    """The shared prefix's keys and values per layer, and the rows' suffix padding.
-
-    ``pad[b]``: how many leading slots of row ``b``'s suffix cache are left padding (never
-    attended). Set by the caller before each forward (:meth:`set_pad`) and narrowed with
-    the batch when rows retire (:meth:`select`).
+    """The shared prefix's keys and values per layer, and what each row attends to in its
+    own cache, set by the caller before each forward: a prefill's left padding
+    (:meth:`set_pad`: ``pad[b]`` leading slots of row ``b`` are never attended, causal
+    order), or a decoding step's columns (:meth:`set_valid`: ``valid[b, u]``, slot
+    ``b`` may read column ``u``; :class:`mill.model.kv.SlotCache.mask`).
     """
 
     def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor]) -> None:
         self.keys, self.values = keys, values
         self.length = int(keys[0].shape[2])
         self.pad: torch.Tensor | None = None
+        self.valid: torch.Tensor | None = None
         self._mask: tuple[tuple[int, int, torch.device], torch.Tensor] | None = None
 
     def set_pad(self, pad: torch.Tensor) -> None:
-        self.pad, self._mask = pad, None
+        self.pad, self.valid, self._mask = pad, None, None
 
-    def select(self, keep: torch.Tensor) -> None:
-        assert self.pad is not None
-        self.set_pad(self.pad[keep.to(self.pad.device)])
+    def set_valid(self, valid: torch.Tensor) -> None:
+        self.pad, self.valid, self._mask = None, valid, None
 
     def mask(self, q: int, n: int, device: torch.device) -> torch.Tensor:
         """``[rows, q, n]``: may query ``n - q + i`` attend to suffix slot ``u``? (not
         padding, not in the future). The same for every layer of one forward on one
         device (a model dispatched over GPUs has layers on several): kept."""
         if self._mask is not None and self._mask[0] == (q, n, device):
+            return self._mask[1]
+        if self.valid is not None:
+            if q != 1 or self.valid.shape[1] != n:
+                raise RuntimeError(f"decoding mask of {self.valid.shape[1]} columns for {n} keys")
+            self._mask = ((q, n, device), self.valid.to(device)[:, None, :])
             return self._mask[1]
         assert self.pad is not None
         slots = torch.arange(n, device=device)

@@ -144,6 +144,11 @@ class Task:
                 f"task {self.name!r}: repeats={self.repeats} with greedy generation gives "
                 "identical answers; add task.generation.do_sample=true (and a temperature)"
             )
+        if self.generation.do_sample and not self.generation.temperature > 0:
+            raise TaskError(
+                f"task {self.name!r}: task.generation.do_sample=true needs a temperature > 0 "
+                f"(got {self.generation.temperature}); set task.generation.temperature, e.g. 0.8"
+            )
         self.origins: dict[str, Any] = {}
         self._chat: ChatTemplate | None = None
         self._hand_messages = False

@@ -1,4 +1,4 @@
-"""Batched greedy generation (chunked prefill, in-place KV cache, per-row retirement)
+"""Batched greedy generation (chunked prefill, KV slots written in place, per-row retirement)
 against ``transformers``' own ``generate`` run one prompt at a time."""
 
 from __future__ import annotations
@@ -9,17 +9,10 @@ import pytest
 import torch
 
 from mill.model.hf import HFCausalLM
-from mill.model.kv import GrowingLayer
 from mill.types import GenerationArgs, OutputType, Request
+from tests.model.generation_cases import STORY
 
-PROMPTS = [
-    "Once upon a time",
-    "The little dog",
-    "Lily and Tom went to the park. They saw a big tree and",
-    "One day, a girl named Sue found a shiny",
-    "Tim",
-    "The sun was hot. The cat wanted to",
-]
+PROMPTS = STORY[:6]
 
 
 @pytest.fixture(scope="module")
@@ -78,15 +71,3 @@ def test_rows_retire_at_their_own_stop(llama: HFCausalLM) -> None:
         if len(out.output_tokens) < 60:  # stopped: the stop string came with the last token
             assert "." in decoded and "." not in llama.tokenizer.decode(out.output_tokens[:-1])
     assert len(set(lengths)) > 1  # rows did not wait for the slowest one
-
-
-def test_growing_layer_writes_in_place() -> None:
-    keys = torch.zeros(2, 1, 8, 4)
-    layer = GrowingLayer(keys, torch.zeros(2, 1, 8, 4), length=3)
-    storage = layer._k.data_ptr()
-    k, v = layer.update(torch.ones(2, 1, 1, 4), torch.ones(2, 1, 1, 4))
-    assert k.shape == (2, 1, 4, 4) and layer.get_seq_length() == 4
-    assert layer._k.data_ptr() == storage  # no reallocation, no concatenation
-    assert bool((k[:, :, 3] == 1).all()) and bool((k[:, :, :3] == 0).all())
-    layer.batch_select_indices(torch.tensor([1]))
-    assert layer.keys.shape == (1, 1, 4, 4)

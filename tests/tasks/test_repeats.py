@@ -53,3 +53,9 @@ def test_repeats_need_sampling_and_enough_samples(compose, tmp_path: Path) -> No
     with pytest.raises(ConfigError, match="repeats >= 5"):
         run_job(cfg, tmp_path / "c")
     assert not (tmp_path / "c" / "results.json").exists()
+
+
+def test_sampling_needs_a_positive_temperature() -> None:
+    for temperature in (0.0, -1.0):
+        with pytest.raises(TaskError, match=r"needs a temperature > 0"):
+            GSM8K(repeats=4, generation={"do_sample": True, "temperature": temperature})
