@@ -13,7 +13,9 @@ writes ``OUT/losses.json``: the loss per step and what was logged.
 ``--both`` trains twice in this process, each time from the same seed and freshly loaded
 weights: first without Mill into ``OUT/plain``, then with Mill's evaluation into
 ``OUT/eval`` (one start of the interpreter, the ranks and their imports instead of two;
-the run without Mill comes first, so nothing of Mill has run when its curve is drawn).
+the run without Mill comes first, so nothing of Mill has run when its curve is drawn). Not
+for the hand-written loops under torchrun: ``accelerator.end_training()`` destroys the
+process group, and a second one does not join again in the same ranks.
 """
 
 from __future__ import annotations
