@@ -4,6 +4,7 @@ tests/helpers.py."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -21,6 +22,27 @@ def _mill_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ.setdefault("MILL_CACHE", str(tmp_path_factory.mktemp("mill-cache")))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fast_runs_draw_in_process() -> Iterator[None]:
+    """A run in a fast test draws its plots and report.html in process, as a run does when
+    its report helper cannot start (the same files: tests/report/test_background.py), so
+    the fast tier starts no process and imports matplotlib once, not once per run (about
+    2 s of CPU a run); a slow test's run keeps the helper process."""
+    from mill.report.background import ReportHelper
+
+    start = ReportHelper.__init__
+
+    def helper_in_slow_tests_only(self: ReportHelper) -> None:
+        if helpers.SLOW_ALLOWED["now"]:
+            start(self)
+        else:
+            self._proc = None  # no child: ReportHelper.render draws in process
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ReportHelper, "__init__", helper_in_slow_tests_only)
+        yield
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """The fast tier never starts mill: :func:`tests.helpers.run_mill` fails a test that is
@@ -30,17 +52,5 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.fixture()
 def compose():
-    """Compose Mill's real config with overrides (Hydra compose API)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
-    import mill.cli  # noqa: F401  (registers the mill_resource resolver)
-
-    def _compose(*overrides: str):
-        GlobalHydra.instance().clear()
-        with initialize_config_module("mill.conf", version_base="1.3"):
-            return hydra_compose("mill", overrides=list(overrides), return_hydra_config=False)
-
-    yield _compose
-    GlobalHydra.instance().clear()
+    """Compose Mill's real config with overrides (:func:`tests.helpers.compose_config`)."""
+    return helpers.compose_config

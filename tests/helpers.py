@@ -1,5 +1,7 @@
 """Helpers shared by the tests (import them from here; fixtures stay in conftest.py files).
 
+* :func:`compose_config`: Mill's real config composed with overrides (the ``compose``
+  fixture).
 * :func:`run_mill` starts the installed ``mill`` in a subprocess, :func:`run_process` any
   command; only tests marked ``slow`` may call them (the fast tier never starts a process:
   see tests/conftest.py).
@@ -25,6 +27,8 @@ from mill.record import SampleRecord
 from mill.types import DocOutput, OutputType, Request
 
 if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
     from mill.model.hf import HFCausalLM
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,6 +85,22 @@ def run_mill(
     return run_process(
         *mill_command(), *args, cwd=cwd, env={"CI": "1", **(env or {})}, timeout=timeout
     )
+
+
+def compose_config(*overrides: str) -> DictConfig:
+    """Mill's real config composed with ``overrides`` (Hydra compose API)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    import mill.cli  # noqa: F401  (registers the mill_resource resolver)
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module("mill.conf", version_base="1.3"):
+            return hydra_compose("mill", overrides=list(overrides), return_hydra_config=False)
+    finally:
+        GlobalHydra.instance().clear()
 
 
 def full_forward_oracle(model: HFCausalLM, context: str, continuation: str) -> tuple[float, bool]:

@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def group_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Results]:
-    """task=arc (ARC-Easy + ARC-Challenge, a task group), 2 docs each, in process."""
+    """task=arc (ARC-Easy + ARC-Challenge, a task group), 2 docs each, in process, on the
+    fake model (the schema is the point, not the scores)."""
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
@@ -29,7 +30,9 @@ def group_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Results]:
 
     GlobalHydra.instance().clear()
     with initialize_config_module("mill.conf", version_base="1.3"):
-        cfg = compose("mill", overrides=["task=arc", "task.limit=2", "report.progress=never"])
+        cfg = compose(
+            "mill", overrides=["task=arc", "model=fake", "task.limit=2", "report.progress=never"]
+        )
     GlobalHydra.instance().clear()
     folder = tmp_path_factory.mktemp("results") / "run"
     results = run_job(cfg, folder)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 from importlib import resources
 
 import pytest
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import ConfigError
 from mill.instantiate import check_targets, instantiate
 from mill.metrics.config import metric_config
 from mill.runner.build import build_metrics, build_tasks
 from mill.task.base import Task
+from tests.helpers import compose_config
 
 
 def _options(group: str) -> list[str]:
@@ -43,9 +45,21 @@ def test_the_pairs_cover_every_task_and_model() -> None:
     assert {t for t, _ in PAIRS} == set(TASKS) and {m for _, m in PAIRS} == set(MODELS)
 
 
+_COMPOSED: dict[tuple[str, ...], DictConfig] = {}
+
+
+def _composed(*overrides: str) -> DictConfig:
+    """The config of ``overrides``, composed once in this module (a copy each time): the
+    pairs test and the base test below read the same compositions (a quarter of a second
+    each)."""
+    if overrides not in _COMPOSED:
+        _COMPOSED[overrides] = compose_config(*overrides)
+    return copy.deepcopy(_COMPOSED[overrides])
+
+
 @pytest.mark.parametrize(("task", "model"), PAIRS)
-def test_every_task_and_model_composes(compose, task: str, model: str) -> None:
-    cfg = compose(f"task={task}", f"model={model}")
+def test_every_task_and_model_composes(task: str, model: str) -> None:
+    cfg = _composed(f"task={task}", f"model={model}")
     assert cfg.task.name == task and cfg.model.name
     check_targets(cfg)  # every _target_ is inside the allow-list
     tasks, _ = build_tasks(cfg.task, [])
@@ -136,7 +150,7 @@ DATA_BASE = ("/data_base@_here_", "", "data_base")
     + [("data", d, DATA_BASE) for d in _options("data")],
 )
 def test_configs_extend_their_base_and_state_only_what_differs(
-    compose, group: str, name: str, base: tuple[str, str, str]
+    group: str, name: str, base: tuple[str, str, str]
 ) -> None:
     entry, base_group, base_name = base
     own = _own(group, name)
@@ -145,8 +159,14 @@ def test_configs_extend_their_base_and_state_only_what_differs(
     base_node = _own(base_group, base_name)
     same = [k for k, v in own.items() if k in base_node and base_node[k] == v and k != "dataset"]
     assert not same, f"{group}/{name}.yaml repeats its base: {same}"
-    overrides = [f"{group}={name}"] + (["data.dir=/d"] if name == "local" else [])
-    composed = OmegaConf.to_container(compose(*overrides)[group], resolve=False)
+    # a model beside arc_easy (the default task), a task beside the fake model: the
+    # compositions of the pairs test above (a task's node is the same beside any model)
+    overrides = {
+        "model": [f"task={KINDS[0]}", f"model={name}"],
+        "task": [f"task={name}", "model=fake"],
+        "data": [f"data={name}"] + (["data.dir=/d"] if name == "local" else []),
+    }[group]
+    composed = OmegaConf.to_container(_composed(*overrides)[group], resolve=False)
     if "_target_" not in composed:  # a data config: plain settings
         assert set(composed) == set(base_node) | set(own)
         return

@@ -104,12 +104,13 @@ def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path) -> None:
     assert (folder / "results.json").read_bytes() == before
 
 
-@pytest.mark.slow  # real model, seconds of compute
 def test_shared_cache_folder_serves_any_run_of_the_same_model(compose, tmp_path: Path) -> None:
+    """On the fake model: another seed is another model (its identity), as another
+    random GPT-2 is (tests/runner/test_response_cache.py keys real weights)."""
     from mill.runner.job import run_job
 
     cache = tmp_path / "cache"
-    base = ("task=arc_easy", "model=gpt2_random", "task.limit=3", "report.progress=never")
+    base = ("task=arc_easy", "model=fake", "task.limit=3", "report.progress=never")
     for name, extra in (("a", ()), ("b", ()), ("c", ("model.seed=1",))):
         run_job(compose(*base, *extra, f"runner.cache={cache}"), tmp_path / name)
     stats = {k: json.loads((tmp_path / k / "manifest.json").read_text())["cache"] for k in "abc"}

@@ -19,6 +19,7 @@ from tests.helpers import run_mill, run_process
 pytest.importorskip("mlflow")
 pytest.importorskip("wandb")
 
+# every run here is on the fake model: these tests are about the sinks, not the scores
 TINY = ["task.limit=3", "report.progress=never"]
 
 
@@ -46,7 +47,7 @@ def wandb_inspect(run_file: Path, *flags: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def logged(tmp_path_factory: pytest.TempPathFactory):
-    """One run (3 ARC-Easy docs, stories260k) logged to MLflow's default store and W&B
+    """One run (3 ARC-Easy docs, the fake model) logged to MLflow's default store and W&B
     (offline) at once, from a fresh working folder."""
     root = tmp_path_factory.mktemp("sinks")
     # a folder whose path is longer than a W&B tag may be (64 characters): W&B refused the
@@ -57,7 +58,7 @@ def logged(tmp_path_factory: pytest.TempPathFactory):
     try:
         results = mill.evaluate(
             "arc_easy",
-            "stories260k",
+            "fake",
             output_dir=folder,
             overrides=[
                 *TINY,
@@ -88,8 +89,8 @@ def test_mlflow_default_sqlite_store_holds_settings_metrics_and_artifacts(
     assert "arc_easy/acc" in flat and "arc_easy/acc_stderr" in flat
     assert run.data.metrics == pytest.approx(flat)
     assert run.data.params["task.name"] == "arc_easy"
-    assert run.data.params["model.name"] == "stories260k"
-    assert run.data.tags["mill.model"] == "stories260k"
+    assert run.data.params["model.name"] == "fake"
+    assert run.data.tags["mill.model"] == "fake"
     top = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"results.json", "manifest.json", "report.txt", "resolved.yaml", "samples"} <= top
     samples = [a.path for a in client.list_artifacts(run.info.run_id, "samples")]
@@ -110,9 +111,9 @@ def test_wandb_offline_run_files_read_by_wandb_hold_config_metrics_and_artifact(
     metrics = {k: v for k, v in summary["summary"].items() if not k.startswith("_")}
     assert metrics == pytest.approx(results.flat())
     assert summary["config"]["task"]["name"] == "arc_easy"
-    assert summary["config"]["model"]["name"] == "stories260k"
+    assert summary["config"]["model"]["name"] == "fake"
     assert summary["config"]["mill_tags"]["mill.folder"] == str(folder)
-    assert "mill.model:stories260k" in summary["tags"]
+    assert "mill.model:fake" in summary["tags"]
     assert all(len(tag) <= 64 for tag in summary["tags"])
     records = wandb_inspect(run_file)
     (history,) = [r["history"]["item"] for r in records if r["type"] == "history"]
@@ -161,10 +162,10 @@ def test_tracking_uris_resolve_against_the_working_folder(
 def test_in_memory_run_logs_to_the_file_store_without_artifacts(tmp_path: Path) -> None:
     store = tmp_path / "mlruns"  # a folder: MLflow's file store, still an option
     overrides = [*TINY, "+sink=mlflow", f"sink.mlflow.tracking_uri={store}"]
-    results = mill.evaluate("arc_easy", "stories260k", overrides=overrides)
+    results = mill.evaluate("arc_easy", "fake", overrides=overrides)
     client = mlflow_client(store)
     (run,) = client.search_runs([client.get_experiment_by_name("mill").experiment_id])
-    assert run.info.run_name == "arc_easy_stories260k" and "mill.folder" not in run.data.tags
+    assert run.info.run_name == "arc_easy_fake" and "mill.folder" not in run.data.tags
     assert run.data.metrics == pytest.approx(results.flat())
     assert client.list_artifacts(run.info.run_id) == []
 
@@ -178,7 +179,7 @@ def test_a_failing_sink_warns_and_the_evaluation_succeeds(
     with caplog.at_level(logging.WARNING, logger="mill"):
         results = mill.evaluate(
             "arc_easy",
-            "stories260k",
+            "fake",
             output_dir=folder,
             overrides=[*TINY, "+sink=mlflow", f"sink.mlflow.tracking_uri={blocker}/mlruns"],
         )
@@ -198,7 +199,11 @@ def test_sink_settings_may_change_on_resume() -> None:
 @pytest.mark.slow
 def test_bad_sink_setting_is_one_line_before_the_run(tmp_path: Path) -> None:
     proc = run_mill(
-        *TINY, "+sink=mlflow", "+sink.mlflow.nonsense=1", f"hydra.run.dir={tmp_path / 'run'}"
+        "model=fake",
+        *TINY,
+        "+sink=mlflow",
+        "+sink.mlflow.nonsense=1",
+        f"hydra.run.dir={tmp_path / 'run'}",
     )
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.startswith("mill: error:")]
@@ -212,6 +217,7 @@ def test_sweep_logs_one_run_per_job_and_a_failing_sink_only_warns(tmp_path: Path
     sweep = tmp_path / "sweep"
     proc = run_mill(
         "-m",
+        "model=fake",
         "task.limit=2,3",
         "report.progress=never",
         "+sink=[mlflow,wandb]",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from mill.errors import TaskError
 from mill.model.chat import tokenizer_chat_template
 from mill.runner.build import build_tasks
 from mill.types import OutputType
-from tests.helpers import make_chat_tokenizer
+from tests.helpers import compose_config, make_chat_tokenizer
 
 BUNDLED = DataSource("bundled")
 TASKS = sorted(
@@ -30,13 +31,27 @@ def chat(tmp_path_factory: pytest.TempPathFactory):
     return tokenizer_chat_template(transformers.AutoTokenizer.from_pretrained(folder))
 
 
+@pytest.fixture(scope="module")
+def task_config():
+    """A task's composed config (``task.limit=2``), composed once for both renderings
+    (nothing here changes it)."""
+    configs: dict[str, Any] = {}
+
+    def get(name: str) -> Any:
+        if name not in configs:
+            configs[name] = compose_config(f"task={name}", "task.limit=2")
+        return configs[name]
+
+    return get
+
+
 @pytest.mark.parametrize("multiturn", [True, False])
 @pytest.mark.parametrize(
     "name",  # MMLU renders 57 subjects: seconds of compute, slow tier
     [pytest.param(t, marks=pytest.mark.slow) if t.startswith("mmlu") else t for t in TASKS],
 )
-def test_every_task_renders_plain_and_chat(compose, chat, name: str, multiturn: bool) -> None:
-    cfg = compose(f"task={name}", "task.limit=2")
+def test_every_task_renders_plain_and_chat(task_config, chat, name: str, multiturn: bool) -> None:
+    cfg = task_config(name)
     plain_tasks, _ = build_tasks(cfg.task, [])
     chat_tasks, _ = build_tasks(cfg.task, [])
     for plain_task, chat_task in zip(plain_tasks, chat_tasks, strict=True):

@@ -29,14 +29,13 @@ def main(spec_path: str, out_path: str) -> None:
     spec = json.loads(open(spec_path).read())
     _no_code_eval()
     manager = TaskManager()
-    if isinstance(spec, list):  # many tasks in one process: one task index, one start-up
-        open(out_path, "w").write(json.dumps([_requests(manager, one) for one in spec]))
-        return
-    task = _task(manager, spec)
-    if spec.get("model"):
-        _evaluate(task, spec, out_path)
-        return
-    open(out_path, "w").write(json.dumps(_requests(manager, spec, task)))
+    specs = spec if isinstance(spec, list) else [spec]
+    # many tasks in one process: one task index, one start-up
+    outs = [
+        _evaluate(_task(manager, one), one) if one.get("model") else _requests(manager, one)
+        for one in specs
+    ]
+    open(out_path, "w").write(json.dumps(outs if isinstance(spec, list) else outs[0]))
 
 
 def _task(manager, spec: dict):
@@ -110,7 +109,7 @@ def _no_code_eval() -> None:
     evaluate.load = offline_load
 
 
-def _evaluate(task, spec: dict, out_path: str) -> None:
+def _evaluate(task, spec: dict) -> dict:
     """Score the task with lm-eval's HF backend: metrics and per-request responses."""
     from lm_eval.evaluator import simple_evaluate
 
@@ -130,7 +129,7 @@ def _evaluate(task, spec: dict, out_path: str) -> None:
     for sample in results["samples"][name]:  # one per (doc, filter): keep one per doc
         by_doc.setdefault(sample["doc_id"], sample)
     resps = [[r[0] for r in by_doc[d]["resps"]] for d in sorted(by_doc)]
-    open(out_path, "w").write(json.dumps({"metrics": metrics, "resps": resps}))
+    return {"metrics": metrics, "resps": resps}
 
 
 if __name__ == "__main__":

@@ -401,6 +401,47 @@ SCORED: list[tuple[str, Any, list[str], str, dict[str, str], dict[str, Any], dic
 ]
 
 
+STORIES = BUNDLED.root.parent / "models" / "stories260k"  # type: ignore[union-attr]
+
+
+@pytest.fixture(scope="module")
+def lmeval_scores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """lm-eval's metrics and per-request responses for every scored case, from one lm-eval
+    process (nine processes before, each paying lm-eval's start-up and task index)."""
+    root = tmp_path_factory.mktemp("lmeval_scores")
+    keys, specs = [], []
+    for case, make, _metrics, lm_task, splits, overrides, _keys in SCORED:
+        task: Task = make()
+        files = {}
+        for lm_split, mill_split in splits.items():
+            rows = task._load_split(mill_split, BUNDLED, task.subjects[0])
+            path = root / f"{case}-{lm_split}.jsonl"
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            files[lm_split] = str(path)
+        keys.append(case)
+        specs.append(
+            {
+                "task": lm_task,
+                "data_files": files,
+                "overrides": overrides,
+                "num_fewshot": task.num_fewshot,
+                "limit": task.limit,
+                "model": str(STORIES),
+            }
+        )
+    (root / "specs.json").write_text(json.dumps(specs))
+    proc = subprocess.run(
+        [str(LMEVAL_PYTHON), str(SCRIPT), str(root / "specs.json"), str(root / "out.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
+        timeout=1200,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(zip(keys, json.loads((root / "out.json").read_text()), strict=True))
+
+
 @pytest.mark.skipif(not LMEVAL_PYTHON.is_file(), reason="needs the lm-eval dev virtualenv")
 @pytest.mark.parametrize(
     ("case", "make", "metrics", "lm_task", "splits", "overrides", "keys"),
@@ -408,7 +449,7 @@ SCORED: list[tuple[str, Any, list[str], str, dict[str, str], dict[str, Any], dic
     ids=[c[0] for c in SCORED],
 )
 def test_scores_match_lm_eval(
-    tmp_path: Path,
+    lmeval_scores: dict[str, Any],
     case: str,
     make: Any,
     metrics: list[str],
@@ -423,38 +464,13 @@ def test_scores_match_lm_eval(
     from mill.model.hf import HFCausalLM
 
     task: Task = make()
-    model_dir = BUNDLED.root.parent / "models" / "stories260k"  # type: ignore[union-attr]
-    files = {}
-    for lm_split, mill_split in splits.items():
-        rows = task._load_split(mill_split, BUNDLED, task.subjects[0])
-        path = tmp_path / f"{lm_split}.jsonl"
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        files[lm_split] = str(path)
-    spec = {
-        "task": lm_task,
-        "data_files": files,
-        "overrides": overrides,
-        "num_fewshot": task.num_fewshot,
-        "limit": task.limit,
-        "model": str(model_dir),
-    }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    proc = subprocess.run(
-        [str(LMEVAL_PYTHON), str(SCRIPT), str(tmp_path / "spec.json"), str(tmp_path / "out.json")],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    theirs = json.loads((tmp_path / "out.json").read_text())
+    theirs = lmeval_scores[case]
     built = {task.name: [build_metric(m, metric_config(m), []) for m in metrics]}
     records: list[Any] = []
     results = evaluate(
         [task],
         built,
-        HFCausalLM(str(model_dir), device="cpu"),
+        HFCausalLM(str(STORIES), device="cpu"),
         BUNDLED,
         records.append,
         NullProgress(),
