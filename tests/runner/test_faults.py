@@ -25,20 +25,9 @@ import pytest
 import yaml
 
 import mill
-from tests import helpers
+from tests.helpers import run_mill
 
 pytestmark = pytest.mark.slow
-
-ONE_THREAD = {"OMP_NUM_THREADS": "1"}
-"""Every run here (reference, killed, resumed) uses one torch thread: two xdist workers share
-two cores, where torch's two threads per process spin at each op while the other worker
-holds a core (about a quarter more CPU per stories260k run on the loaded machine). The
-folders compared byte for byte all come from runs with the same setting."""
-
-
-def run_mill(*args: str, env: dict[str, str] | None = None) -> Any:
-    return helpers.run_mill(*args, env={**ONE_THREAD, **(env or {})})
-
 
 # 4 docs x 4 choices scored one request per forward pass
 SCORING = ("task=arc_easy", "model=stories260k", "task.limit=4", "model.batch_size=1")
