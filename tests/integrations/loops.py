@@ -1,7 +1,7 @@
 """Real training loops for the integration tests: stories260k fine-tuned on the bundled
 WikiText-2 excerpt, with or without Mill's evaluation, in one process or under torchrun.
 
-    python tests/integrations/loops.py {hf,lightning,accelerate} OUT [--no-eval]
+    python tests/integrations/loops.py {hf,lightning,accelerate} OUT [--no-eval] [--both]
     torchrun --nproc-per-node 2 tests/integrations/loops.py hf OUT
     torchrun --nproc-per-node 2 tests/integrations/loops.py {fsdp1,fsdp2,zero3} OUT
 
@@ -9,6 +9,13 @@ Attention dropout is on, so training draws from torch's RNG every step: an evalu
 that disturbed the training RNG streams would change the loss curve. The model is saved
 to ``OUT/checkpoint-<N>`` at every evaluated step, for standalone ``mill`` runs. Rank 0
 writes ``OUT/losses.json``: the loss per step and what was logged.
+
+``--both`` trains twice in this process, each time from the same seed and freshly loaded
+weights: first without Mill into ``OUT/plain``, then with Mill's evaluation into
+``OUT/eval`` (one start of the interpreter, the ranks and their imports instead of two;
+the run without Mill comes first, so nothing of Mill has run when its curve is drawn). Not
+for the hand-written loops under torchrun: ``accelerator.end_training()`` destroys the
+process group, and a second one does not join again in the same ranks.
 """
 
 from __future__ import annotations
@@ -321,14 +328,22 @@ def main() -> None:
     parser.add_argument("loop", choices=LOOPS)
     parser.add_argument("out", type=Path)
     parser.add_argument("--no-eval", action="store_true")
+    parser.add_argument("--both", action="store_true", help="OUT/plain, then OUT/eval")
     args = parser.parse_args()
-    if args.loop in ("fsdp1", "fsdp2", "zero3"):
-        result = accelerate(args.out, not args.no_eval, args.loop)
-    else:
-        loop = {"hf": hf, "lightning": lightning, "accelerate": accelerate}[args.loop]
-        result = loop(args.out, not args.no_eval)
-    if world()[0] == 0:
-        (args.out / "losses.json").write_text(json.dumps(result, indent=1))
+    runs = (
+        [(args.out / "plain", False), (args.out / "eval", True)]
+        if args.both
+        else [(args.out, not args.no_eval)]
+    )
+    for out, evaluate in runs:
+        if args.loop in ("fsdp1", "fsdp2", "zero3"):
+            result = accelerate(out, evaluate, args.loop)
+        else:
+            loop = {"hf": hf, "lightning": lightning, "accelerate": accelerate}[args.loop]
+            result = loop(out, evaluate)
+        if world()[0] == 0:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "losses.json").write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

@@ -4,12 +4,13 @@ in one process and under torchrun with two ranks (gloo, CPU); and, with two rank
 its weights sharded over the ranks by torch's FSDP1, FSDP2 and DeepSpeed ZeRO-3.
 
 For each: the loss curve is identical with and without the evaluation (dropout is on, so a
-disturbed RNG stream would show), and at steps 10 and 20 the callback's results equal a
-standalone ``mill`` run on the checkpoint saved at that step (metrics to 1e-6, predictions
-equal, log-probabilities to 1e-6), what the trainer logged is those numbers, and the
-weights' fingerprint is that of the checkpoint loaded whole (under FSDP and ZeRO-3: of the
-weights gathered from the shards; every rank's fingerprint was the same, or the
-evaluation would have stopped).
+disturbed RNG stream would show; one process runs both, the one without Mill first, where
+the loop allows), and at steps 10 and 20 the callback's results equal a standalone ``mill``
+run on the checkpoint saved at that step (metrics to 1e-6, predictions equal,
+log-probabilities to 1e-6), what the trainer logged is those numbers, and the weights'
+fingerprint is that of the checkpoint loaded whole (under FSDP and ZeRO-3: of the weights
+gathered from the shards; every rank's fingerprint was the same, or the evaluation would
+have stopped).
 """
 
 from __future__ import annotations
@@ -28,15 +29,32 @@ LOOPS = Path(__file__).with_name("loops.py")
 STEPS = (10, 20)
 
 
-def train(loop: str, ranks: int, out: Path, *extra: str) -> dict[str, Any]:
+# One torch thread per process: the two xdist workers share two cores, and torch's default
+# (a thread per core) in each 1-rank loop and standalone run spins at every op's barrier
+# while the other worker holds a core (20 steps took 4-5x the CPU time with 2 threads on a
+# loaded machine). torchrun already gives each of its ranks one thread. The loss curves are
+# compared between runs with the same thread count; the standalone runs to 1e-6, as before.
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
+
+
+def train(loop: str, ranks: int, out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The loop without Mill into OUT/plain, then with Mill's evaluation into OUT/eval. Their
+    losses.json each. Both in one process (loops.py --both) where the loop allows it: all
+    but the hand-written loops under torchrun, whose end_training() ends the process group."""
     launcher = (
         [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
         if ranks > 1
         else [sys.executable]
     )
-    done = run_process(*launcher, LOOPS, loop, out, *extra, cwd=REPO, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads((out / "losses.json").read_text())
+    both = loop in ("hf", "lightning") or ranks == 1
+    runs = [("--both",)] if both else [("--no-eval",), ()]
+    for extra in runs:
+        target = out if both else out / ("plain" if extra else "eval")
+        done = run_process(
+            *launcher, LOOPS, loop, target, *extra, cwd=REPO, env=ONE_THREAD, timeout=900
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    return tuple(json.loads((out / run / "losses.json").read_text()) for run in ("eval", "plain"))
 
 
 @pytest.fixture(
@@ -50,8 +68,7 @@ def train(loop: str, ranks: int, out: Path, *extra: str) -> dict[str, Any]:
 def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     loop, ranks = request.param
     root = tmp_path_factory.mktemp(f"{loop}{ranks}")
-    with_eval = train(loop, ranks, root / "eval")
-    without = train(loop, ranks, root / "plain", "--no-eval")
+    with_eval, without = train(loop, ranks, root)
     sweep = root / "standalone"
     checkpoints = ",".join(str(root / "eval" / f"checkpoint-{s}") for s in STEPS)
     done = run_mill(
@@ -64,6 +81,7 @@ def trained(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         f"hydra.sweep.dir={sweep}",
         "hydra.sweep.subdir=${hydra.job.num}",
         cwd=root,
+        env=ONE_THREAD,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
