@@ -200,8 +200,10 @@ class RemoteTokenizer:
         return tokens
 
     def __call__(
-        self, texts: list[str], add_special_tokens: bool = True
+        self, texts: list[str], add_special_tokens: bool = True, verbose: bool = True
     ) -> dict[str, list[list[int]]]:
+        """``transformers``' call for a batch of texts; ``verbose`` (its length warning) is
+        accepted and has nothing to say: the server's tokenizer has no length limit here."""
         out = []
         for text in texts:
             key = (text, bool(add_special_tokens))

@@ -83,7 +83,15 @@ def _snapshot(folder: Path, batch_padding: bool = False) -> dict[str, Any]:
             out[rel] = results
         elif rel == "manifest.json":
             manifest = json.loads(data)
-            volatile = ("started", "first_started", "seconds", "attempts", "argv", "cache")
+            volatile = (
+                "started",
+                "first_started",
+                "seconds",
+                "attempts",
+                "argv",
+                "cache",
+                "phases",
+            )
             # results.json's checksum covers its seconds: checked below against the file
             assert manifest["results_sha256"] == _sha256(folder / "results.json")
             volatile += ("results_sha256",)
