@@ -213,6 +213,22 @@ def _request_cases() -> list[tuple[str, str, Any, str, dict, dict]]:
     return cases
 
 
+def _from_lmeval(root: Path, keys: list[str], specs: list[dict]) -> dict[str, Any]:
+    """lm-eval's outputs for ``specs`` (requests, or scores where a spec names a model),
+    from one lm-eval process (its start-up and task index once), keyed by ``keys``."""
+    (root / "specs.json").write_text(json.dumps(specs))
+    proc = subprocess.run(
+        [str(LMEVAL_PYTHON), str(SCRIPT), str(root / "specs.json"), str(root / "out.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
+        timeout=1200,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(zip(keys, json.loads((root / "out.json").read_text()), strict=True))
+
+
 @pytest.fixture(scope="module")
 def lmeval_requests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """lm-eval's requests for every case, from one lm-eval process (its task index and
@@ -227,17 +243,7 @@ def lmeval_requests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             spec["gen_kwargs"] = True
         keys.append(key)
         specs.append(spec)
-    (root / "specs.json").write_text(json.dumps(specs))
-    proc = subprocess.run(
-        [str(LMEVAL_PYTHON), str(SCRIPT), str(root / "specs.json"), str(root / "out.json")],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
-        timeout=1200,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return dict(zip(keys, json.loads((root / "out.json").read_text()), strict=True))
+    return _from_lmeval(root, keys, specs)
 
 
 CHAT_MODES = ["plain", "chat_multiturn", "chat_single"]
@@ -426,17 +432,7 @@ def lmeval_scores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 "model": str(STORIES),
             }
         )
-    (root / "specs.json").write_text(json.dumps(specs))
-    proc = subprocess.run(
-        [str(LMEVAL_PYTHON), str(SCRIPT), str(root / "specs.json"), str(root / "out.json")],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"},
-        timeout=1200,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return dict(zip(keys, json.loads((root / "out.json").read_text()), strict=True))
+    return _from_lmeval(root, keys, specs)
 
 
 @pytest.mark.skipif(not LMEVAL_PYTHON.is_file(), reason="needs the lm-eval dev virtualenv")
