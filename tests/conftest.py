@@ -14,6 +14,14 @@ from tests.helpers import REPO, SHARED, run_mill  # noqa: F401  (older imports o
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Under pytest-xdist the workers share the cores: each worker, and every process it starts
+# (mill, its data-parallel workers, lm-eval, training loops), gets its share of torch
+# threads instead of all of them. Two workers of two threads on two cores spin at every
+# op's barrier: tests/model/test_prefix_attention.py ran 168.5 s with two threads against
+# 53.7 s with one. Set before torch is imported; a test that needs the default removes it.
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
 
 
 @pytest.fixture(scope="session", autouse=True)

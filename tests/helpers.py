@@ -51,11 +51,12 @@ SLOW_ALLOWED = {"now": True}
 def run_process(
     *cmd: str | Path,
     cwd: Path | None = None,
-    env: dict[str, str] | None = None,
+    env: dict[str, str | None] | None = None,
     timeout: int = 300,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``cmd`` to the end, its output captured as text, whatever its exit code; the
-    environment is this one's with ``env`` on top. Only tests marked ``slow`` may call it."""
+    environment is this one's with ``env`` on top (a ``None`` value removes the variable).
+    Only tests marked ``slow`` may call it."""
     if not SLOW_ALLOWED["now"]:
         import pytest
 
@@ -63,7 +64,7 @@ def run_process(
     return subprocess.run(
         [str(c) for c in cmd],
         cwd=cwd,
-        env={**os.environ, **(env or {})},
+        env={k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -79,7 +80,10 @@ def mill_command() -> list[str]:
 
 
 def run_mill(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: int = 300
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str | None] | None = None,
+    timeout: int = 300,
 ) -> subprocess.CompletedProcess[str]:
     """Run the installed ``mill`` console script in a subprocess (offline, CI=1)."""
     return run_process(

@@ -241,7 +241,14 @@ def compare(
             result.docs += 1
             resps = [r[0] for r in theirs[0]["resps"]]  # one repeat per request
             where = f"{subject}/{doc_id}"
-            if workload.output_type == "generative":
+            if workload.output_type == "generative" and workload.temperature > 0:
+                # sampled: each side draws from its own generator, so the texts differ by
+                # design; the number of samples per doc must agree
+                drawn = [t for r in theirs[0]["resps"] for t in r]
+                result.requests += len(drawn)
+                if len(ours["text"]) != len(drawn):
+                    result.problems.append(f"{where}: {len(ours['text'])} samples vs {len(drawn)}")
+            elif workload.output_type == "generative":
                 result.requests += len(resps)
                 for i, (a, b) in enumerate(zip(ours["text"], resps, strict=True)):
                     if a != b:

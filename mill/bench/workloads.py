@@ -125,6 +125,10 @@ _GSM8K = {
     "exact_match,strict-match": "exact_match_strict",
     "exact_match,flexible-extract": "exact_match_flexible",
 }
+_GSM8K_COT = {  # Mill's gsm8k_cot reads "The answer is <n>" strictly
+    "exact_match,strict-match": "exact_match_strict_cot",
+    "exact_match,flexible-extract": "exact_match_flexible",
+}
 HUMANEVAL_UNTIL = ["\nclass", "\ndef", "\n#", "\nif", "\nprint"]
 """lm-eval's ``humaneval`` stop strings (Mill's ``humaneval`` task has the same)."""
 
@@ -194,7 +198,7 @@ WORKLOADS: dict[str, Workload] = {
             "gsm8k_cot",
             "gsm8k/gsm8k-cot.yaml",
             "generative",
-            _GSM8K,
+            _GSM8K_COT,
             num_fewshot=8,
             limit=100,
             max_gen_toks=256,

@@ -83,7 +83,12 @@ def test_default_thread_counts_agree_to_float_rounding(single: Path, tmp_path: P
     runs = {}
     for n in (1, 2):
         out = tmp_path / f"run{n}"
-        proc = run_mill(*ARGS, f"runner.num_processes={n}", f"hydra.run.dir={out}")
+        proc = run_mill(
+            *ARGS,
+            f"runner.num_processes={n}",
+            f"hydra.run.dir={out}",
+            env={"OMP_NUM_THREADS": None},  # the default, whatever the test run set
+        )
         assert proc.returncode == 0, proc.stderr
         runs[n] = _rows(out)
     pairs = list(zip(runs[1], runs[2], strict=True))
