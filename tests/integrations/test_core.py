@@ -38,6 +38,7 @@ def _classifier() -> transformers.PreTrainedModel:
     return transformers.LlamaForSequenceClassification(config)
 
 
+@pytest.mark.slow  # imports Lightning: ~5 s
 def test_an_unknown_task_fails_when_the_callback_is_created() -> None:
     from mill.integrations.hf import MillCallback as HFCallback
     from mill.integrations.lightning import MillCallback as LightningCallback

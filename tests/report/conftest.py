@@ -1,4 +1,4 @@
-"""Real runs made once per session with the real CLI (tiny models, bundled data), and a
+"""Real runs made once per session with the real CLI (fake models, bundled data), and a
 headless Chromium helper for the HTML tests."""
 
 from __future__ import annotations
@@ -53,13 +53,16 @@ class Sweep:
 
 @pytest.fixture(scope="session")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
-    """A real 2 x 2 sweep: task arc (ARC-Easy + ARC-Challenge) and wikitext, on stories260k
-    and the seeded random GPT-2; 20 docs per task."""
+    """A real 2 x 2 sweep of the real CLI: task arc (ARC-Easy + ARC-Challenge) and wikitext,
+    on two fake models (``fake0`` and ``fake1``: seeds 0 and 1, different numbers); 20 docs
+    per task. The reports are the point, not the model."""
     path = tmp_path_factory.mktemp("reports") / "sweep"
     proc = run_mill(
         "-m",
         "task=arc,wikitext",
-        "model=stories260k,gpt2_random",
+        "model=fake",
+        "model.seed=0,1",
+        "model.name=fake${model.seed}",
         "task.limit=20",
         f"hydra.sweep.dir={path}",
     )
@@ -69,9 +72,16 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
 
 @pytest.fixture(scope="session")
 def single_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real single run: ARC-Easy, 30 docs, random GPT-2 (different limit from the sweep)."""
+    """A real single run: ARC-Easy, 30 docs, the sweep's ``fake1`` (a different limit)."""
     out = tmp_path_factory.mktemp("reports") / "run"
-    proc = run_mill("task=arc_easy", "model=gpt2_random", "task.limit=30", f"hydra.run.dir={out}")
+    proc = run_mill(
+        "task=arc_easy",
+        "model=fake",
+        "model.seed=1",
+        "model.name=fake1",
+        "task.limit=30",
+        f"hydra.run.dir={out}",
+    )
     assert proc.returncode == 0, proc.stderr
     return out
 

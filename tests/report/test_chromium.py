@@ -22,7 +22,7 @@ def _check_images(chromium, page: Path, expected: int) -> list[dict]:
 
 @pytest.mark.slow
 def test_run_page_renders_with_its_plots(chromium, sweep, tmp_path: Path) -> None:
-    page = sweep.path / "0_arc_stories260k" / "report.html"
+    page = sweep.path / "0_arc_fake0" / "report.html"
     images = _check_images(chromium, page, 3)
     assert [i["alt"] for i in images] == [
         "scores with standard errors",
@@ -54,7 +54,7 @@ def test_run_page_renders_with_its_plots(chromium, sweep, tmp_path: Path) -> Non
 def test_sweep_and_compare_pages_render(chromium, sweep, tmp_path: Path) -> None:
     _check_images(chromium, sweep.path / "report.html", 1)
     out = tmp_path / "cmp"
-    a, b = sweep.path / "2_wikitext_stories260k", sweep.path / "3_wikitext_gpt2_random"
+    a, b = sweep.path / "2_wikitext_fake0", sweep.path / "3_wikitext_fake1"
     proc = run_mill("-cn", "compare", f"a={a}", f"b={b}", "iters=500", f"out={out}")
     assert proc.returncode == 0, proc.stderr
     _check_images(chromium, out / "compare.html", 1)

@@ -204,7 +204,7 @@ def test_bad_input_is_one_line_and_exit_2(pair, tmp_path: Path, args, message) -
 
 @pytest.mark.slow
 def test_real_runs_compare_on_their_shared_docs(sweep, single_run: Path, tmp_path: Path) -> None:
-    a, b = sweep.path / "0_arc_stories260k", sweep.path / "1_arc_gpt2_random"
+    a, b = sweep.path / "0_arc_fake0", sweep.path / "1_arc_fake1"
     out = tmp_path / "cmp"
     proc = run_mill("-cn", "compare", f"a={a}", f"b={b}", f"out={out}")
     assert proc.returncode == 0, proc.stderr
@@ -230,7 +230,7 @@ def test_real_runs_compare_on_their_shared_docs(sweep, single_run: Path, tmp_pat
     assert "20 shared docs" in proc.stdout and "not compared (in one run only): arc_challenge" in (
         proc.stdout
     )
-    proc = run_mill("-cn", "compare", f"a={a}", f"b={sweep.path / '2_wikitext_stories260k'}")
+    proc = run_mill("-cn", "compare", f"a={a}", f"b={sweep.path / '2_wikitext_fake0'}")
     assert proc.returncode == 2 and "no task in common" in proc.stderr
 
 

@@ -71,16 +71,16 @@ def test_rebuilding_a_sweep_reproduces_every_file_under_out(sweep, tmp_path: Pat
     assert (out / "sweep.png").read_bytes() == before["sweep.png"][0]
     table = [line for line in proc.stdout.splitlines() if line.startswith(("|", "+"))]
     old = [line for line in before["report.txt"][0].decode().splitlines() if line[:1] in "|+"]
-    assert table == old and any("| gpt2_random |" in line for line in table)
+    assert table == old and any("| fake1 |" in line for line in table)
     assert f"wrote {out / 'report.html'}" in proc.stderr
-    assert "href='0_arc_stories260k/report.html'" in (out / "report.html").read_text()
+    assert "href='0_arc_fake0/report.html'" in (out / "report.html").read_text()
 
 
 @pytest.mark.slow
 def test_a_sweep_with_failed_jobs_names_them_and_exits_2(sweep, tmp_path: Path) -> None:
     copy = tmp_path / "sweep"
     shutil.copytree(sweep.path, copy)
-    job = copy / "3_wikitext_gpt2_random"
+    job = copy / "3_wikitext_fake1"
     (job / "results.json").unlink()
     manifest = json.loads((job / "manifest.json").read_text())
     manifest.update(status="failed", error="ValueError: boom")
@@ -91,12 +91,12 @@ def test_a_sweep_with_failed_jobs_names_them_and_exits_2(sweep, tmp_path: Path) 
     assert proc.returncode == 2, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("mill: error: ")]
     assert len(errors) == 1 and "1 job(s) of the sweep failed" in errors[0]
-    assert "3_wikitext_gpt2_random" in errors[0] and "boom" in errors[0]
+    assert "3_wikitext_fake1" in errors[0] and "boom" in errors[0]
     assert _snapshot(copy) == before
     page = (out / "report.html").read_text()
-    assert "Failed jobs" in page and "3_wikitext_gpt2_random" in page
-    assert (out / "0_arc_stories260k" / "report.html").is_file()
-    assert not (out / "3_wikitext_gpt2_random").exists()
+    assert "Failed jobs" in page and "3_wikitext_fake1" in page
+    assert (out / "0_arc_fake0" / "report.html").is_file()
+    assert not (out / "3_wikitext_fake1").exists()
 
 
 @pytest.mark.slow
@@ -108,7 +108,7 @@ def test_out_inside_a_folder_it_reads_is_refused(sweep, tmp_path: Path) -> None:
     assert proc.returncode == 2 and "a folder this report reads" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     # two jobs given one by one with out= their sweep folder: out/<run> is each run's own
-    jobs = [copy / "0_arc_stories260k", copy / "1_arc_gpt2_random"]
+    jobs = [copy / "0_arc_fake0", copy / "1_arc_fake1"]
     proc = run_mill("-cn", "report", f"runs=[{jobs[0]},{jobs[1]}]", f"out={copy}")
     assert proc.returncode == 2 and f"would write into {jobs[0]}" in proc.stderr
     assert _snapshot(copy) == before
@@ -116,7 +116,7 @@ def test_out_inside_a_folder_it_reads_is_refused(sweep, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_one_run_prints_its_table(sweep, tmp_path: Path) -> None:
-    run = sweep.path / "3_wikitext_gpt2_random"
+    run = sweep.path / "3_wikitext_fake1"
     out = tmp_path / "out"
     proc = run_mill("-cn", "report", f"runs=[{run}]", f"out={out}")
     assert proc.returncode == 0, proc.stderr
@@ -131,20 +131,20 @@ def test_one_run_prints_its_table(sweep, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_several_runs_get_a_combined_page(sweep, single_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "combined"
-    runs = [sweep.path / "0_arc_stories260k", single_run]
+    runs = [sweep.path / "0_arc_fake0", single_run]
     proc = run_mill("-cn", "report", f"runs=[{runs[0]},{runs[1]}]", f"out={out}")
     assert proc.returncode == 0, proc.stderr
     html = (out / "report.html").read_text()
     assert (out / "sweep.png").is_file() and "href='run/report.html'" in html
-    assert (out / "0_arc_stories260k" / "report.html").is_file()
-    # one row per task x model: arc_easy has both models; arc_challenge only stories260k
+    assert (out / "0_arc_fake0" / "report.html").is_file()
+    # one row per task x model: arc_easy has both models; arc_challenge only fake0
     lines = [line for line in proc.stdout.splitlines() if line.startswith("| arc_easy ")]
-    assert sum("stories260k" in line for line in lines) == 2  # acc, acc_norm
-    assert sum("gpt2_random" in line for line in lines) == 2
+    assert sum("fake0" in line for line in lines) == 2  # acc, acc_norm
+    assert sum("fake1" in line for line in lines) == 2
     value = json.loads((single_run / "results.json").read_text())["tasks"]["arc_easy"]
     acc = value["metrics"]["acc"]
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
-    expected = ["arc_easy", "acc ^", "gpt2_random", f"{acc['value']:.4f}", f"{acc['stderr']:.4f}"]
+    expected = ["arc_easy", "acc ^", "fake1", f"{acc['value']:.4f}", f"{acc['stderr']:.4f}"]
     assert expected + ["30"] in cells
 
 

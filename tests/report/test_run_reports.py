@@ -32,7 +32,7 @@ def _assert_self_contained(html: str) -> None:
 
 @pytest.mark.slow
 def test_every_run_of_a_sweep_gets_plots_and_a_self_contained_page(sweep) -> None:
-    for job in ("0_arc_stories260k", "1_arc_gpt2_random"):
+    for job in ("0_arc_fake0", "1_arc_fake1"):
         folder = sweep.path / job
         html = (folder / "report.html").read_text()
         _assert_self_contained(html)
@@ -44,7 +44,7 @@ def test_every_run_of_a_sweep_gets_plots_and_a_self_contained_page(sweep) -> Non
         assert set(pngs) == {p.read_bytes() for p in (folder / "plots").iterdir()}
         assert all(p.startswith(PNG_MAGIC) for p in pngs)
         assert "Calibration" in html and "reliability diagram arc_easy" in html
-    wiki = sweep.path / "2_wikitext_stories260k"
+    wiki = sweep.path / "2_wikitext_fake0"
     html = (wiki / "report.html").read_text()
     _assert_self_contained(html)
     # PERPLEXITY tasks have no reliability diagram
@@ -54,7 +54,7 @@ def test_every_run_of_a_sweep_gets_plots_and_a_self_contained_page(sweep) -> Non
 
 @pytest.mark.slow
 def test_run_page_shows_every_number_of_results_json(sweep) -> None:
-    folder = sweep.path / "0_arc_stories260k"
+    folder = sweep.path / "0_arc_fake0"
     results = json.loads((folder / "results.json").read_text())
     html = (folder / "report.html").read_text()
     for task, body in results["tasks"].items():
@@ -93,7 +93,7 @@ def _ece_by_hand(samples: list[dict], bins: int = 10) -> float:
 
 @pytest.mark.slow
 def test_reliability_numbers_on_the_page_match_the_samples(sweep) -> None:
-    for job in ("0_arc_stories260k", "1_arc_gpt2_random"):
+    for job in ("0_arc_fake0", "1_arc_fake1"):
         folder = sweep.path / job
         html = (folder / "report.html").read_text()
         for task in ("arc_easy", "arc_challenge"):
@@ -122,12 +122,12 @@ def test_sweep_end_prints_one_row_per_task_and_model_and_writes_the_sweep_page(s
         ("arc (micro)", "acc"),
         ("wikitext", "bits_per_byte"),
     ]:
-        for model in ("stories260k", "gpt2_random"):
+        for model in ("fake0", "fake1"):
             assert (task, metric, model) in pairs
     # numbers in the table are the jobs' own
-    wiki = json.loads((sweep.path / "3_wikitext_gpt2_random" / "results.json").read_text())
+    wiki = json.loads((sweep.path / "3_wikitext_fake1" / "results.json").read_text())
     bpb = wiki["tasks"]["wikitext"]["metrics"]["bits_per_byte"]
-    row = pairs[("wikitext", "bits_per_byte", "gpt2_random")]
+    row = pairs[("wikitext", "bits_per_byte", "fake1")]
     assert row[3:] == [f"{bpb['value']:.4f}", f"{bpb['stderr']:.4f}", str(bpb["n"])]
     # 2 models x (2 arc tasks x 2 metrics + 2 metrics x micro/macro + 3 wikitext metrics)
     assert len(rows) == 2 * (2 * 2 + 2 * 2 + 3)
@@ -144,7 +144,7 @@ def test_sweep_end_prints_one_row_per_task_and_model_and_writes_the_sweep_page(s
 
 @pytest.mark.slow
 def test_report_txt_of_a_run_is_the_printed_table(sweep) -> None:
-    text = (sweep.path / "0_arc_stories260k" / "report.txt").read_text()
+    text = (sweep.path / "0_arc_fake0" / "report.txt").read_text()
     header = next(line for line in text.splitlines() if line.startswith("| task"))
     assert [c.strip() for c in header.strip("|").split("|")] == [
         "task",
@@ -160,7 +160,7 @@ def test_report_txt_of_a_run_is_the_printed_table(sweep) -> None:
 def test_plots_are_real_images(sweep, name: str) -> None:
     from matplotlib.image import imread
 
-    pixels = imread(sweep.path / "0_arc_stories260k" / "plots" / name)
+    pixels = imread(sweep.path / "0_arc_fake0" / "plots" / name)
     assert pixels.shape[0] > 300 and pixels.shape[1] > 400
     assert pixels[..., :3].std() > 0.05  # not a blank canvas
 
@@ -171,13 +171,14 @@ def test_sweep_with_a_failed_job_lists_it(tmp_path: Path) -> None:
 
     sweep = tmp_path / "sweep"
     proc = run_mill(
-        "-m", "task=arc_easy", "task.limit=5", "+metrics=[acc],[word_perplexity]",
+        "-m", "task=arc_easy", "model=fake", "model.name=fake0", "task.limit=5",
+        "+metrics=[acc],[word_perplexity]",
         f"hydra.sweep.dir={sweep}",
     )  # fmt: skip
     assert proc.returncode == 2
     html = (sweep / "report.html").read_text()
-    assert "1 failed" in html and "1_arc_easy_stories260k" in html and "word_perplexity" in html
-    assert "failed: 1_arc_easy_stories260k" in proc.stdout
+    assert "1 failed" in html and "1_arc_easy_fake0" in html and "word_perplexity" in html
+    assert "failed: 1_arc_easy_fake0" in proc.stdout
 
 
 def _hand_run(path: Path, data: dict, source: str = "bundled") -> RunFolder:

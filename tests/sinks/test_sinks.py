@@ -74,6 +74,7 @@ def logged(tmp_path_factory: pytest.TempPathFactory):
     return results, folder, root
 
 
+@pytest.mark.slow  # MLflow creates its sqlite store by running its schema migrations: ~13 s
 def test_mlflow_default_sqlite_store_holds_settings_metrics_and_artifacts(
     logged, tmp_path: Path
 ) -> None:

@@ -111,6 +111,7 @@ def test_every_task_builds_docs_from_bundled_samples(path: str) -> None:
     assert docs and all(d.context or d.continuation for d in docs)
 
 
+@pytest.mark.slow  # reads every full benchmark file: 16 s (HellaSwag's 10,042 rows 4 s)
 @pytest.mark.skipif(not (SHARED / "data").is_dir(), reason="needs ../shared/data")
 @pytest.mark.parametrize("path", sorted(LIBRARY))
 def test_every_task_loads_the_full_local_files(path: str) -> None:
