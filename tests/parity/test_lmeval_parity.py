@@ -39,6 +39,9 @@ LIMITS = {
     "gsm8k_8shot": 8,
     "gsm8k_8shot_stop": 20,
     "wikitext2": 10,
+    "gsm8k_cot_8shot": 4,  # the generation benchmark's workloads: every answer to the limit
+    "humaneval_n10": 3,
+    "gsm8k_0shot": 20,
 }
 """Docs per workload here; ``mill.bench.parity`` runs the full sizes."""
 
