@@ -122,7 +122,8 @@ def server() -> Iterator[tuple[str, Script]]:
         do_POST = _answer
 
     httpd = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # a short poll: shutdown() waits up to one poll interval (0.5 s by default) per test
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", script
