@@ -40,6 +40,16 @@ def _rows(memo: Path) -> list[tuple]:
         return conn.execute(f"SELECT * FROM {identity._TABLE} ORDER BY path").fetchall()
 
 
+def _doctor(memo: Path) -> None:
+    """Give every remembered digest another first character (a digest may start with "f"
+    already: the tokenizer's does, and random weights' 1 time in 16)."""
+    with sqlite3.connect(memo) as conn:
+        conn.execute(
+            f"UPDATE {identity._TABLE} SET sha256 = CASE WHEN substr(sha256, 1, 1) = 'f'"
+            " THEN '0' ELSE 'f' END || substr(sha256, 2)"
+        )
+
+
 def _settle(folder: Path) -> None:
     """Date every file an hour back, as a checkpoint saved earlier would be."""
     for p in folder.iterdir():
@@ -76,13 +86,7 @@ def test_second_look_only_stats_the_files(memo: Path, tmp_path: Path) -> None:
     assert sorted(r[:5] for r in rows) == sorted(identity.file_key(p) for p in folder.iterdir())
     assert {r[5] for r in rows} == {sha256_file(p) for p in folder.iterdir()}
     # the memo is the only source a second look uses: doctor it, and the digest follows
-    with sqlite3.connect(memo) as conn:
-        # another first character for every row (a digest may start with "f" already:
-        # the tokenizer's does, and random weights' 1 time in 16)
-        conn.execute(
-            f"UPDATE {identity._TABLE} SET sha256 = CASE WHEN substr(sha256, 1, 1) = 'f'"
-            " THEN '0' ELSE 'f' END || substr(sha256, 2)"
-        )
+    _doctor(memo)
     doctored = identity.folder_digest(folder)
     assert doctored != first
     assert identity.folder_digest(folder) == doctored and len(_rows(memo)) == 2
@@ -211,13 +215,7 @@ def test_a_second_model_load_takes_digests_from_the_memo(memo: Path, tmp_path: P
     rows = _rows(memo)
     files = identity.model_files(folder)
     assert sorted(r[0] for r in rows) == sorted(os.path.realpath(p) for p in files)
-    with sqlite3.connect(memo) as conn:  # doctor the memo: a second load must show it
-        # another first character for every row (a digest may start with "f" already:
-        # the tokenizer's does, and random weights' 1 time in 16)
-        conn.execute(
-            f"UPDATE {identity._TABLE} SET sha256 = CASE WHEN substr(sha256, 1, 1) = 'f'"
-            " THEN '0' ELSE 'f' END || substr(sha256, 2)"
-        )
+    _doctor(memo)  # a second load must show it
     second = HFCausalLM(str(folder)).identity()
     assert second["weights_fingerprint"] != first["weights_fingerprint"]
     assert {k: v for k, v in second.items() if k != "weights_fingerprint"} == {
