@@ -426,7 +426,14 @@ class SeededSampler:
     a row's tokens never depend on the batch it runs in or on the order of requests.
 
     ``choose(logits, rows)``: for each active row, one token drawn from
-    softmax(logits / temperature) with that row's own ``torch.Generator``.
+    softmax(logits / temperature) by inverse transform: one uniform number ``u`` from that
+    row's own ``torch.Generator``, and the first token whose cumulative weight
+    ``exp(z / T - max)`` (summed along the row alone, in float64) exceeds ``u`` times the
+    row's total. The weights of the whole batch are computed at once, in buffers kept from
+    step to step (a fresh ``[rows, vocab]`` float64 block per step costs its page faults
+    again); each row draws one number per step. ``torch.multinomial`` without replacement
+    draws one exponential variate per vocabulary entry and row instead: for GPT-2's
+    50,257 tokens that took as long as the model's forward passes (docs/benchmark.md).
     """
 
     def __init__(self, seeds: Sequence[int], temperature: float) -> None:
@@ -434,10 +441,23 @@ class SeededSampler:
             raise ValueError("sampling needs temperature > 0")
         self.temperature = float(temperature)
         self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
+        self._weights = torch.empty(0)
+        self._cumulative = torch.empty(0, dtype=torch.float64)
 
     def __call__(self, logits: torch.Tensor, rows: list[int]) -> list[int]:
-        probs = torch.softmax(logits.float().cpu() / self.temperature, dim=-1)
-        return [
-            int(torch.multinomial(probs[slot], 1, generator=self.generators[row]))
-            for slot, row in enumerate(rows)
-        ]
+        shape = (len(rows), logits.shape[-1])
+        if self._weights.shape[0] < shape[0] or self._weights.shape[1:] != shape[1:]:
+            self._weights = torch.empty(shape)
+            self._cumulative = torch.empty(shape, dtype=torch.float64)
+        weights, cumulative = self._weights[: shape[0]], self._cumulative[: shape[0]]
+        torch.div(logits.float().cpu(), self.temperature, out=weights)
+        weights.sub_(weights.amax(-1, keepdim=True)).exp_()
+        torch.cumsum(weights, -1, dtype=torch.float64, out=cumulative)
+        uniform = torch.cat(
+            [torch.rand(1, generator=self.generators[row], dtype=torch.float64) for row in rows]
+        )
+        # the first token whose cumulative weight exceeds u * total: never one of weight 0
+        # (its cumulative sum equals its predecessor's)
+        target = (uniform * cumulative[:, -1]).unsqueeze(-1)
+        picked = torch.searchsorted(cumulative, target, right=True).squeeze(-1)
+        return picked.clamp(max=shape[1] - 1).tolist()

@@ -71,3 +71,30 @@ def test_rows_retire_at_their_own_stop(llama: HFCausalLM) -> None:
         if len(out.output_tokens) < 60:  # stopped: the stop string came with the last token
             assert "." in decoded and "." not in llama.tokenizer.decode(out.output_tokens[:-1])
     assert len(set(lengths)) > 1  # rows did not wait for the slowest one
+
+
+def test_the_seeded_sampler_draws_from_the_tempered_distribution() -> None:
+    from mill.model.generation import SeededSampler
+
+    logits = torch.tensor([[0.0, 1.0, 2.0, float("-inf"), 0.5, -1.0]])
+    draws = 40_000
+    sampler = SeededSampler([7], temperature=0.8)
+    counts = torch.bincount(
+        torch.tensor([sampler(logits, [0])[0] for _ in range(draws)]), minlength=6
+    )
+    expected = torch.softmax(logits[0] / 0.8, -1) * draws
+    assert counts[3] == 0  # probability 0: never drawn
+    seen = expected > 0
+    chi2 = float((((counts[seen] - expected[seen]) ** 2) / expected[seen]).sum())
+    assert chi2 < 20.5  # 4 degrees of freedom: p = 0.0004
+
+
+def test_a_sampled_row_depends_on_its_own_seed_alone() -> None:
+    from mill.model.generation import SeededSampler
+
+    logits = torch.randn(5, 50257, generator=torch.Generator().manual_seed(0))
+    alone = [SeededSampler([s], 0.8)(logits[i : i + 1], [0])[0] for i, s in enumerate(range(5))]
+    together = SeededSampler(list(range(5)), 0.8)(logits, list(range(5)))
+    reordered = SeededSampler(list(range(5)), 0.8)(logits[[4, 2, 0]], [4, 2, 0])
+    assert together == alone
+    assert reordered == [alone[4], alone[2], alone[0]]
