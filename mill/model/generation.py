@@ -12,8 +12,10 @@ string. The work differs:
   contexts are prefilled into the free slots, in chunks that respect the token budget, so
   the batch stays full until the queue is empty (lm-eval runs each static batch until its
   slowest row is done).
-* Identical contexts (sampled repeats of one prompt) are prefilled once; each repeat's
-  slot gets a copy of its keys and values.
+* Identical contexts (sampled repeats of one prompt) are prefilled once and their keys
+  and values kept once (:class:`mill.model.kv.PromptTable`), read by every repeat's
+  decoding step; each repeat's slot holds only its generated tokens (where the model
+  supports shared attention, as below; else each slot gets a copy).
 * A context prefix that every row shares (fixed few-shot exemplars) is computed, stored
   and read once for all rows (:mod:`mill.model.prefix_attention`), where the model
   supports it; each slot holds only its row's own suffix.
@@ -77,7 +79,8 @@ class Stepper:
     def shared_prefix(self, tokens: list[int]) -> AbstractContextManager[SharedPrefix]:
         """Compute ``tokens``' keys and values once (positions ``0..P-1``); inside, every
         forward attends over them before each row's own cache (see
-        :mod:`mill.model.prefix_attention`)."""
+        :mod:`mill.model.prefix_attention`). No tokens: no prefix, the attention is
+        switched on for repeats' shared prompts alone."""
         raise NotImplementedError
 
     @property
@@ -186,12 +189,18 @@ def generate_batch(
         rows = max_rows if slots is None else min(slots, max_rows or slots)
         return _generate_static(stepper, job, token_budget, rows)
     prefix = shared_prefix_length(stepper, contexts)
+    # repeats of one context (sampled) share its prompt's keys and values
+    repeats = stepper.can_share_generation_prefix() and len(set(map(tuple, contexts))) < len(
+        contexts
+    )
     with ExitStack() as scope:
         # a prefix every context starts with: computed once, attended by every row
         shared = (
-            scope.enter_context(stepper.shared_prefix(contexts[0][:prefix])) if prefix else None
+            scope.enter_context(stepper.shared_prefix(contexts[0][:prefix]))
+            if prefix or repeats
+            else None
         )
-        return _generate_continuous(stepper, job, token_budget, max_rows, slots, shared)
+        return _generate_continuous(stepper, job, token_budget, max_rows, slots, shared, repeats)
 
 
 def _generate_continuous(
@@ -201,17 +210,21 @@ def _generate_continuous(
     max_rows: int | None,
     slots: int | None,
     shared: SharedPrefix | None,
+    repeats: bool = False,
 ) -> list[Generated]:
     """Continuous batching over a :class:`~mill.model.kv.SlotCache` of ``slots`` rows.
 
     Contexts wait in a queue, longest first, repeats of one context next to each other.
     Whenever slots are free, the next contexts are prefilled (one chunk within the token
     budget and the free slots) and copied into them; identical contexts (sampled repeats)
-    are prefilled once, their keys and values copied into each repeat's slot. Each step
-    decodes every slot; a row that finishes frees its slot for the next context. Once the
-    queue is empty, the storage narrows to the live rows when a quarter of it is free.
+    are prefilled once. With ``repeats`` (and ``shared`` attention) a context's keys and
+    values go once into a :class:`~mill.model.kv.PromptTable` entry that its repeats'
+    steps read, their slots holding only generated tokens; else each repeat's slot gets a
+    copy. Each step decodes every slot; a row that finishes frees its slot for the next
+    context. Once the queue is empty, the storage narrows to the live rows when a quarter
+    of it is free.
     """
-    from mill.model.kv import SlotCache
+    from mill.model.kv import PromptTable, SlotCache
 
     contexts, truncated, until, max_gen_toks = (
         job.contexts,
@@ -229,7 +242,13 @@ def _generate_continuous(
     queue = deque(sorted(range(n), key=lambda r: (-len(own[r]), first_of[tuple(own[r])], r)))
     waiting = Counter(tuple(own[r]) for r in range(n))
     size = max(1, min(n, slots or n))
-    capacity = max(len(o) for o in own) + max_gen_toks + 1
+    grouped = repeats and shared is not None
+    # a slot holds its row's context and new tokens; with a prompt table, new tokens alone
+    capacity = (0 if grouped else max(len(o) for o in own)) + max_gen_toks + 1
+    remaining = Counter(tuple(o) for o in own)  # rows of each context not finished
+    table: PromptTable | None = None
+    entry_of: dict[tuple[int, ...], int] = {}  # context -> its table entry
+    slot_entry = [-1] * size
     device = stepper.device
     stop = _StopCheck(until, decode)
     generated: list[list[int]] = [[] for _ in range(n)]
@@ -244,10 +263,15 @@ def _generate_continuous(
     out: dict[int, Generated] = {}
 
     def done(r: int) -> bool:
-        """Has row ``r`` finished with its last token? (then its output is made)"""
+        """Has row ``r`` finished with its last token? (then its output is made, and its
+        context's table entry freed after its last repeat)"""
         tokens = generated[r]
         if not (tokens[-1] in eos_ids or len(tokens) >= max_gen_toks or stop(tokens)):
             return False
+        key = tuple(own[r])
+        remaining[key] -= 1
+        if table is not None and not remaining[key]:
+            table.free(entry_of.pop(key))
         out[r] = Generated(
             cut_at_stop(decode(tokens), until), tokens, contexts[r], truncated[r], padded[r]
         )
@@ -271,7 +295,7 @@ def _generate_continuous(
         return chunk
 
     def fill() -> None:
-        nonlocal cache
+        nonlocal cache, table
         while queue:
             free = [s for s in range(size) if request[s] < 0]
             if not free:
@@ -286,8 +310,12 @@ def _generate_continuous(
                 logits, past, _, width = _prefill(stepper, [own[r] for r in fresh], shared)
                 if cache is None:
                     cache = SlotCache(stepper.config, past, size, capacity)
+                if grouped and table is None:
+                    table = PromptTable(past, min(len(remaining), size + 1), max(map(len, own)))
                 for row, r in enumerate(fresh):
                     kept[tuple(own[r])] = (past, row, logits[row], width)
+                    if table is not None:
+                        entry_of[tuple(own[r])] = table.place(past, row, len(own[r]))
             firsts = pick(torch.stack([kept[tuple(own[r])][2] for r in chunk]), chunk)
             assert cache is not None
             for r, token in zip(chunk, firsts, strict=True):
@@ -295,21 +323,27 @@ def _generate_continuous(
                 past, row, _logits, width = kept[key]
                 padded[r] = width - len(own[r])
                 slot = free.pop(0)
-                cache.place(slot, past, row, len(own[r]))
+                if table is None:
+                    cache.place(slot, past, row, len(own[r]))
+                else:  # the prompt is the table entry's: the slot starts empty
+                    cache.start(slot)
+                    slot_entry[slot] = entry_of[key]
                 waiting[key] -= 1
                 if not waiting[key]:
                     del kept[key]  # its last repeat has its slot
                 generated[r].append(token)
                 if done(r):
                     cache.free(slot)
+                    slot_entry[slot] = -1
                     continue
                 request[slot], positions[slot], next_tokens[slot] = r, len(contexts[r]), token
-            # repeats still waiting keep only their own row of the chunk's cache
+            # repeats still waiting keep only their own row of the chunk's cache (none
+            # with a table: their prompt is there)
             for r in fresh:
                 key = tuple(own[r])
                 if key in kept:
                     past, row, logits, width = kept[key]
-                    kept[key] = (_one_row(past, row), 0, logits, width)
+                    kept[key] = (None if table else _one_row(past, row), 0, logits, width)
 
     while True:
         fill()
@@ -323,11 +357,14 @@ def _generate_continuous(
             request = [request[s] for s in live]
             positions = [positions[s] for s in live]
             next_tokens = [next_tokens[s] for s in live]
+            slot_entry = [slot_entry[s] for s in live]
             size = len(live)
             live = list(range(size))
         ids = torch.tensor(next_tokens, device=device).unsqueeze(-1)
         if shared is not None:
             shared.set_valid(cache.mask())
+            if table is not None:
+                shared.set_prompts(table, slot_entry)
             step_mask = None
         else:
             step_mask = cache.mask().long()
@@ -344,7 +381,7 @@ def _generate_continuous(
             positions[s] += 1
             next_tokens[s] = token
             if done(r):
-                request[s], next_tokens[s], positions[s] = -1, 0, 0
+                request[s], next_tokens[s], positions[s], slot_entry[s] = -1, 0, 0, -1
                 cache.free(s)
     return [out[r] for r in range(n)]
 

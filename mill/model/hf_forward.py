@@ -177,14 +177,17 @@ class HFForward(Forward, Stepper):
     def shared_prefix(self, tokens):  # type: ignore[override]
         from mill.model.prefix_attention import SharedPrefix, activate
 
-        with torch.inference_mode():
-            ids = torch.tensor([tokens], device=self.device)
-            positions = torch.arange(len(tokens), device=self.device)[None]
-            _hidden, past = self.hidden(ids, None, positions, None, True)
-        shared = SharedPrefix(
-            [layer.keys for layer in past.layers], [layer.values for layer in past.layers]
-        )
-        del past
+        if not tokens:  # no common prefix: only repeats' prompts are shared
+            shared = SharedPrefix(None, None)
+        else:
+            with torch.inference_mode():
+                ids = torch.tensor([tokens], device=self.device)
+                positions = torch.arange(len(tokens), device=self.device)[None]
+                _hidden, past = self.hidden(ids, None, positions, None, True)
+            shared = SharedPrefix(
+                [layer.keys for layer in past.layers], [layer.values for layer in past.layers]
+            )
+            del past
         with activate(self.config, shared):
             yield shared
 

@@ -91,6 +91,12 @@ class SlotCache:
     def free(self, slot: int) -> None:
         self.columns[slot] = 0
 
+    def start(self, slot: int) -> None:
+        """An empty ``slot`` for a row whose context is kept elsewhere (a
+        :class:`PromptTable` entry): its first step writes at column 0."""
+        self.columns[slot] = 0
+        self._views()
+
     def mask(self) -> torch.Tensor:
         """``[slots, length + 1]`` bool: which columns each slot attends to in the next
         step (its cached tokens and the one it writes)."""
@@ -119,3 +125,57 @@ def supports_growing(cache: object) -> bool:
     """True if every layer of ``cache`` is a plain ``DynamicLayer`` (no sliding windows)."""
     layers = getattr(cache, "layers", None)
     return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+
+
+class PromptTable:
+    """The prompts that sampled repeats share: one entry per distinct context in flight,
+    ``[entries, kv_heads, capacity, head_dim]`` per layer, written once from its prefill and
+    read by every repeat's decoding steps (:mod:`mill.model.prefix_attention`); each
+    repeat's own slot holds only its generated tokens.
+
+    Entries are taken lowest-free-first, so the live ones stay at the front and a step
+    reads ``[:hi]`` (:meth:`bound`); a full table doubles (one copy, rare: a context
+    is in flight only while one of its repeats holds a slot or is about to).
+    """
+
+    def __init__(self, prefill: object, entries: int, capacity: int) -> None:
+        layers = prefill.layers  # type: ignore[attr-defined]
+        self.capacity = capacity
+        self.keys = [
+            layer.keys.new_zeros((entries, layer.keys.shape[1], capacity, layer.keys.shape[3]))
+            for layer in layers
+        ]
+        self.values = [
+            layer.values.new_zeros(
+                (entries, layer.values.shape[1], capacity, layer.values.shape[3])
+            )
+            for layer in layers
+        ]
+        self.lengths = [0] * entries
+        self.used = [False] * entries
+
+    def place(self, prefill: object, row: int, tokens: int) -> int:
+        """Copy the last ``tokens`` positions of row ``row`` of a (left-padded) prefill
+        cache into a free entry; returns the entry."""
+        if all(self.used):
+            self._grow()
+        entry = self.used.index(False)
+        for k, v, theirs in zip(self.keys, self.values, prefill.layers, strict=True):  # type: ignore[attr-defined]
+            k[entry, :, :tokens] = theirs.keys[row, :, theirs.keys.shape[2] - tokens :]
+            v[entry, :, :tokens] = theirs.values[row, :, theirs.values.shape[2] - tokens :]
+        self.used[entry], self.lengths[entry] = True, tokens
+        return entry
+
+    def free(self, entry: int) -> None:
+        self.used[entry], self.lengths[entry] = False, 0
+
+    def bound(self) -> int:
+        """One past the last used entry."""
+        return max((e + 1 for e, used in enumerate(self.used) if used), default=0)
+
+    def _grow(self) -> None:
+        more = len(self.used)
+        self.keys = [torch.cat([k, torch.zeros_like(k)]) for k in self.keys]
+        self.values = [torch.cat([v, torch.zeros_like(v)]) for v in self.values]
+        self.lengths += [0] * more
+        self.used += [False] * more

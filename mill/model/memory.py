@@ -14,7 +14,11 @@ shape and the memory there is:
 * and at most :data:`AVAILABLE_SHARE` of the memory available now (``MemAvailable`` on
   CPU, free GPU memory on CUDA), so a busy machine gets smaller batches, not an
   out-of-memory kill;
-* within [:data:`MIN_TOKENS`, :data:`MAX_TOKENS`].
+* within [:data:`MIN_TOKENS`, :data:`MAX_TOKENS`]; the upper bound matters only for
+  tiny models, whose per-step cost is mostly fixed: stories260k (1,280 bytes a token),
+  GSM8K 0-shot, 200 rows of ~500 tokens, 2 CPU cores: 65,536 tokens (two waves of ~110
+  rows) 11.1 and 9.9 s of scoring, 131,072 (one wave) 8.6 and 7.9 s, the same peak RSS
+  (0.55 GiB).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ AVAILABLE_SHARE = 1 / 8
 """At most this share of the memory available when the model is loaded."""
 
 MIN_TOKENS = 2048
-MAX_TOKENS = 65536
+MAX_TOKENS = 262144
 
 
 def kv_bytes_per_token(config: Any, element_size: int) -> int:

@@ -30,8 +30,12 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from mill.model.kv import PromptTable
 
 NAME = "mill_shared_prefix"
 """The attention implementation registered with ``transformers``."""
@@ -53,18 +57,27 @@ class SharedPrefix:
     ``b`` may read column ``u``; :class:`mill.model.kv.SlotCache.mask`).
     """
 
-    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+    def __init__(self, keys: list[torch.Tensor] | None, values: list[torch.Tensor] | None) -> None:
+        """``keys``/``values`` None: no prefix (only the repeats' prompts are shared,
+        :meth:`set_prompts`)."""
         self.keys, self.values = keys, values
-        self.length = int(keys[0].shape[2])
+        self.length = int(keys[0].shape[2]) if keys else 0
         self.pad: torch.Tensor | None = None
         self.valid: torch.Tensor | None = None
+        self.prompts: _PromptStep | None = None
         self._mask: tuple[tuple[int, int, torch.device], torch.Tensor] | None = None
 
     def set_pad(self, pad: torch.Tensor) -> None:
-        self.pad, self.valid, self._mask = pad, None, None
+        self.pad, self.valid, self._mask, self.prompts = pad, None, None, None
 
     def set_valid(self, valid: torch.Tensor) -> None:
-        self.pad, self.valid, self._mask = None, valid, None
+        self.pad, self.valid, self._mask, self.prompts = None, valid, None, None
+
+    def set_prompts(self, table: PromptTable, entries: Sequence[int]) -> None:
+        """For the next decoding step (after :meth:`set_valid`): slot ``b`` also attends to
+        the whole prompt of ``table`` entry ``entries[b]`` (-1: none), between the prefix
+        and its own cache (sampled repeats of one context; :class:`~mill.model.kv.PromptTable`)."""
+        self.prompts = _PromptStep(table, entries)
 
     def mask(self, q: int, n: int, device: torch.device) -> torch.Tensor:
         """``[rows, q, n]``: may query ``n - q + i`` attend to suffix slot ``u``? (not
@@ -109,40 +122,115 @@ def shared_prefix_attention(
     if dropout:
         raise RuntimeError("shared-prefix attention is for inference (dropout must be 0)")
     layer = int(module.layer_idx)  # type: ignore[arg-type]
-    prefix_k, prefix_v = shared.keys[layer], shared.values[layer]
+    length = shared.length
+    prefix_k = shared.keys[layer] if shared.keys else None
+    prefix_v = shared.values[layer] if shared.values else None
     rows, heads, q, dim = query.shape
     kv_heads, n = key.shape[1], key.shape[2]
     group = heads // kv_heads  # query head h reads kv head h // group (as repeat_kv)
     scale = dim**-0.5 if scaling is None else scaling
     allowed = shared.mask(q, n, query.device)  # [rows, q, n]
-    length = prefix_k.shape[2]
     if q > 1:
         # prefill of the rows' own tokens: the prefix joins each row's keys for this one
         # call, and the fused kernel never holds the [q, P + n] scores (on GPU)
-        keys = torch.cat([prefix_k.expand(rows, -1, -1, -1), key], dim=2)
-        values = torch.cat([prefix_v.expand(rows, -1, -1, -1), value], dim=2)
+        keys, values, full = key, value, allowed[:, None]
+        if length:
+            assert prefix_k is not None and prefix_v is not None
+            keys = torch.cat([prefix_k.expand(rows, -1, -1, -1), key], dim=2)
+            values = torch.cat([prefix_v.expand(rows, -1, -1, -1), value], dim=2)
+            full = torch.cat([allowed.new_ones((rows, q, length)), allowed], dim=-1)[:, None]
         if group > 1:
             keys = keys.repeat_interleave(group, dim=1)
             values = values.repeat_interleave(group, dim=1)
-        full = torch.cat([allowed.new_ones((rows, q, length)), allowed], dim=-1)[:, None]
         out = torch.nn.functional.scaled_dot_product_attention(
             query, keys, values, attn_mask=full, scale=scale
         )
         return out.transpose(1, 2).contiguous(), None
     # a decoding step (one query per row): [rows * group, D] x [D, P] per kv head, so the
-    # prefix is read once for all rows; the scores, [rows, heads, P + n], are small
+    # prefix is read once for all rows; a shared prompt once for all its repeats
+    # (_PromptStep); the scores, [rows, heads, P + W + n], are small
     grouped = query.reshape(rows, kv_heads, group, dim)
-    flat = grouped.transpose(0, 1).reshape(kv_heads, rows * group, dim)
-    prefix_scores = torch.matmul(flat, prefix_k[0].transpose(-1, -2))
-    prefix_scores = prefix_scores.view(kv_heads, rows, group, length).transpose(0, 1)
+    parts = []
+    if length:
+        assert prefix_k is not None
+        flat = grouped.transpose(0, 1).reshape(kv_heads, rows * group, dim)
+        prefix_scores = torch.matmul(flat, prefix_k[0].transpose(-1, -2))
+        parts.append(prefix_scores.view(kv_heads, rows, group, length).transpose(0, 1))
+    prompts = shared.prompts
+    if prompts is not None:
+        parts.append(prompts.scores(layer, grouped))
     own_scores = torch.matmul(grouped, key.transpose(-1, -2))
-    own_scores = own_scores.masked_fill(~allowed[:, None], float("-inf"))
-    scores = torch.cat([prefix_scores, own_scores], dim=-1).float() * scale
+    parts.append(own_scores.masked_fill(~allowed[:, None], float("-inf")))
+    scores = torch.cat(parts, dim=-1).float() * scale
     probs = torch.softmax(scores, dim=-1).to(value.dtype)
-    prefix_probs = probs[..., :length].transpose(0, 1).reshape(kv_heads, rows * group, length)
-    out = torch.matmul(prefix_probs, prefix_v[0]).view(kv_heads, rows, group, dim).transpose(0, 1)
-    out = out + torch.matmul(probs[..., length:], value)
+    out = torch.matmul(probs[..., scores.shape[-1] - n :], value)
+    if length:
+        assert prefix_v is not None
+        prefix_probs = probs[..., :length].transpose(0, 1).reshape(kv_heads, rows * group, length)
+        from_prefix = torch.matmul(prefix_probs, prefix_v[0])
+        out = out + from_prefix.view(kv_heads, rows, group, dim).transpose(0, 1)
+    if prompts is not None:
+        out = out + prompts.read(layer, probs[..., length : length + prompts.width])
     return out.reshape(rows, 1, heads, dim), None
+
+
+class _PromptStep:
+    """One decoding step's layout of the rows over a :class:`~mill.model.kv.PromptTable`:
+    the rows of entry ``e`` are laid out at ``e * R + j`` (``R``: the most rows of one
+    entry), so one batched product per layer reads each live entry's keys and values
+    once for all its rows; rows of no entry read nothing (their scores are masked)."""
+
+    def __init__(self, table: PromptTable, entries: Sequence[int]) -> None:
+        self.table = table
+        self.hi = table.bound()
+        counts: dict[int, int] = {}
+        for e in entries:
+            if e >= 0:
+                counts[e] = counts.get(e, 0) + 1
+        self.per = max(counts.values(), default=1)
+        lengths = [table.lengths[e] if e >= 0 else 0 for e in entries]
+        self.width = max(lengths, default=0)
+        seen: dict[int, int] = {}
+        at = []
+        for e in entries:
+            if e < 0:
+                at.append(self.hi * self.per)  # a spare row past the table's
+            else:
+                at.append(e * self.per + seen.get(e, 0))
+                seen[e] = seen.get(e, 0) + 1
+        device = table.keys[0].device
+        self.at = torch.tensor(at, device=device)
+        self.valid = (
+            torch.arange(self.width, device=device)[None]
+            < torch.tensor(lengths, device=device)[:, None]
+        )
+
+    def _to_table(self, x: torch.Tensor) -> torch.Tensor:
+        """``[rows, Hkv, group, X]`` -> ``[hi, Hkv, per * group, X]`` (spare rows zero)."""
+        rows, kv_heads, group, last = x.shape
+        padded = x.new_zeros((self.hi * self.per + 1, kv_heads, group, last))
+        padded[self.at] = x
+        laid = padded[: self.hi * self.per].view(self.hi, self.per, kv_heads, group, last)
+        return laid.transpose(1, 2).reshape(self.hi, kv_heads, self.per * group, last)
+
+    def _to_rows(self, x: torch.Tensor, group: int) -> torch.Tensor:
+        """The inverse of :meth:`_to_table` (a spare row reads zeros)."""
+        hi, kv_heads, _, last = x.shape
+        laid = x.view(hi, kv_heads, self.per, group, last).transpose(1, 2)
+        laid = laid.reshape(hi * self.per, kv_heads, group, last)
+        return torch.cat([laid, laid.new_zeros((1, kv_heads, group, last))])[self.at]
+
+    def scores(self, layer: int, grouped: torch.Tensor) -> torch.Tensor:
+        """``[rows, Hkv, group, W]`` scores of each row over its entry's prompt."""
+        keys = self.table.keys[layer][: self.hi, :, : self.width]
+        out = torch.matmul(self._to_table(grouped), keys.transpose(-1, -2))
+        out = self._to_rows(out, grouped.shape[2])
+        return out.masked_fill(~self.valid[:, None, None, :], float("-inf"))
+
+    def read(self, layer: int, probs: torch.Tensor) -> torch.Tensor:
+        """``[rows, Hkv, group, D]``: the prompt values weighted by ``probs``."""
+        values = self.table.values[layer][: self.hi, :, : self.width]
+        return self._to_rows(torch.matmul(self._to_table(probs), values), probs.shape[2])
 
 
 def _no_mask(*args: object, **kwargs: object) -> None:

@@ -45,7 +45,11 @@ def _contexts(prefix: int) -> list[list[int]]:
 
 
 def _run(
-    forward: HFForward, contexts: list[list[int]], eos: set[int], token_budget: int | None
+    forward: HFForward,
+    contexts: list[list[int]],
+    eos: set[int],
+    token_budget: int | None,
+    slots: int | None = None,
 ) -> tuple[list[list[int]], dict[int, list[torch.Tensor]]]:
     seen: dict[int, list[torch.Tensor]] = {}
 
@@ -64,6 +68,7 @@ def _run(
         lambda tokens: "",
         token_budget=token_budget,
         choose=choose,
+        slots=slots,
     )
     return [g.tokens for g in out], seen
 
@@ -158,3 +163,44 @@ def test_the_backend_shares_a_common_prefix_unless_told_not_to(
     assert "share their first" not in caplog.text
     assert [r.output_tokens for r in shared] == [r.output_tokens for r in plain]
     assert [r.text for r in shared] == [r.text for r in plain]
+
+
+@pytest.mark.parametrize("kind", sorted(SHARED_PREFIX_MODELS))
+@pytest.mark.parametrize("prefix", [0, 40], ids=["prompts-only", "prefix-and-prompts"])
+def test_repeats_read_one_kept_prompt_and_equal_unshared(
+    kind: str, prefix: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sampled repeats of a context: its prompt's keys and values go once into a
+    PromptTable entry that every repeat's steps read (each slot holds only generated
+    tokens), with or without a prefix shared by all rows. Three slots for 5 contexts x 3
+    repeats, one row stopping early: rows join and leave, entries are freed and taken
+    again. The same tokens and every step's logits within 1e-5 of each row holding its
+    whole context."""
+    from mill.model import kv
+
+    placed: list[int] = []
+    place = kv.PromptTable.place
+
+    def counting(self: kv.PromptTable, prefill: object, row: int, tokens: int) -> int:
+        entry = place(self, prefill, row, tokens)
+        placed.append(entry)
+        return entry
+
+    monkeypatch.setattr(kv.PromptTable, "place", counting)
+    model = _model(kind)
+    contexts = [c for c in _contexts(prefix) for _ in range(3)]
+    plain = HFForward(model, torch.device("cpu"), share_prefix=False)
+    shared = HFForward(model, torch.device("cpu"), share_prefix=True)
+    tokens, _ = _run(plain, contexts, set(), None, slots=3)
+    eos = {tokens[4][2]}
+    want, want_logits = _run(plain, contexts, eos, None, slots=3)
+    assert not placed  # the plain path copies each repeat's context into its slot
+    got, got_logits = _run(shared, contexts, eos, None, slots=3)
+    assert len(placed) == 5  # one entry per context, not per repeat
+    assert max(placed) <= 3  # entries freed after a context's last repeat and reused
+    assert got == want
+    assert len(set(map(len, got))) > 1
+    for row, steps in want_logits.items():
+        assert len(got_logits[row]) == len(steps)
+        for a, b in zip(steps, got_logits[row], strict=True):
+            assert torch.allclose(a, b, atol=1e-5, rtol=0), (kind, row)
