@@ -165,6 +165,7 @@ def test_the_backend_shares_a_common_prefix_unless_told_not_to(
     assert [r.text for r in shared] == [r.text for r in plain]
 
 
+@pytest.mark.slow  # 8 generations of 4 model families, seconds together
 @pytest.mark.parametrize("kind", sorted(SHARED_PREFIX_MODELS))
 @pytest.mark.parametrize("prefix", [0, 40], ids=["prompts-only", "prefix-and-prompts"])
 def test_repeats_read_one_kept_prompt_and_equal_unshared(
