@@ -78,9 +78,10 @@ def test_the_seeded_sampler_draws_from_the_tempered_distribution() -> None:
 
     logits = torch.tensor([[0.0, 1.0, 2.0, float("-inf"), 0.5, -1.0]])
     draws = 40_000
-    sampler = SeededSampler([7], temperature=0.8)
+    # one draw from each of `draws` rows (seeds), all in one call
+    sampler = SeededSampler(range(draws), temperature=0.8)
     counts = torch.bincount(
-        torch.tensor([sampler(logits, [0])[0] for _ in range(draws)]), minlength=6
+        torch.tensor(sampler(logits.expand(draws, -1), list(range(draws)))), minlength=6
     )
     expected = torch.softmax(logits[0] / 0.8, -1) * draws
     assert counts[3] == 0  # probability 0: never drawn
