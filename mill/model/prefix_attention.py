@@ -198,18 +198,22 @@ class _PromptStep:
             else:
                 at.append(e * self.per + seen.get(e, 0))
                 seen[e] = seen.get(e, 0) + 1
-        device = table.keys[0].device
-        self.at = torch.tensor(at, device=device)
-        self.valid = (
-            torch.arange(self.width, device=device)[None]
-            < torch.tensor(lengths, device=device)[:, None]
-        )
+        valid = torch.arange(self.width)[None] < torch.tensor(lengths)[:, None]
+        self._cpu = (torch.tensor(at), valid)
+        # per device: a model dispatched over GPUs has layers (and table parts) on several
+        self._on: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def _index(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """(each row's place in the table layout, its valid prompt columns) on ``device``."""
+        if device not in self._on:
+            self._on[device] = (self._cpu[0].to(device), self._cpu[1].to(device))
+        return self._on[device]
 
     def _to_table(self, x: torch.Tensor) -> torch.Tensor:
         """``[rows, Hkv, group, X]`` -> ``[hi, Hkv, per * group, X]`` (spare rows zero)."""
         rows, kv_heads, group, last = x.shape
         padded = x.new_zeros((self.hi * self.per + 1, kv_heads, group, last))
-        padded[self.at] = x
+        padded[self._index(x.device)[0]] = x
         laid = padded[: self.hi * self.per].view(self.hi, self.per, kv_heads, group, last)
         return laid.transpose(1, 2).reshape(self.hi, kv_heads, self.per * group, last)
 
@@ -218,14 +222,15 @@ class _PromptStep:
         hi, kv_heads, _, last = x.shape
         laid = x.view(hi, kv_heads, self.per, group, last).transpose(1, 2)
         laid = laid.reshape(hi * self.per, kv_heads, group, last)
-        return torch.cat([laid, laid.new_zeros((1, kv_heads, group, last))])[self.at]
+        spare = laid.new_zeros((1, kv_heads, group, last))
+        return torch.cat([laid, spare])[self._index(x.device)[0]]
 
     def scores(self, layer: int, grouped: torch.Tensor) -> torch.Tensor:
         """``[rows, Hkv, group, W]`` scores of each row over its entry's prompt."""
         keys = self.table.keys[layer][: self.hi, :, : self.width]
         out = torch.matmul(self._to_table(grouped), keys.transpose(-1, -2))
         out = self._to_rows(out, grouped.shape[2])
-        return out.masked_fill(~self.valid[:, None, None, :], float("-inf"))
+        return out.masked_fill(~self._index(out.device)[1][:, None, None, :], float("-inf"))
 
     def read(self, layer: int, probs: torch.Tensor) -> torch.Tensor:
         """``[rows, Hkv, group, D]``: the prompt values weighted by ``probs``."""
