@@ -19,6 +19,21 @@ import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 
+def _storage(like: torch.Tensor, rows: int, capacity: int) -> torch.Tensor:
+    """Zeros ``[rows, kv_heads, capacity, head_dim]`` shaped after a layer's ``like``."""
+    return like.new_zeros((rows, like.shape[1], capacity, like.shape[3]))
+
+
+def _copy_context(
+    into: list[tuple[torch.Tensor, torch.Tensor]], at: int, prefill: object, row: int, tokens: int
+) -> None:
+    """Copy the last ``tokens`` positions of row ``row`` of a (left-padded) prefill cache
+    into index ``at`` of each layer's ``(keys, values)`` storage, from column 0."""
+    for (keys, values), theirs in zip(into, prefill.layers, strict=True):  # type: ignore[attr-defined]
+        keys[at, :, :tokens] = theirs.keys[row, :, theirs.keys.shape[2] - tokens :]
+        values[at, :, :tokens] = theirs.values[row, :, theirs.values.shape[2] - tokens :]
+
+
 class SlotLayer(DynamicLayer):
     """A ``DynamicLayer`` over preallocated slot storage, writing at per-slot columns."""
 
@@ -64,11 +79,7 @@ class SlotCache:
         self.cache = DynamicCache(config=config)
         self.cache.layers = [
             SlotLayer(
-                layer.keys.new_zeros((slots, layer.keys.shape[1], capacity, layer.keys.shape[3])),
-                layer.values.new_zeros(
-                    (slots, layer.values.shape[1], capacity, layer.values.shape[3])
-                ),
-                self,
+                _storage(layer.keys, slots, capacity), _storage(layer.values, slots, capacity), self
             )
             for layer in layers
         ]
@@ -76,9 +87,8 @@ class SlotCache:
     def place(self, slot: int, prefill: object, row: int, tokens: int) -> None:
         """Copy the last ``tokens`` positions of row ``row`` of a (left-padded) prefill
         cache into ``slot``, from column 0."""
-        for mine, theirs in zip(self.cache.layers, prefill.layers, strict=True):  # type: ignore[attr-defined]
-            mine._k[slot, :, :tokens] = theirs.keys[row, :, theirs.keys.shape[2] - tokens :]  # type: ignore[attr-defined]
-            mine._v[slot, :, :tokens] = theirs.values[row, :, theirs.values.shape[2] - tokens :]  # type: ignore[attr-defined]
+        storage = [(layer._k, layer._v) for layer in self.cache.layers]  # type: ignore[attr-defined]
+        _copy_context(storage, slot, prefill, row, tokens)
         self.columns[slot] = tokens
         self._views()
 
@@ -140,17 +150,8 @@ class PromptTable:
 
     def __init__(self, prefill: object, entries: int, capacity: int) -> None:
         layers = prefill.layers  # type: ignore[attr-defined]
-        self.capacity = capacity
-        self.keys = [
-            layer.keys.new_zeros((entries, layer.keys.shape[1], capacity, layer.keys.shape[3]))
-            for layer in layers
-        ]
-        self.values = [
-            layer.values.new_zeros(
-                (entries, layer.values.shape[1], capacity, layer.values.shape[3])
-            )
-            for layer in layers
-        ]
+        self.keys = [_storage(layer.keys, entries, capacity) for layer in layers]
+        self.values = [_storage(layer.values, entries, capacity) for layer in layers]
         self.lengths = [0] * entries
         self.used = [False] * entries
 
@@ -160,9 +161,7 @@ class PromptTable:
         if all(self.used):
             self._grow()
         entry = self.used.index(False)
-        for k, v, theirs in zip(self.keys, self.values, prefill.layers, strict=True):  # type: ignore[attr-defined]
-            k[entry, :, :tokens] = theirs.keys[row, :, theirs.keys.shape[2] - tokens :]
-            v[entry, :, :tokens] = theirs.values[row, :, theirs.values.shape[2] - tokens :]
+        _copy_context(list(zip(self.keys, self.values, strict=True)), entry, prefill, row, tokens)
         self.used[entry], self.lengths[entry] = True, tokens
         return entry
 

@@ -27,6 +27,7 @@ eager attention's do).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -183,11 +184,7 @@ class _PromptStep:
     def __init__(self, table: PromptTable, entries: Sequence[int]) -> None:
         self.table = table
         self.hi = table.bound()
-        counts: dict[int, int] = {}
-        for e in entries:
-            if e >= 0:
-                counts[e] = counts.get(e, 0) + 1
-        self.per = max(counts.values(), default=1)
+        self.per = max(Counter(e for e in entries if e >= 0).values(), default=1)
         lengths = [table.lengths[e] if e >= 0 else 0 for e in entries]
         self.width = max(lengths, default=0)
         seen: dict[int, int] = {}
