@@ -64,6 +64,18 @@ class Stepper:
         """fp32 logits of the last position [batch, V] and the updated cache."""
         raise NotImplementedError
 
+    def next_argmax(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        position_ids: torch.Tensor,
+        past: object | None,
+    ) -> tuple[torch.Tensor, object]:
+        """A greedy step: the argmax of :meth:`next_logits` [batch] (ties: the first index)
+        and the updated cache. A model may compute it without the whole logits block."""
+        logits, past = self.next_logits(input_ids, attention_mask, position_ids, past)
+        return logits.argmax(-1), past
+
     def can_grow_cache(self) -> bool:
         """Whether the cache can live in preallocated slots (:class:`mill.model.kv.SlotCache`:
         plain layers, no sliding windows)."""
@@ -154,6 +166,26 @@ class _Job:
     decode: Callable[[list[int]], str]
     pick: Callable[[torch.Tensor, list[int]], list[int]]
     on_done: Callable[[int, Generated], None] | None
+    greedy: bool
+
+    def step(
+        self,
+        stepper: Stepper,
+        ids: torch.Tensor,
+        mask: torch.Tensor | None,
+        positions: torch.Tensor,
+        past: object,
+        live: list[int] | None,
+        rows: list[int],
+    ) -> tuple[list[int], object]:
+        """One decoding step of every cache row: the tokens picked for rows ``live`` (None:
+        all) that generate ``rows``, and the cache. Greedy steps ask the model for the
+        argmax alone (:meth:`Stepper.next_argmax`)."""
+        if self.greedy:
+            chosen, past = stepper.next_argmax(ids, mask, positions, past)
+            return (chosen if live is None else chosen[live]).tolist(), past
+        logits, past = stepper.next_logits(ids, mask, positions, past)
+        return self.pick(logits if live is None else logits[live], rows), past
 
 
 def generate_batch(
@@ -184,7 +216,9 @@ def generate_batch(
     def pick(logits: torch.Tensor, rows: list[int]) -> list[int]:
         return choose(logits, rows) if choose is not None else logits.argmax(-1).tolist()
 
-    job = _Job(contexts, truncated, until, max_gen_toks, eos_ids, decode, pick, on_done)
+    job = _Job(
+        contexts, truncated, until, max_gen_toks, eos_ids, decode, pick, on_done, choose is None
+    )
     if not stepper.can_grow_cache():
         rows = max_rows if slots is None else min(slots, max_rows or slots)
         return _generate_static(stepper, job, token_budget, rows)
@@ -368,14 +402,19 @@ def _generate_continuous(
             step_mask = None
         else:
             step_mask = cache.mask().long()
-        logits, _ = stepper.next_logits(
-            ids, step_mask, torch.tensor(positions, device=device).unsqueeze(-1), cache.cache
+        rows = [request[s] for s in live]
+        tokens, _ = job.step(
+            stepper,
+            ids,
+            step_mask,
+            torch.tensor(positions, device=device).unsqueeze(-1),
+            cache.cache,
+            live if len(live) < size else None,
+            rows,
         )
         is_live = torch.zeros(size, dtype=torch.bool, device=device)
         is_live[live] = True
         cache.advance(is_live)
-        rows = [request[s] for s in live]
-        tokens = pick(logits[live] if len(live) < size else logits, rows)
         for s, r, token in zip(live, rows, tokens, strict=True):
             generated[r].append(token)
             positions[s] += 1
@@ -441,10 +480,9 @@ def _generate_static(
             masks[:, length] = 1
             ids = torch.tensor(next_tokens, device=device).unsqueeze(-1)
             step_mask = masks[:, : length + 1] if need_mask else None
-            logits, cache = stepper.next_logits(ids, step_mask, positions, cache)
+            next_tokens, cache = job.step(stepper, ids, step_mask, positions, cache, None, slots)
             length += 1
             positions = positions + 1
-            next_tokens = job.pick(logits, slots)
         for r in chunk:
             out[r] = Generated(
                 text=cut_at_stop(job.decode(generated[r]), job.until),

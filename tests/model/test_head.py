@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mill.model.head import score_positions
+from mill.model.head import argmax_tiles, score_positions
 from mill.model.hf import HFCausalLM
 
 
@@ -82,3 +82,34 @@ def test_real_model_head_on_cpu_tiles_the_vocabulary() -> None:
     lsm = torch.log_softmax(model.model.lm_head(hidden).float(), -1)
     torch.testing.assert_close(got, lsm[rows, targets], rtol=0, atol=1e-5)
     assert greedy is not None and greedy.tolist() == (lsm.argmax(-1) == targets).tolist()
+
+
+@pytest.mark.parametrize("tile", [1, 3, 7, 10, 64])
+def test_argmax_tiles_equals_argmax_with_ties_to_the_first_index(tile: int) -> None:
+    gen = torch.Generator().manual_seed(4)
+    logits = torch.randn(20, 10, generator=gen)
+    logits[0, 2] = logits[0, 8] = logits[0].max() + 1  # a tie across tiles: 2 wins
+    logits[1, 5] = logits[1, 6] = logits[1].max() + 1  # a tie inside or across tiles
+    logits[2] = 0.0  # all equal: token 0
+    got = argmax_tiles(lambda lo, hi: logits[:, lo:hi], 10, tile)
+    assert got.tolist() == logits.argmax(-1).tolist()
+    assert got[:3].tolist() == [2, 5, 0]
+
+
+@pytest.mark.slow  # real model, seconds of compute
+def test_a_greedy_step_on_cpu_is_the_argmax_of_the_logits() -> None:
+    """Enough rows for the tiled head (CPU_GREEDY_MIN_ROWS) and too few for it: the
+    tokens of ``next_argmax`` are the argmax of ``next_logits``' fp32 logits."""
+    from mill.model.head import CPU_GREEDY_MIN_ROWS
+    from mill.model.random import random_gpt2
+
+    fwd = random_gpt2(n_layer=1, n_embd=32, seed=3)._forward
+    for rows in (CPU_GREEDY_MIN_ROWS - 1, 40):
+        ids = torch.randint(
+            0, fwd.vocab_size, (rows, 5), generator=torch.Generator().manual_seed(rows)
+        )
+        positions = torch.arange(5).expand(rows, 5)
+        logits, _ = fwd.next_logits(ids, None, positions, None)
+        tokens, past = fwd.next_argmax(ids, None, positions, None)
+        assert tokens.tolist() == logits.argmax(-1).tolist()
+        assert past.get_seq_length() == 5
