@@ -345,7 +345,11 @@ def _generate_continuous(
                 if cache is None:
                     cache = SlotCache(stepper.config, past, size, capacity)
                 if grouped and table is None:
-                    table = PromptTable(past, min(len(remaining), size + 1), max(map(len, own)))
+                    # contexts in flight: those holding slots, and one waiting (the table
+                    # doubles if repeats of uneven counts need more)
+                    fewest = min(remaining.values())
+                    entries = min(len(remaining), -(-size // fewest) + 1)
+                    table = PromptTable(past, entries, max(map(len, own)))
                 for row, r in enumerate(fresh):
                     kept[tuple(own[r])] = (past, row, logits[row], width)
                     if table is not None:
@@ -386,8 +390,7 @@ def _generate_continuous(
             break
         assert cache is not None
         if not queue and (size - len(live)) * 4 >= size:
-            keep = torch.tensor(live, device=device)
-            cache.select(keep)
+            cache.select(live)
             request = [request[s] for s in live]
             positions = [positions[s] for s in live]
             next_tokens = [next_tokens[s] for s in live]
@@ -496,6 +499,11 @@ def _generate_static(
     return [out[r] for r in range(n)]
 
 
+SAMPLER_ROWS = 8
+"""Rows a :class:`SeededSampler` draws for at once (their float64 block stays in cache:
+7-9 ms a step for 63 rows of GPT-2's vocabulary in blocks of 8-16, 25 ms in one block)."""
+
+
 class SeededSampler:
     """Temperature sampling with one generator per batch row, seeded from its request, so
     a row's tokens never depend on the batch it runs in or on the order of requests.
@@ -520,12 +528,22 @@ class SeededSampler:
         self._cumulative = torch.empty(0, dtype=torch.float64)
 
     def __call__(self, logits: torch.Tensor, rows: list[int]) -> list[int]:
+        # a block of rows at a time: the float64 buffers of a whole decode batch (12 bytes
+        # per row and vocabulary entry) would add tens of MiB to the peak for no speed
+        logits = logits.float().cpu()
+        out: list[int] = []
+        for start in range(0, len(rows), SAMPLER_ROWS):
+            block = rows[start : start + SAMPLER_ROWS]
+            out += self._draw(logits[start : start + SAMPLER_ROWS], block)
+        return out
+
+    def _draw(self, logits: torch.Tensor, rows: list[int]) -> list[int]:
         shape = (len(rows), logits.shape[-1])
         if self._weights.shape[0] < shape[0] or self._weights.shape[1:] != shape[1:]:
             self._weights = torch.empty(shape)
             self._cumulative = torch.empty(shape, dtype=torch.float64)
         weights, cumulative = self._weights[: shape[0]], self._cumulative[: shape[0]]
-        torch.div(logits.float().cpu(), self.temperature, out=weights)
+        torch.div(logits, self.temperature, out=weights)
         weights.sub_(weights.amax(-1, keepdim=True)).exp_()
         torch.cumsum(weights, -1, dtype=torch.float64, out=cumulative)
         uniform = torch.cat(

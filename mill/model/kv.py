@@ -10,7 +10,8 @@ token ``u``); each decoding step writes every slot's new keys and values at that
 own column (:attr:`SlotCache.columns`) and hands the model a view of the first
 ``max(columns) + 1`` columns; the caller's mask marks which of them each slot attends to.
 A finished row's slot is simply reused by the next row: retirement copies nothing.
-:meth:`SlotCache.select` narrows the storage (one copy) once no row is left to join.
+:meth:`SlotCache.select` moves the live rows to the front, in place, once no row is left to
+join, so the last steps read fewer rows without a second copy of the storage.
 """
 
 from __future__ import annotations
@@ -57,8 +58,13 @@ class SlotLayer(DynamicLayer):
         self.view(owner.length + 1)
         return self.keys, self.values
 
-    def select(self, keep: torch.Tensor) -> None:
-        self._k, self._v = self._k[keep], self._v[keep]
+    def select(self, keep: list[int]) -> None:
+        """Move slots ``keep`` (ascending) to the front, in place, and narrow to them."""
+        for to, src in enumerate(keep):
+            if to != src:  # src > to: never a slot still to move
+                self._k[to].copy_(self._k[src])
+                self._v[to].copy_(self._v[src])
+        self._k, self._v = self._k[: len(keep)], self._v[: len(keep)]
 
 
 class SlotCache:
@@ -114,12 +120,16 @@ class SlotCache:
             torch.arange(self.length + 1, device=self.columns.device)[None] <= self.columns[:, None]
         )
 
-    def select(self, keep: torch.Tensor) -> None:
-        """Keep only the slots ``keep`` (one copy of the storage)."""
+    def select(self, keep: list[int]) -> None:
+        """Keep only the slots ``keep`` (ascending), moved to the front in place: the
+        decoding steps after it read fewer rows, and no second storage is allocated (a
+        fresh narrower copy would raise the peak by its size at the last wave)."""
+        if any(b <= a for a, b in zip(keep, keep[1:], strict=False)):
+            raise ValueError(f"slots to keep must ascend: {keep}")
         for layer in self.cache.layers:
             layer.select(keep)  # type: ignore[attr-defined]
-        self.columns = self.columns[keep]
-        self.slots = int(keep.numel())
+        self.columns = self.columns[torch.tensor(keep, device=self.columns.device)]
+        self.slots = len(keep)
         self.rows = torch.arange(self.slots, device=self.columns.device)
         self._views()
 

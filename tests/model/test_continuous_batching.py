@@ -24,12 +24,24 @@ class _Counting(HFForward):
         self.__dict__.update(forward.__dict__)
         self.prefill_rows: list[int] = []
         self.step_rows: list[int] = []
+        self._inside = False
+
+    def _record(self, input_ids: torch.Tensor) -> None:
+        if not self._inside:
+            rows = self.prefill_rows if input_ids.shape[1] > 1 else self.step_rows
+            rows.append(int(input_ids.shape[0]))
 
     def next_logits(self, input_ids, attention_mask, position_ids, past):  # type: ignore[override]
-        (self.prefill_rows if input_ids.shape[1] > 1 else self.step_rows).append(
-            int(input_ids.shape[0])
-        )
+        self._record(input_ids)
         return super().next_logits(input_ids, attention_mask, position_ids, past)
+
+    def next_argmax(self, input_ids, attention_mask, position_ids, past):  # type: ignore[override]
+        self._record(input_ids)  # once, though the step may ask next_logits
+        self._inside = True
+        try:
+            return super().next_argmax(input_ids, attention_mask, position_ids, past)
+        finally:
+            self._inside = False
 
 
 @pytest.mark.slow  # real models, seconds of compute
@@ -74,6 +86,28 @@ def test_a_sampled_row_depends_only_on_its_seed(llama: HFCausalLM) -> None:
     assert len({len(t) for t in runs[0]}) > 1  # rows finished at different steps
     per_doc = [runs[0][i : i + 3] for i in range(0, len(requests), 3)]
     assert any(len({tuple(t) for t in doc}) > 1 for doc in per_doc)  # repeats differ
+
+
+@pytest.mark.slow  # real model, seconds of compute
+def test_rows_are_split_evenly_into_the_fewest_waves(llama: HFCausalLM) -> None:
+    """batch_size=4 bounds 5 requests to two waves: decoded 3 and 2 rows at a time, not 4
+    and then 1 (the same steps, less memory), with the tokens of one batch for all."""
+    args = GenerationArgs(until=("\n\n",), max_gen_toks=12)
+    requests = [
+        Request(OutputType.GENERATIVE, "s", doc, 0, p, generation=args)
+        for doc, p in enumerate(generation_cases.STORY[:5])
+    ]
+    forward = _Counting(llama._forward)
+    saved = llama._forward, llama.batch_size
+    try:
+        llama.batch_size = "auto"
+        every = [r.output_tokens for r in llama.generate_until(requests)]
+        llama._forward, llama.batch_size = forward, 4
+        four = [r.output_tokens for r in llama.generate_until(requests)]
+    finally:
+        llama._forward, llama.batch_size = saved
+    assert four == every
+    assert max(forward.step_rows) == 3 and max(forward.prefill_rows) <= 3
 
 
 def _contexts(model: HFCausalLM) -> list[list[int]]:
@@ -137,8 +171,14 @@ def test_slots_are_written_in_place_and_freed_without_copies() -> None:
     slots.advance(torch.tensor([True, False, True]))
     slots.free(0)  # a finished row: its slot is free, nothing copied
     assert slots.columns.tolist() == [0, 0, 3] and layer._k.data_ptr() == storage
-    slots.select(torch.tensor([2]))  # the tail, once the queue is empty: one copy
-    assert layer.keys.shape == (1, 1, 3, 4)
+    slots.place(1, prefill, 0, 3)
+    slots.select([1, 2])  # the tail, once the queue is empty: moved to the front in place
+    assert layer.keys.shape == (2, 1, 3, 4) and layer._k.data_ptr() == storage
+    assert slots.columns.tolist() == [3, 3]
+    assert bool((layer._k[0, :, :3] == 1).all())  # slot 1's context, now first
+    assert bool((layer._k[1, :, 2] == 7).all())  # slot 2's token of the step, now second
+    with pytest.raises(ValueError, match="ascend"):
+        slots.select([1, 0])
 
 
 @pytest.mark.parametrize(
