@@ -164,9 +164,15 @@ class _Job:
     max_gen_toks: int
     eos_ids: set[int]
     decode: Callable[[list[int]], str]
-    pick: Callable[[torch.Tensor, list[int]], list[int]]
+    choose: Callable[[torch.Tensor, list[int]], list[int]] | None
+    """A sampler (:class:`SeededSampler`); None: greedy."""
     on_done: Callable[[int, Generated], None] | None
-    greedy: bool
+
+    def pick(self, logits: torch.Tensor, rows: list[int]) -> list[int]:
+        """The tokens of ``logits``' rows (generating ``rows``): sampled, or the argmax."""
+        if self.choose is not None:
+            return self.choose(logits, rows)
+        return logits.argmax(-1).tolist()
 
     def step(
         self,
@@ -181,7 +187,7 @@ class _Job:
         """One decoding step of every cache row: the tokens picked for rows ``live`` (None:
         all) that generate ``rows``, and the cache. Greedy steps ask the model for the
         argmax alone (:meth:`Stepper.next_argmax`)."""
-        if self.greedy:
+        if self.choose is None:
             chosen, past = stepper.next_argmax(ids, mask, positions, past)
             return (chosen if live is None else chosen[live]).tolist(), past
         logits, past = stepper.next_logits(ids, mask, positions, past)
@@ -213,12 +219,7 @@ def generate_batch(
     called as each row finishes.
     """
 
-    def pick(logits: torch.Tensor, rows: list[int]) -> list[int]:
-        return choose(logits, rows) if choose is not None else logits.argmax(-1).tolist()
-
-    job = _Job(
-        contexts, truncated, until, max_gen_toks, eos_ids, decode, pick, on_done, choose is None
-    )
+    job = _Job(contexts, truncated, until, max_gen_toks, eos_ids, decode, choose, on_done)
     if not stepper.can_grow_cache():
         rows = max_rows if slots is None else min(slots, max_rows or slots)
         return _generate_static(stepper, job, token_budget, rows)
@@ -266,7 +267,7 @@ def _generate_continuous(
         job.until,
         job.max_gen_toks,
     )
-    eos_ids, decode, pick, on_done = job.eos_ids, job.decode, job.pick, job.on_done
+    eos_ids, decode, on_done = job.eos_ids, job.decode, job.on_done
     n = len(contexts)
     skip = 0 if shared is None else shared.length
     own = [c[skip:] for c in contexts]  # what each row's own cache holds
@@ -354,7 +355,7 @@ def _generate_continuous(
                     kept[tuple(own[r])] = (past, row, logits[row], width)
                     if table is not None:
                         entry_of[tuple(own[r])] = table.place(past, row, len(own[r]))
-            firsts = pick(torch.stack([kept[tuple(own[r])][2] for r in chunk]), chunk)
+            firsts = job.pick(torch.stack([kept[tuple(own[r])][2] for r in chunk]), chunk)
             assert cache is not None
             for r, token in zip(chunk, firsts, strict=True):
                 key = tuple(own[r])

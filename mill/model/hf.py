@@ -434,7 +434,8 @@ class HFCausalLM(TokenizingLM):
             # as few waves of rows as the budget allows, evenly split: 200 rows under a
             # bound of 63 decode 4 x 50, not 63, 63, 63 and 11 (the same steps when rows
             # run to the limit, 13 fewer rows' memory held)
-            slots = -(-len(group) // -(-len(group) // most))
+            waves = -(-len(group) // most)
+            slots = -(-len(group) // waves)
 
             def done(row: int, out: Any, group: list[GenerationJob] = group) -> None:
                 for i in group[row].copies:
