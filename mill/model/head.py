@@ -35,9 +35,10 @@ CPU_VOCAB_TILE = 1024
 """Vocabulary columns per tile on CPU (fastest of 256-4096 on the project machine)."""
 TILE_ELEMENTS = 1 << 20
 """Logits materialised at once when the vocabulary is tiled (4 MiB, a 1024-row block)."""
-CPU_GREEDY_TILE = 2048
-"""Vocabulary rows per tile of a decoding step's greedy argmax on CPU (:func:`argmax_tiles`;
-fastest of 1,024-8,192 for 16-128 rows of GPT-2's head on the project machine)."""
+CPU_STEP_TILE = 2048
+"""Vocabulary entries per tile of a decoding step's head on CPU (:func:`argmax_tiles`,
+:func:`rows_of_product`; fastest of 1,024-8,192 for 16-128 rows of GPT-2's head on the
+project machine)."""
 CPU_GREEDY_MIN_ROWS = 16
 """Below this many rows one product over the whole vocabulary is faster than tiles."""
 
@@ -151,6 +152,28 @@ def _reduce_vocab(
         peak = new_peak
     assert peak is not None and total is not None
     return peak, total, arg
+
+
+def rows_of_product(weight: torch.Tensor, hidden: torch.Tensor, tile: int) -> torch.Tensor:
+    """``hidden @ weight.T`` (``[rows, vocab]``) for a decoding step's few rows on CPU.
+
+    The product is taken as ``weight @ hidden.T``, which splits the vocabulary, not the few
+    rows, across the threads (1.5-2x faster for 4-100 rows of GPT-2's head on 2 cores).
+    Up to ``tile`` vocabulary entries, the result is that product's transposed view (one
+    tile of :func:`argmax_tiles` is reduced once, in cache: a copy would cost more than it
+    saves). A longer vocabulary is walked ``tile`` entries at a time, each ``[tile, rows]``
+    result transposed into a contiguous block while it is in the core's cache: one
+    product over the whole vocabulary would leave a ``[vocab, rows]`` block that every
+    later pass over a row (the sampler's division, maximum, exponential and cumulative
+    sum) reads with a stride of ``rows``, 21 ms instead of 8 ms a step for 50 rows of
+    GPT-2's vocabulary. Each entry is the same dot product as in one whole product."""
+    columns = hidden.t()
+    if weight.shape[0] <= tile:
+        return torch.mm(weight, columns).t()
+    out = hidden.new_empty((hidden.shape[0], weight.shape[0]))
+    for v0 in range(0, weight.shape[0], tile):
+        out[:, v0 : v0 + tile].copy_(torch.mm(weight[v0 : v0 + tile], columns).t())
+    return out
 
 
 def argmax_tiles(logits: Callable[[int, int], torch.Tensor], vocab: int, tile: int) -> torch.Tensor:

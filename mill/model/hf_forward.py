@@ -11,7 +11,13 @@ import torch
 import torch.nn.functional as F
 
 from mill.model.generation import Stepper
-from mill.model.head import CPU_GREEDY_MIN_ROWS, CPU_GREEDY_TILE, CPU_VOCAB_TILE, argmax_tiles
+from mill.model.head import (
+    CPU_GREEDY_MIN_ROWS,
+    CPU_STEP_TILE,
+    CPU_VOCAB_TILE,
+    argmax_tiles,
+    rows_of_product,
+)
 from mill.model.scoring import Forward
 
 SHARED_PREFIX_MODELS = frozenset({"gpt2", "llama", "mistral", "qwen2"})
@@ -72,9 +78,10 @@ class HFForward(Forward, Stepper):
         """fp32 logits of the LM head for vocabulary entries ``[lo, hi)``.
 
         ``few_rows`` (a decoding step's last positions on CPU): the product is taken as
-        ``weight @ hidden.T``, which splits the vocabulary, not the few rows, across the
-        threads: 1.5-2x faster for 4-100 rows of GPT-2's head on 2 cores
-        (docs/benchmark.md), the same sums (differences of a few 1e-7 relative)."""
+        ``weight @ hidden.T``, a vocabulary tile at a time
+        (:func:`~mill.model.head.rows_of_product`): 1.5-2x faster for 4-100 rows of
+        GPT-2's head on 2 cores (docs/benchmark.md), the same sums (differences of a few
+        1e-7 relative)."""
         # a model dispatched with device_map: the head may sit on another GPU, or be
         # offloaded (accelerate's hook loads its weights for the call and drops them after)
         hook = None if self._head_held else getattr(self.head, "_hf_hook", None)
@@ -86,7 +93,7 @@ class HFForward(Forward, Stepper):
             bias = None if bias is None else bias[lo:hi].float()
             hidden = hidden.float().to(weight.device)
             if few_rows:
-                logits = torch.mm(weight, hidden.t()).t()
+                logits = rows_of_product(weight, hidden, CPU_STEP_TILE)
                 logits = logits if bias is None else logits + bias
             else:
                 logits = F.linear(hidden, weight, bias)
@@ -210,6 +217,6 @@ class HFForward(Forward, Stepper):
                 tokens = argmax_tiles(
                     lambda lo, hi: self.logits(last, lo, hi, few_rows=True),
                     self.vocab_size,
-                    CPU_GREEDY_TILE,
+                    CPU_STEP_TILE,
                 )
             return tokens, past

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mill.model.head import argmax_tiles, score_positions
+from mill.model.head import argmax_tiles, rows_of_product, score_positions
 from mill.model.hf import HFCausalLM
 
 
@@ -94,6 +94,18 @@ def test_argmax_tiles_equals_argmax_with_ties_to_the_first_index(tile: int) -> N
     got = argmax_tiles(lambda lo, hi: logits[:, lo:hi], 10, tile)
     assert got.tolist() == logits.argmax(-1).tolist()
     assert got[:3].tolist() == [2, 5, 0]
+
+
+@pytest.mark.parametrize("tile", [1, 4, 7, 100])
+def test_rows_of_product_is_the_contiguous_product_tile_by_tile(tile: int) -> None:
+    """Tiles that divide the vocabulary and that leave a short last tile: the ``[rows,
+    vocab]`` block is ``hidden @ weight.T``, laid out row by row (the sampler's passes
+    read it contiguously); one tile for the whole vocabulary: the same values."""
+    gen = torch.Generator().manual_seed(5)
+    weight, hidden = torch.randn(28, 16, generator=gen), torch.randn(6, 16, generator=gen)
+    got = rows_of_product(weight, hidden, tile)
+    assert got.shape == (6, 28) and got.is_contiguous() == (tile < 28)
+    torch.testing.assert_close(got, hidden @ weight.T, rtol=0, atol=1e-5)
 
 
 @pytest.mark.slow  # real model, seconds of compute
