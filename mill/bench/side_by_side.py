@@ -93,6 +93,9 @@ def model_dir(name: str) -> Path:
         "gpt2_bench": (6, 384, 6),  # the benchmark shape
         # the same with a 2048-token window: 8-shot GSM8K prompts fit whole (not truncated)
         "gpt2_bench_2k": (6, 384, 6, 2048),
+        # a 768-token window: with 256 new tokens, every 8-shot GSM8K-CoT prompt (629-733
+        # tokens) is left-truncated to 512 (in 1,024 positions they fit)
+        "gpt2_bench_768": (6, 384, 6, 768),
     }
     if name not in shapes:
         known = ["stories260k", *shapes, "llama_1b"]
