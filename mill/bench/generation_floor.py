@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from mill.bench.driver_common import REPO, child_env, timed_run
+from mill.bench.whole_process import floor_cmd
+from mill.model.memory import kv_bytes_per_token
 
 
 @dataclass
@@ -52,6 +52,8 @@ class Shape:
     ffn: int
     gated: bool
     vocab: int
+    kv_bytes: int
+    """Bytes of keys and values of one token over all layers, fp32."""
 
     @classmethod
     def of(cls, config: Any) -> Shape:
@@ -68,6 +70,7 @@ class Shape:
             ffn=int(ffn or 4 * hidden),
             gated=config.model_type != "gpt2",
             vocab=int(config.vocab_size),
+            kv_bytes=kv_bytes_per_token(config, 4),
         )
 
     def linears(self) -> list[tuple[int, int]]:
@@ -82,10 +85,6 @@ class Shape:
 
     def head_flops(self) -> int:
         return 2 * self.hidden * self.vocab
-
-    def kv_bytes(self) -> int:
-        """Bytes of keys and values of one token over all layers, fp32."""
-        return 2 * self.layers * self.kv_heads * self.head_dim * 4
 
 
 @dataclass
@@ -132,7 +131,7 @@ def count(run: Path, shape: Shape) -> Work:
             g = len(out)
             rows, generated = rows + 1, generated + g
             decode_flops += g * per_token
-            read += (own_read * g + g * (g - 1) / 2) * shape.kv_bytes()
+            read += (own_read * g + g * (g - 1) / 2) * shape.kv_bytes
     return Work(rows, generated, prefill_tokens, prefill_flops, decode_flops, read)
 
 
@@ -172,15 +171,19 @@ def read_bandwidth(repeat: int) -> float:
     return x.numel() * 4 / _best(lambda: x.sum(), repeat)
 
 
-def startup_floor(model: str, repeat: int) -> float:
-    """Best wall time of ``floor_driver`` on ``model`` (start, imports, load, exit)."""
-    cmd = [sys.executable, "-m", "mill.bench.floor_driver", model, "--device", "cpu"]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+def startup_floor(model: str, threads: int, repeat: int) -> float:
+    """Best wall time of ``floor_driver`` on ``model`` (start, imports, load, exit), run
+    as ``whole_process`` runs it."""
     times = []
-    for _ in range(max(1, repeat // 2)):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=REPO)
-        times.append(time.perf_counter() - start)
+    with tempfile.TemporaryDirectory(prefix="mill-floor-") as work:
+        log = Path(work) / "floor_driver.log"
+        for _ in range(max(1, repeat // 2)):
+            wall, code, _rss = timed_run(
+                floor_cmd(Path(model), "cpu", "float32"), log, child_env(threads), REPO
+            )
+            if code != 0:
+                raise SystemExit(f"floor_driver failed (exit {code}):\n{log.read_text()[-3000:]}")
+            times.append(wall)
     return min(times)
 
 
@@ -201,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     decode_rate = max(product_rate(shape, m, args.repeat, True) for m in args.decode_rows)
     prefill_rate = product_rate(shape, 1024, args.repeat, False)
     bandwidth = read_bandwidth(args.repeat)
-    start = startup_floor(model, args.repeat)
+    start = startup_floor(model, torch.get_num_threads(), args.repeat)
     t_prefill = work.prefill_flops / prefill_rate
     t_decode = work.decode_flops / decode_rate
     t_read = work.read_bytes / bandwidth

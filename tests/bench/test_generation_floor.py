@@ -34,9 +34,12 @@ def _run_folder(tmp_path: Path, model: str) -> Path:
 
 
 def test_counts_share_the_prefix_and_the_repeats_prompt(tmp_path: Path) -> None:
-    shape = Shape(layers=1, hidden=4, heads=2, kv_heads=2, head_dim=2, ffn=8, gated=False, vocab=10)
+    from transformers import GPT2Config
+
+    shape = Shape.of(GPT2Config(n_layer=1, n_embd=4, n_head=2, n_inner=8, vocab_size=10))
+    assert (shape.heads, shape.kv_heads, shape.head_dim, shape.gated) == (2, 2, 2, False)
     assert shape.body_flops() == 2 * (4 * 12 + 4 * 4 + 4 * 8 + 8 * 4) == 256
-    assert shape.head_flops() == 80 and shape.kv_bytes() == 32
+    assert shape.head_flops() == 80 and shape.kv_bytes == 2 * 1 * 2 * 2 * 4 == 32
     work = count(_run_folder(tmp_path, "unused"), shape)
     assert (work.rows, work.generated, work.prefill_tokens) == (3, 9, 4 + 2 + 3)
     # the prefix once (its causal attention: 16 FLOPs a query-key pair), then each own part
