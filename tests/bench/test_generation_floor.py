@@ -67,7 +67,8 @@ def test_the_script_prints_the_floor_and_the_largest_ratio(tmp_path: Path) -> No
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(":", 1) for line in done.stdout.splitlines() if ":" in line)
-    floor = float(lines["floor"].split()[0])  # printed to 0.1 s
-    assert floor > 0
-    ratio = float(lines["lm-eval 100.0 s"].split()[2].rstrip("x"))
-    assert ratio == pytest.approx(100 / floor, rel=0.01)
+    floor = float(lines["floor"].split()[0])  # printed to 0.1 s: the true one within 0.05 s
+    assert floor > 0.05
+    ratio = float(lines["lm-eval 100.0 s"].split()[2].rstrip("x"))  # printed to 0.01
+    # a 3 s floor (a fast machine) printed as 3.1 is 3.05-3.15: 31.7-32.8x, not 100 / 3.1
+    assert 100 / (floor + 0.05) - 0.005 <= ratio <= 100 / (floor - 0.05) + 0.005
