@@ -38,6 +38,7 @@ from typing import Any
 from mill.bench.driver_common import REPO, child_env, timed_run
 from mill.bench.whole_process import floor_cmd
 from mill.model.memory import kv_bytes_per_token
+from mill.model.prefix_attention import common_prefix
 
 
 @dataclass
@@ -101,8 +102,6 @@ class Work:
 
 def count(run: Path, shape: Shape) -> Work:
     """The work of the run folder's samples (see the module docs)."""
-    from os.path import commonprefix
-
     prompts: list[list[int]] = []
     outputs: list[list[list[int]]] = []
     for path in sorted((run / "samples").glob("*.jsonl")):
@@ -113,8 +112,8 @@ def count(run: Path, shape: Shape) -> Work:
             outputs.append(out if out and isinstance(out[0], list) else [out])
     if not prompts:
         raise SystemExit(f"{run}: no samples with prompt tokens (a generative task's run)")
-    shared = len(commonprefix(prompts)) if len(prompts) > 1 else 0
-    shared = min(shared, min(len(p) for p in prompts) - 1)
+    # one row shares nothing: its whole prompt is its own, read at every step
+    shared = common_prefix(prompts) if len(prompts) > 1 else 0
     attention = 4 * shape.heads * shape.head_dim * shape.layers  # per query-key pair
     prefill_tokens = shared
     prefill_flops = shared * shape.body_flops() + attention * shared * shared / 2
