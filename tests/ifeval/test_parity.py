@@ -135,3 +135,44 @@ def test_every_verdict_and_accuracy_equals_lmeval(gpt4_rows: Path) -> None:
             inst.aggregate([inst.score(d, r) for d, r in zip(docs, resp, strict=True)]),
         )
         assert ours == theirs
+
+
+def test_the_boundary_cases_get_the_references_verdicts(tmp_path: Path) -> None:
+    """Our own boundary responses (tests/ifeval/cases.py): lm-eval's checker gives the
+    strict and loose verdicts Mill's does."""
+    from tests.ifeval.cases import CASES, LOOSE_CASES
+
+    cases = [(i, k, r, s, None) for i, k, r, s in CASES] + list(LOOSE_CASES)
+    rows = tmp_path / "ifeval" / "input_data.jsonl"
+    rows.parent.mkdir()
+    rows.write_text(
+        "".join(
+            json.dumps({"key": n, "prompt": f"case {n}", "instruction_id_list": [i], "kwargs": [k]})
+            + "\n"
+            for n, (i, k, _, _, _) in enumerate(cases)
+        )
+    )
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(
+        "".join(
+            json.dumps({"prompt": f"case {n}", "response": r}) + "\n"
+            for n, (_, _, r, _, _) in enumerate(cases)
+        )
+    )
+    python = lmeval_python()
+    if not python.exists():
+        pytest.skip(f"lm-eval's interpreter {python} is not here")
+    env = {**os.environ, "NLTK_DATA": str(punkt_tab_root())}
+    done = subprocess.run(
+        [str(python), str(SCRIPT), str(rows), str(answers)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    ref = {r["key"]: r for r in map(json.loads, done.stdout.splitlines()) if "key" in r}
+    for n, (_, _, _, strict, loose) in enumerate(cases):
+        assert ref[n]["strict"] == [strict], cases[n]
+        if loose is not None:
+            assert ref[n]["loose"] == [loose], cases[n]
