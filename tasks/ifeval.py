@@ -90,14 +90,14 @@ class IFEval(Task):
             pass  # a missing field: the base class names it
         return super()._make_doc(subject, doc_id, item, shots, pool)
 
-    def docs(
-        self, source: DataSource, chat: ChatTemplate | None = None, messages: bool = False
+    def _build_docs(
+        self, source: DataSource, chat: ChatTemplate | None, messages: bool = False
     ) -> Iterator[Doc]:
         if not (self.chat_template and chat is None and not messages):
             self.conversation_format = (
                 "messages" if messages else "chat_template" if self.chat_template else "plain_text"
             )
-            yield from super().docs(source, chat, messages)
+            yield from super()._build_docs(source, chat, messages)
             return
         log.warning(
             "task %s: the model has no chat template; each prompt is sent as plain text",
@@ -106,7 +106,7 @@ class IFEval(Task):
         self.conversation_format = "plain_text"
         self.chat_template = False
         try:
-            yield from super().docs(source, None, messages)
+            yield from super()._build_docs(source, None, messages)
         finally:
             self.chat_template = True
 
