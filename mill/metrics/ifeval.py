@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mill.ifeval import checks
@@ -113,3 +114,30 @@ class InstructionLevelAccuracy(_IFEvalMetric):
         return stats.interval(
             flat, value, stderr, is_mean=True, bounds=(0.0, 1.0), iters=iters, seed=seed
         )
+
+
+@dataclass(frozen=True)
+class TypeAccuracy:
+    """How often one instruction type was followed: ``followed`` of ``count``, strict and
+    loose."""
+
+    instruction: str
+    count: int
+    strict: int
+    loose: int
+
+
+def accuracy_by_type(
+    samples: Iterable[tuple[Sequence[str], Sequence[int], Sequence[int]]],
+) -> list[TypeAccuracy]:
+    """Per instruction type, from each doc's (instruction ids, strict verdicts, loose
+    verdicts): sorted by strict accuracy, highest first (then by name)."""
+    counts: dict[str, list[int]] = {}
+    for ids, strict, loose in samples:
+        for iid, s, lo in zip(ids, strict, loose, strict=True):
+            row = counts.setdefault(str(iid), [0, 0, 0])
+            row[0] += 1
+            row[1] += int(s)
+            row[2] += int(lo)
+    rows = [TypeAccuracy(k, *v) for k, v in counts.items()]
+    return sorted(rows, key=lambda r: (-r.strict / r.count, r.instruction))
