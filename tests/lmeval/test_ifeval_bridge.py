@@ -62,3 +62,36 @@ def test_lm_evals_ifeval_through_the_bridge_equals_mills_task(tmp_path: Path) ->
         key = next(k for k in theirs if k.split(",")[0] == metric)
         assert theirs[key]["value"] == mine[metric]["value"], metric
         assert mine[metric]["n"] == len(rows) == 538
+
+
+def test_leaderboard_ifeval_offline_with_its_normalised_score(tmp_path: Path) -> None:
+    """The leaderboard's IFEval on the local file (the first 20 rows): its normalised score
+    is 100 x the mean of prompt- and instruction-level strict accuracy (baseline 0)."""
+    rows = (DATA / "input_data.jsonl").read_text().splitlines()[:20]
+    local = tmp_path / "input_data.jsonl"
+    local.write_text("\n".join(rows) + "\n")
+    answers = {
+        json.loads(line)["prompt"]: json.loads(line)["response"]
+        for line in GPT4.read_text().splitlines()
+    }
+    in_order = tmp_path / "answers.json"
+    in_order.write_text(json.dumps([[answers[json.loads(r)["prompt"]]] for r in rows]))
+    overrides = tmp_path / "ifeval.yaml"
+    overrides.write_text(
+        "leaderboard_ifeval:\n  dataset_path: json\n  dataset_name: null\n"
+        f"  dataset_kwargs:\n    data_files:\n      train: {local}\n"
+    )
+    run = tmp_path / "run"
+    proc = run_mill(
+        "task=lm_eval", "task.tasks=[leaderboard_ifeval]", f"task.dataset_overrides={overrides}",
+        "model=replay", f"model.path={in_order}", f"hydra.run.dir={run}", timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads((run / "results.json").read_text())
+    raw = results["tasks"]["leaderboard_ifeval"]["metrics"]
+    strict = (
+        raw["prompt_level_strict_acc,none"]["value"] + raw["inst_level_strict_acc,none"]["value"]
+    ) / 2
+    group = results["groups"]["leaderboard_normalised"]
+    row = group["metrics"]["leaderboard_ifeval (normalised)"]["macro"]
+    assert row["value"] == pytest.approx(100 * strict, abs=1e-9)
