@@ -9,12 +9,22 @@ one :class:`DocOutput` (the per-doc record written to the samples file). Models 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from mill.files import sha256_json
+
+
+def strip_reasoning(text: str, tag: str = "think") -> str:
+    """Text without ``<tag>...</tag>`` blocks (an unclosed block runs to the end), its
+    leading whitespace removed (``strip_reasoning`` of served models and of IFEval)."""
+    t = re.escape(tag)
+    text = re.sub(rf"<{t}>.*?</{t}>", "", text, flags=re.DOTALL)
+    text = re.sub(rf"<{t}>.*\Z", "", text, flags=re.DOTALL)
+    return text.lstrip() if text != "" else text
 
 
 class OutputType(str, Enum):

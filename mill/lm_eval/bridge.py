@@ -58,6 +58,37 @@ _TASK_OUTPUT_TYPES = {
 _MISSING = object()
 
 
+def ifeval_supplied() -> None:
+    """What lm-eval's ``ifeval`` checker needs offline, given before its tasks load: NLTK's
+    English ``punkt_tab`` from Mill's cache (:func:`mill.ifeval.text.punkt_tab_root`) on
+    NLTK's data path, so its module-level ``nltk.download`` is not called, and
+    ``langdetect`` seeded 0 as Mill's checker is (lm-eval leaves it unseeded: the same text
+    could get another language on another run). Nothing when the libraries are absent (a
+    run without IFEval tasks needs neither)."""
+    import importlib.util
+
+    from mill.ifeval.text import LANGDETECT_SEED, MissingDependency, punkt_tab_root
+
+    if importlib.util.find_spec("nltk") is None:
+        return
+    try:
+        root = str(punkt_tab_root())
+    except MissingDependency:
+        return
+    nltk_data = sys.modules.get("nltk.data")
+    if nltk_data is not None:  # already imported: its path list is read at import
+        if root not in nltk_data.path:
+            nltk_data.path.insert(0, root)
+    elif root not in os.environ.get("NLTK_DATA", "").split(os.pathsep):
+        os.environ["NLTK_DATA"] = os.pathsep.join(
+            p for p in (root, os.environ.get("NLTK_DATA")) if p
+        )
+    if importlib.util.find_spec("langdetect") is not None:
+        import langdetect
+
+        langdetect.DetectorFactory.seed = LANGDETECT_SEED
+
+
 @contextlib.contextmanager
 def _lm_eval_bars_off() -> Iterator[None]:
     """lm-eval's tqdm bar while ``Task.build_all_requests`` builds a task's contexts (one
@@ -757,6 +788,7 @@ class LMEvalSuite(TaskGroup):
         # the tasks' splits load (and process_docs maps them) without datasets' bars
         datasets.disable_progress_bars()
         try:
+            ifeval_supplied()  # lm-eval's ifeval utils download punkt_tab at import
             with code_eval_supplied():  # code tasks' utils.py load code_eval at import
                 return manager.load(names)
         except yaml.YAMLError as err:  # a task named by its YAML's path

@@ -25,7 +25,6 @@ import json
 import logging
 import math
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from mill.model.tokenizing import (
     generation_args,
 )
 from mill.types import OutputType, Request, Response
+from mill.types import strip_reasoning as _strip_reasoning
 
 log = logging.getLogger(__name__)
 
@@ -93,14 +93,6 @@ class _Call:
     payload: dict[str, Any]
     label: str
     items: list[Any] = field(default_factory=list)
-
-
-def _strip_reasoning(text: str, tag: str) -> str:
-    """Text without ``<tag>...</tag>`` blocks (an unclosed block runs to the end)."""
-    t = re.escape(tag)
-    text = re.sub(rf"<{t}>.*?</{t}>", "", text, flags=re.DOTALL)
-    text = re.sub(rf"<{t}>.*\Z", "", text, flags=re.DOTALL)
-    return text.lstrip() if text != "" else text
 
 
 def _tokenizer_digest(tokenizer: str, revision: str | None) -> str:

@@ -7,7 +7,9 @@ Accepted files, exactly:
   several lines with one id are its repeats, in order;
 * the same with ``"solution"`` instead of ``"completion"`` (EvalPlus);
 * one JSON list of lists of strings, in document order (bigcode-evaluation-harness's
-  ``--save_generations`` file): list ``i`` holds the generations of doc ``i``.
+  ``--save_generations`` file): list ``i`` holds the generations of doc ``i``;
+* JSON lines of ``{"prompt": str, "response": str}`` (IFEval's response files): a
+  request finds its response by its doc's prompt (``task=ifeval``).
 
 A request finds its completions by its doc's dataset id (:attr:`Request.item_id`, e.g.
 ``HumanEval/0``; an integer id in the file matches the id's last part, ``Mbpp/11`` <- 11),
@@ -30,11 +32,15 @@ from mill.files import sha256_file
 from mill.model.base import LanguageModel, _ignore, answer_each
 from mill.types import OnResponse, OutputType, Request, Response
 
+PROMPT = "prompt:"
+"""Key prefix of a response found by its prompt (IFEval's files), apart from task ids."""
+
 
 def _bad(path: Path, why: str) -> ConfigError:
     return ConfigError(
         f"model.path={path}: {why}; give JSON lines of {{task_id, completion}} (human-eval), "
-        "{task_id, solution} (EvalPlus) or a JSON list of lists of strings (bigcode)"
+        "{task_id, solution} (EvalPlus), {prompt, response} (IFEval) or a JSON list of lists "
+        "of strings (bigcode)"
     )
 
 
@@ -61,6 +67,11 @@ def read_completions(path: Path) -> tuple[dict[str, list[str]], list[list[str]] 
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise _bad(path, f"line {number} is not JSON ({err.msg})") from err
+        if isinstance(row, dict) and "task_id" not in row and "prompt" in row:
+            if not isinstance(row["prompt"], str) or not isinstance(row.get("response"), str):
+                raise _bad(path, f"line {number} has no prompt and response strings")
+            by_id.setdefault(PROMPT + row["prompt"], []).append(row["response"])
+            continue
         if not isinstance(row, dict) or "task_id" not in row:
             raise _bad(path, f"line {number} has no task_id")
         key = "completion" if "completion" in row else "solution"
@@ -70,6 +81,12 @@ def read_completions(path: Path) -> tuple[dict[str, list[str]], list[list[str]] 
     if not by_id:
         raise _bad(path, "the file holds no completions")
     return by_id, None
+
+
+def _short(item_id: str | None, width: int = 80) -> str:
+    """An id as one short line (an IFEval id is its whole prompt)."""
+    text = repr(item_id)
+    return text if len(text) <= width else text[: width - 4] + "...'"
 
 
 class ReplayLM(LanguageModel):
@@ -95,6 +112,9 @@ class ReplayLM(LanguageModel):
         key = request.item_id
         if key is None:
             return None
+        by_prompt = self.by_id.get(PROMPT + key)
+        if by_prompt is not None:
+            return by_prompt
         found = self.by_id.get(key)
         if found is None and "/" in key:
             found = self.by_id.get(key.rsplit("/", 1)[-1])
@@ -106,7 +126,7 @@ class ReplayLM(LanguageModel):
             where = (
                 f"doc {request.doc_id} (the file lists {len(self.by_doc)})"
                 if self.by_doc is not None
-                else f"id {request.item_id!r}"
+                else f"id {_short(request.item_id)}"
             )
             if request.item_id is None and self.by_doc is None:
                 raise ConfigError(

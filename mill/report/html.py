@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mill.dotted import flatten
+from mill.metrics.ifeval import TypeAccuracy
 from mill.report.calibration import Reliability
 from mill.report.load import RunFolder, Score
 from mill.report.numbers import number, paired_cells, value_pm_stderr
@@ -264,10 +265,44 @@ def judge_section(run: RunFolder) -> str:
     )
 
 
+def instruction_types_section(
+    items: Sequence[tuple[str, Sequence[TypeAccuracy], bytes]],
+) -> str:
+    """IFEval: each task's accuracy per instruction type (chart and table, sorted)."""
+    if not items:
+        return ""
+    parts = ["<h2>Instruction types</h2>"]
+    for task, rows, png in items:
+        parts.append(
+            figure(
+                png,
+                f"{task}: accuracy per instruction type",
+                f"{task}: share of each instruction type followed (bar: strict, tick: loose), "
+                "with its count of instructions.",
+            )
+        )
+        cells = [
+            [
+                esc(r.instruction),
+                str(r.count),
+                number(r.strict / r.count),
+                number(r.loose / r.count),
+            ]
+            for r in rows
+        ]
+        parts.append(
+            f"<details><summary>{esc(task)}: the table</summary>"
+            + table(["instruction type", "count", "strict", "loose"], cells, numeric=(1, 2, 3))
+            + "</details>"
+        )
+    return "".join(parts)
+
+
 def run_page(
     run: RunFolder,
     scores_png: bytes,
     calibration: Sequence[tuple[Reliability, bytes]],
+    instruction: Sequence[tuple[str, Sequence[TypeAccuracy], bytes]] = (),
 ) -> str:
     """The report of one run."""
     m = run.manifest
@@ -290,6 +325,7 @@ def run_page(
         scores_table(run.scores()),
         figure(scores_png, "scores with standard errors", "Scores with ±1 SE and 95% CIs."),
         calibration_section(calibration),
+        instruction_types_section(instruction),
         programs_section(run),
         judge_section(run),
         "<h2>Details</h2>",

@@ -14,6 +14,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from mill.metrics.ifeval import TypeAccuracy
 from mill.metrics.stats import clipped_interval
 from mill.report.calibration import Reliability
 from mill.report.load import Score
@@ -346,4 +347,22 @@ def curve_png(metric: str, series: dict[str, Sequence[tuple[int, Score]]]) -> by
     ax.legend(fontsize=8.5, frameon=False, title="band: ±1 SE · light: 95% CI", title_fontsize=8)
     _style(ax)
     ax.grid(axis="y", color="#eeeeee", linewidth=0.8)
+    return to_png(fig)
+
+
+def instruction_types_png(task: str, rows: Sequence[TypeAccuracy]) -> bytes:
+    """IFEval: one bar per instruction type (strict accuracy; a tick at the loose one),
+    sorted highest first, each labelled with its count of instructions."""
+    fig = _figure(8.0, 0.26 * len(rows) + 1.2)
+    ax = fig.subplots()
+    ys = list(range(len(rows)))[::-1]
+    strict = [r.strict / r.count for r in rows]
+    loose = [r.loose / r.count for r in rows]
+    ax.barh(ys, strict, color=PALETTE[0], height=0.7, label="strict")
+    ax.scatter(loose, ys, color=PALETTE[1], marker="|", s=120, zorder=3, label="loose")
+    ax.set_yticks(ys, [f"{r.instruction} (n={r.count})" for r in rows], fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(f"{task}: share of instructions followed", fontsize=9)
+    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    _style(ax)
     return to_png(fig)

@@ -70,21 +70,29 @@ def write_run_pages(run: RunFolder, out: Path, draw: Drawing = _one_by_one) -> P
     from functools import partial
 
     from mill.report import html, plots
+    from mill.report.ifeval import instruction_types
 
     plots_dir = out / PLOTS
     plots_dir.mkdir(parents=True, exist_ok=True)
     rels = calibrations(run)
     chance = {rel.task: rel.chance for rel in rels}
     jobs = [partial(plots.reliability_png, rel) for rel in rels]
+    types = instruction_types(run)
+    jobs += [partial(plots.instruction_types_png, task, rows) for task, rows in types]
     jobs.append(partial(plots.scores_png, run.scores(), chance))
-    *reliability_pngs, scores_png = draw(jobs)
+    *pngs, scores_png = draw(jobs)
+    reliability_pngs, types_pngs = pngs[: len(rels)], pngs[len(rels) :]
     calibration = []
     for rel, png in zip(rels, reliability_pngs, strict=True):
         write_atomic(plots_dir / f"calibration_{_safe(rel.task)}.png", png)
         calibration.append((rel, png))
+    instruction = []
+    for (task, rows), png in zip(types, types_pngs, strict=True):
+        write_atomic(plots_dir / f"instruction_types_{_safe(task)}.png", png)
+        instruction.append((task, rows, png))
     write_atomic(plots_dir / "scores.png", scores_png)
     target = out / HTML
-    write_atomic(target, html.run_page(run, scores_png, calibration))
+    write_atomic(target, html.run_page(run, scores_png, calibration, instruction))
     return target
 
 

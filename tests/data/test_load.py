@@ -47,11 +47,16 @@ JUDGED = {"mt_bench", "arena_hard", "judged"}
 """Folders of the judged tasks' files: tasks/judged.py reads them line by line itself (their
 rows differ in shape: optional references, answers' metadata), never through datasets."""
 
+MIXED = {"ifeval"}
+"""Folders whose rows differ in shape (IFEval's kwargs name each instruction's own
+arguments): datasets reads them (a struct of every key, None where a row lacks one), and
+model=replay reads IFEval's response file itself."""
+
 
 def test_every_bundled_jsonl_file_is_read_directly() -> None:
     assert len(BUNDLED) >= 9  # arc (4), gsm8k (2), piqa, winogrande, boolq, lambada
     for path in BUNDLED:
-        if path.suffix == ".jsonl" and path.parent.name not in JUDGED:
+        if path.suffix == ".jsonl" and path.parent.name not in JUDGED | MIXED:
             assert read_uniform_jsonl(path) is not None, path
 
 
@@ -59,7 +64,7 @@ def test_every_bundled_jsonl_file_is_read_directly() -> None:
 def test_direct_rows_equal_datasets_rows(path: Path) -> None:
     direct = read_uniform_jsonl(path)
     if direct is None:  # not one shape: datasets reads it, nothing to compare
-        assert path.suffix == ".json" or path in SHARED or path.parent.name in JUDGED, path
+        assert path.suffix == ".json" or path in SHARED or path.parent.name in JUDGED | MIXED, path
         return
     expected = _datasets_rows(path)
     assert len(direct) == len(expected)
