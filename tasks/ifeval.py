@@ -34,9 +34,9 @@ class IFEval(Task):
 
     NAME = "ifeval"
     DATASET_PATH = "google/IFEval"
-    # lm-eval 0.4.13's ifeval.yaml names no revision, and no commit of google/IFEval could be
-    # found offline: data=hub reads the hub's main; pin one with task.dataset.revision=<sha>
-    DATASET_REVISION = None
+    # lm-eval 0.4.13's ifeval.yaml names no revision; this is the head of google/IFEval's main
+    # as its hub page shows it (not loaded from here: no hub access offline)
+    DATASET_REVISION = "966cd89545d6b6acfd7638bc708b98261ca58e84"
     LOCAL_FILES = {"train": "ifeval/input_data.jsonl"}
     SAMPLE_SPLIT = "train"
     OUTPUT_TYPE = OutputType.GENERATIVE

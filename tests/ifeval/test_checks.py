@@ -137,8 +137,9 @@ def test_a_run_checks_the_libraries_before_its_model_loads(
 ) -> None:
     import importlib.util
 
-    from mill.data.load import DataSource
     from mill.tasks.ifeval import IFEval
+
+    from mill.data.load import DataSource
 
     real = importlib.util.find_spec
     monkeypatch.setattr(

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mill.tasks.ifeval import IFEval
 
 from mill.bench.driver_common import lmeval_python
 from mill.data.load import DataSource
 from mill.ifeval.text import punkt_tab_root
 from mill.metrics.ifeval import InstructionLevelAccuracy, PromptLevelAccuracy
 from mill.model.replay import ReplayLM
-from mill.tasks.ifeval import IFEval
 from tests.helpers import SHARED
 
 pytestmark = pytest.mark.parity

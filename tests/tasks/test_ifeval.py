@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mill.tasks.ifeval import IFEval
 
 from mill.data.load import DataSource, bundled_data_dir
 from mill.errors import ConfigError, TaskError
@@ -18,7 +19,6 @@ from mill.metrics.config import build_metric, metric_config
 from mill.model.fake import FakeLM
 from mill.model.replay import ReplayLM
 from mill.progress import NullProgress
-from mill.tasks.ifeval import IFEval
 from tests.helpers import write_jsonl
 
 BUNDLED = DataSource("bundled")
