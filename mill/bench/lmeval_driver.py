@@ -86,6 +86,8 @@ def main() -> None:
             log_samples=True,
             task_manager=manager,
             bootstrap_iters=int(spec.get("bootstrap_iters", 100000)),
+            apply_chat_template=bool(spec.get("apply_chat_template", False)),
+            fewshot_as_multiturn=bool(spec.get("fewshot_as_multiturn", False)),
         )
         t_done = time.perf_counter()
     tasks_out = {}

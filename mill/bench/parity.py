@@ -12,6 +12,12 @@ any mismatch.
 
     python -m mill.bench.parity                    # everything (tens of minutes on 2 cores)
     python -m mill.bench.parity --workloads arc_easy_0shot --models stories260k --limit 20
+
+The real model (SmolLM2-135M-Instruct, its GGUF converted once: docs/real-model.md) runs
+its own suite, each workload with the chat template off and on, per request within
+max(1e-4, 3e-5 |logp|)::
+
+    python -m mill.bench.parity --models smollm2 --limit 100
 """
 
 from __future__ import annotations
@@ -25,14 +31,23 @@ from pathlib import Path
 
 from mill.bench.driver_common import SHARED_DATA, abs_path, lmeval_batch, lmeval_python
 from mill.bench.side_by_side import compare, model_dir, new_workdir, run_pair
-from mill.bench.workloads import WORKLOADS
+from mill.bench.workloads import ALL_WORKLOADS, REAL_MODEL_WORKLOADS, WORKLOADS
 
 DEFAULT_MODELS = ["gpt2_random", "stories260k"]
+REAL_MODELS = {"smollm2"}
+"""Models whose default workloads are :data:`REAL_MODEL_WORKLOADS` and whose per-request bar
+is relative where that is larger (:data:`REAL_MODEL_REL_TOL`)."""
+REAL_MODEL_REL_TOL = 3e-5
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", nargs="+", default=None, help=f"of {list(WORKLOADS)}")
+    parser.add_argument(
+        "--workloads",
+        nargs="+",
+        default=None,
+        help=f"of {list(WORKLOADS)} or (real models) {list(REAL_MODEL_WORKLOADS)}",
+    )
     parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS)
     parser.add_argument("--limit", type=int, default=None, help="docs per workload (override)")
     parser.add_argument("--data-dir", type=abs_path, default=SHARED_DATA)
@@ -67,19 +82,20 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data_dir.is_dir():
         print(f"parity: data folder {args.data_dir} not found (--data-dir)", file=sys.stderr)
         return 2
-    names = args.workloads or [n for n, w in WORKLOADS.items() if w.available()]
-    unknown = [n for n in names if n not in WORKLOADS]
+    known = ALL_WORKLOADS
+    unknown = [n for n in args.workloads or [] if n not in known]
     if unknown:
-        print(
-            f"parity: unknown workloads {unknown}; choose from {list(WORKLOADS)}", file=sys.stderr
-        )
+        print(f"parity: unknown workloads {unknown}; choose from {list(known)}", file=sys.stderr)
         return 2
     batch = args.lmeval_batch_size
     rows, report = [], []
     for model_name in args.models:
         model = model_dir(model_name)
+        real = model_name in REAL_MODELS
+        suite = REAL_MODEL_WORKLOADS if real else WORKLOADS
+        names = args.workloads or [n for n, w in suite.items() if w.available()]
         for name in names:
-            workload = WORKLOADS[name]
+            workload = known[name]
             if not workload.available():
                 print(f"parity: skipping {name}: {workload.requires} is not importable")
                 continue
@@ -97,7 +113,13 @@ def main(argv: list[str] | None = None) -> int:
                 device=args.device,
                 dtype=args.dtype,
             )
-            result = compare(workload, runs["mill"].out, runs["lmeval"].out, args.logp_tol)
+            result = compare(
+                workload,
+                runs["mill"].out,
+                runs["lmeval"].out,
+                args.logp_tol,
+                REAL_MODEL_REL_TOL if real else 0.0,
+            )
             metrics = "; ".join(
                 f"{m['metric']} {m['mill']:.6g}/{m['lmeval']:.6g}{'' if m['equal'] else ' (!)'}"
                 for m in result.metric_rows

