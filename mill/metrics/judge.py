@@ -45,8 +45,9 @@ from mill.types import Doc, OutputType, Response
 RATING_PATTERNS = (r"\[\[(\d+\.?\d*)\]\]", r"\[(\d+\.?\d*)\]")
 """FastChat's ``one_score_pattern`` and its ``one_score_pattern_backup``."""
 
-VERDICT_PATTERNS = (r"\[\[(A|B|C)\]\]",)
-"""MT-Bench's pairwise verdicts: ``[[A]]``, ``[[B]]``, ``[[C]]`` (a tie)."""
+VERDICT_PATTERNS = (r"\[\[(A)\]\]", r"\[\[(B)\]\]", r"\[\[(C)\]\]")
+"""MT-Bench's pairwise verdicts in FastChat's order (``run_judge_pair``): ``[[A]]``
+anywhere in the reply first, then ``[[B]]``, then ``[[C]]`` (a tie)."""
 
 
 @dataclass(frozen=True)
@@ -311,6 +312,27 @@ def rubric_fields(answers: tuple[str, ...]) -> dict[str, set[str]]:
     }
 
 
+def rubric_scale(metric: str, scale: Sequence[float] | None) -> tuple[float, float]:
+    """A rubric's grade range (low, high); ConfigError for a rubric without one."""
+    if (
+        not isinstance(scale, Sequence)
+        or isinstance(scale, str)
+        or len(scale) != 2
+        or not all(isinstance(v, (int, float)) for v in scale)
+        or not scale[0] < scale[1]
+    ):
+        raise ConfigError(
+            f"metric {metric!r}: the rubric has no scale (got {scale!r}); give its grades' "
+            "range as scale: [low, high], e.g. scale: [1, 10] for MT-Bench"
+        )
+    return float(scale[0]), float(scale[1])
+
+
+def grade_on_scale(value: float, scale: tuple[float, float]) -> float | None:
+    """``value`` when it is a grade of the rubric's scale, else None (invalid)."""
+    return value if math.isfinite(value) and scale[0] <= value <= scale[1] else None
+
+
 class JudgeScore(JudgedMetric):
     """judge_score = mean of the valid grades over every (doc, turn): the judge's reply
     parsed by the first of ``patterns`` that matches (FastChat's ``[[rating]]``); stderr
@@ -323,12 +345,15 @@ class JudgeScore(JudgedMetric):
     what = "grade"
     required: ClassVar[dict[str, set[str]]] = rubric_fields(("answer",))
 
+    def __init__(self, *args: Any, scale: Sequence[float] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scale = rubric_scale(self.name, scale)
+
     def parse(self, text: str) -> float | None:
         found = _first_match(self.patterns, text)
         if found is None:
             return None
-        value = float(found)
-        return value if math.isfinite(value) else None
+        return grade_on_scale(float(found), self.scale)
 
     def judge_prompts(self, doc: Doc, answers: Sequence[str]) -> list[JudgePrompt]:
         out = []

@@ -19,7 +19,7 @@ SINGLE = {"single": {"system_prompt": "Judge.", "prompt_template": "Q: {question
 
 
 def test_grades_parse_with_fastchats_pattern_and_its_backup() -> None:
-    metric = JudgeScore(templates=SINGLE)
+    metric = JudgeScore(templates=SINGLE, scale=[1, 10])
     assert metric.parse("Fine work. Rating: [[7.5]]") == 7.5
     assert metric.parse("Rating: [4]") == 4.0  # one_score_pattern_backup
     assert metric.parse("[[9]] then [2]") == 9.0  # the double brackets win
@@ -28,6 +28,23 @@ def test_grades_parse_with_fastchats_pattern_and_its_backup() -> None:
         templates={"single": {"prompt_template": "{question}{answer_a}{answer_b}"}}
     )
     assert [pair.parse(t) for t in ("[[A]]", "x [[C]] y", "[[D]]", "A")] == ["A", "C", None, None]
+    # FastChat's run_judge_pair: [[A]] anywhere first, then [[B]], then [[C]]
+    assert pair.parse("I thought [[B]]. Final verdict: [[A]]") == "A"
+    assert pair.parse("[[C]] or rather [[B]]") == "B"
+
+
+def test_a_grade_outside_the_rubrics_scale_is_invalid() -> None:
+    metric = JudgeScore(templates=SINGLE, scale=[1, 10])
+    assert [metric.parse(f"Rating: [[{g}]]") for g in ("1", "10", "0", "99999", "10.5")] == [
+        1.0, 10.0, None, None, None,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("scale", [None, [], [10, 1], ["a", "b"], [1, 5, 10]])
+def test_a_rubric_without_a_scale_is_refused_in_one_line(scale) -> None:
+    with pytest.raises(ConfigError, match="the rubric has no scale") as err:
+        JudgeScore(templates=SINGLE, scale=scale)
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +99,7 @@ def test_cohen_kappa_by_hand() -> None:
 )
 def test_bad_rubrics_are_refused_in_one_line(templates, patterns, message) -> None:
     with pytest.raises(ConfigError, match=message) as err:
-        JudgeScore(templates=templates, patterns=patterns)
+        JudgeScore(templates=templates, patterns=patterns, scale=[1, 10])
     assert "\n" not in str(err.value)
 
 
