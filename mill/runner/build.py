@@ -50,6 +50,15 @@ def build_metrics(
     return out
 
 
+def seed_metrics(metrics: dict[str, list[Metric]], runner: DictConfig | None) -> None:
+    """Give ``runner.seed`` to the metrics whose value is itself a seeded resample
+    (``run_seed``: Arena-Hard's bootstrap score)."""
+    seed = runner.get("seed") if runner is not None else None
+    for metric in (m for ms in metrics.values() for m in ms):
+        if seed is not None and hasattr(metric, "run_seed"):
+            metric.run_seed = int(seed)  # type: ignore[attr-defined]
+
+
 def build_source(node: DictConfig) -> DataSource:
     skip = node.get("skip_bad_rows", False)
     if not isinstance(skip, bool):
@@ -69,6 +78,7 @@ def build_run(
     source = build_source(cfg.data)
     tasks, group = build_tasks(cfg.task, allow)
     metrics = build_metrics(cfg.get("metrics"), tasks, allow)
+    seed_metrics(metrics, cfg.get("runner"))
     for task in tasks:
         check_metrics(task, metrics[task.name])
     for task in tasks:  # every row checked (and docs built) before the model loads

@@ -154,6 +154,7 @@ def test_mt_bench_single_equals_fastchat_end_to_end(compose, tmp_path, monkeypat
         found[key] = float(re.search(r"^mill\s+(?:\d\s+)?(\S+)$", block, re.M).group(1))
     mill = {"turn_1": row.details["turn_1"], "turn_2": row.details["turn_2"], "all": row.value}
     assert found == pytest.approx(mill, abs=5e-7)  # pandas prints 6 decimals
+    print(f"\nsingle: Mill {mill} | FastChat {found} | invalid {row.details['n_invalid']}")
     # per category: FastChat's judgments grouped by the question's category
     category = {
         json.loads(x)["question_id"]: json.loads(x)["category"]
@@ -225,3 +226,4 @@ def test_mt_bench_pairwise_equals_fastchat_end_to_end(compose, tmp_path, monkeyp
     row = results.tasks["mt_bench"].metrics["win_rate"]
     assert (row.details["wins"], row.details["losses"], row.details["ties"]) == (win, loss, tie)
     assert row.value == pytest.approx(adjusted, abs=5e-7)
+    print(f"\npairwise: Mill {row.value:.6f} (w/l/t {win}/{loss}/{tie}) | FastChat {adjusted}")
