@@ -75,6 +75,9 @@ def read_completions(path: Path) -> tuple[dict[str, list[str]], list[list[str]] 
 class ReplayLM(LanguageModel):
     """Answers GENERATIVE requests with saved completions (see module doc)."""
 
+    REPLAYS = True
+    """Answers from a file: a task's repeats are the file's own (no sampling needed)."""
+
     def __init__(self, path: str, name: str = "replay") -> None:
         self.name = name
         self.path = Path(str(path)).expanduser()
