@@ -405,6 +405,18 @@ def test_arena_hard_score_on_the_bundled_excerpt(compose, tmp_path) -> None:
     assert re.fullmatch(r"\(-\d+\.\d / \+\d+\.\d\)", row.details["interval"])
 
 
+def test_a_grade_outside_the_scale_counts_as_invalid_in_a_run(compose, tmp_path) -> None:
+    # MT-Bench's 1-10: [[99999]] is no grade (FastChat would average it in)
+    replies = {"BETA": "Rating: [[99999]]", "ALPHA": "[[8]]", "DELTA": "[[0]]", "GAMMA": "[[3]]"}
+    q = f"task.questions={_questions(tmp_path)}"
+    results = _judged(
+        compose, tmp_path / "run", "task=judged", q, "judge.max_invalid=1.0", replies=replies
+    )
+    row = results.tasks["judged"].metrics["judge_score"]
+    assert row.details["n_invalid"] == 2 and results.judge["judgments"]["invalid"] == 2
+    assert row.value == pytest.approx((8 + 3) / 2)
+
+
 def test_the_python_api_takes_judge(tmp_path) -> None:
     import mill
 
