@@ -331,6 +331,14 @@ def require_judge(metrics: dict[str, list[Metric]], judging: Judging | None) -> 
 JUDGE_ROLE = "judge"
 
 
+def metric_generation(metric: Metric, generation: GenerationArgs) -> GenerationArgs:
+    """The judge's generation for ``metric``'s calls: the judge's own, with the settings
+    the metric's protocol fixes (``judge_generation``: Arena-Hard's config sets
+    ``max_tokens`` 4096 and temperature 0)."""
+    fixed = getattr(metric, "judge_generation", None)
+    return replace(generation, **fixed) if fixed else generation
+
+
 def judge_request(
     key: DocKey,
     metric: str,
@@ -393,7 +401,12 @@ def judge(
             collector.to_judge[key].judgments[metric.name] = [None] * len(prompts)
             for i, prompt in enumerate(prompts):
                 request = judge_request(
-                    key, metric.name, prompt, judging.generation, chat, messages
+                    key,
+                    metric.name,
+                    prompt,
+                    metric_generation(metric, judging.generation),
+                    chat,
+                    messages,
                 )
                 sent[request.id] = (key, metric, i, prompt)
                 requests.append(request)

@@ -22,6 +22,7 @@ from typing import Any
 from mill import files
 from mill.errors import MillError
 from mill.record import SampleRecord
+from mill.redact import redact_url
 from mill.types import DocOutput
 
 SCHEMA_VERSION = 1
@@ -673,3 +674,13 @@ def schema_markdown() -> str:
 
 if __name__ == "__main__":
     print(schema_markdown(), end="")
+
+
+def judge_label(identity: dict[str, Any] | None) -> str:
+    """How a judge is named wherever one is shown: a served judge by its model and base URL
+    (credentials stripped), a local one by its name or class."""
+    ident = identity or {}
+    if ident.get("base_url"):
+        model = ident.get("model") or ident.get("name") or "?"
+        return f"{model} at {redact_url(str(ident['base_url']), drop=True)}"
+    return str(ident.get("name") or ident.get("class") or "?")

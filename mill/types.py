@@ -102,8 +102,9 @@ class Request:
             "continuation": self.continuation,
             "generation": None if self.generation is None else self.generation.__dict__,
         }
-        if self.generation is not None and self.generation.do_sample:
-            payload["sample"] = self.id  # repeats of a sampled request differ
+        sampled = self.generation is not None and self.generation.do_sample
+        if sampled or (self.output_type is OutputType.GENERATIVE and self.index > 0):
+            payload["sample"] = self.id  # repeats differ (sampled, or replayed from a file)
         if self.messages is not None:
             payload["messages"] = [list(m) for m in self.messages]
         return sha256_json(payload)

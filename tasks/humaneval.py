@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mill.task.code import CodeTask, fenced_code
+from mill.task.code import CodeTask, code_block_setting, fenced_code
 from mill.types import GenerationArgs
 
 STOP = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
@@ -75,5 +75,12 @@ class HumanEvalInstruct(HumanEval):
     def _get_gen_prefix(self, item: dict[str, Any]) -> str | None:
         return f"Here is the completed function:\n```python\n{item['prompt']}\n"
 
+    def __init__(self, code_block: str = "leading", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.code_block = code_block_setting(self.name, code_block)
+
     def code(self, completion: str) -> str:
-        return fenced_code(completion, opened=True)
+        return fenced_code(completion, opened=True, block=self.code_block)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "code_block": self.code_block}

@@ -103,7 +103,7 @@ class JudgedTask(Task):
                 turns = turns[: int(max_turns)]
             rid = _row_id(row) or str(n)
             item = {"id": rid, "turns": turns, "category": str(row.get("category") or "default")}
-            reference = row.get("reference") or refs.get(rid)
+            reference = refs.get(rid) or row.get("reference")  # the references file wins
             if reference:
                 item["reference"] = [str(t) for t in reference]
             if rid in base:

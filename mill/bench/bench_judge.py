@@ -4,11 +4,12 @@ calls in flight (``judge.num_concurrent``), whole ``mill judge`` processes.
 One source run (MT-Bench on the fake model: 80 questions, 160 answers; ``--limit`` fewer)
 is judged again and again by stories260k served by ``llama-server`` through
 ``judge=openai_completions`` with token-id prompts, a fresh folder and no response cache
-each time (``runner.cache=false``: every call reaches the server). Each row starts its own
-server (GGUF, F32, one thread; one slot per call in flight, so they decode together, each
-slot its own 512-token KV cache: ``--no-kv-unified``, else every token's attention would
-span all slots' cells), so no row finds the prompts of another in the server's prompt
-cache. The judging phase's wall time
+each time (``runner.cache=false judge.cache=false``: every call reaches the server). Each
+row starts its own server (GGUF, F32, one thread; one slot per call in flight, so they
+decode together, each slot its own 512-token KV cache: ``--no-kv-unified``, else every
+token's attention would span all slots' cells), so no row finds the prompts of another in
+the server's prompt cache.
+The judging phase's wall time
 and the number of judgments come from the run's manifest (``phases``, ``judge``, read with
 ``mill.load``); judgments/s = judgments / that time. The machine's load
 (``os.getloadavg``, as ``uptime`` prints it) is printed beside each row.
@@ -94,7 +95,8 @@ def main() -> None:
                 f"judge.base_url={server.base_url}", f"judge.model={SERVED_NAME}",
                 f"judge.tokenizer={STORIES}", "judge.max_length=510", "judge.prompt_ids=true",
                 f"judge.num_concurrent={n}", f"judge.generation.max_gen_toks={args.max_gen_toks}",
-                "judge.max_invalid=1.0", "runner.cache=false", "report.progress=never",
+                "judge.max_invalid=1.0", "runner.cache=false", "judge.cache=false",
+                "report.progress=never",
                 f"hydra.run.dir={out}",
             )  # fmt: skip
         seconds, count = judging(out)

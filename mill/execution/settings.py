@@ -38,7 +38,7 @@ class ExecutionSettings:
     refused unless ``allow_unsafe``."""
 
     sandbox: str = "bwrap"
-    timeout_s: float = 10.0  # wall clock per program (the program's own run; start-up aside)
+    timeout_s: float = 3.0  # wall clock per program (the program's own run; start-up aside)
     workers: int | None = None  # programs at once; None: twice the cores (see worker_count)
     memory_gb: float = 4.0  # RLIMIT_AS of each program
     python: str | None = None  # the programs' interpreter; None: default_python()

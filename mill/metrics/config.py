@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import ConfigError
 from mill.files import register_resource_resolver
-from mill.instantiate import instantiate
+from mill.instantiate import instantiate, resolve_target
 from mill.metrics.base import Metric
 
 
@@ -28,9 +28,28 @@ def metric_config(name: str) -> DictConfig:
     return loaded[name]
 
 
+def named_judged_metric(name: str, node: Any, allow: list[str]) -> Any:
+    """``node`` with ``name`` added when it builds a judged metric, so that a bad rubric's
+    one line names the metric as the config does (``metrics.<name>``)."""
+    target = node.get("_target_") if isinstance(node, (dict, DictConfig)) else None
+    if not target or "name" in node:
+        return node
+    try:
+        cls = resolve_target(str(target), allow)
+    except (ValueError, ImportError):
+        return node  # instantiate says why, in one line
+    if not getattr(cls, "judged", False):
+        return node
+    return (
+        OmegaConf.merge(node, {"name": name})
+        if isinstance(node, DictConfig)
+        else {**node, "name": name}
+    )
+
+
 def build_metric(name: str, node: Any, allow: list[str]) -> Metric:
     """Instantiate ``node`` (targets limited to ``allow``) as the metric called ``name``."""
-    metric = instantiate(node, allow)
+    metric = instantiate(named_judged_metric(name, node, allow), allow)
     if not isinstance(metric, Metric):
         raise ConfigError(f"metrics.{name} builds a {type(metric).__name__}, not a mill Metric")
     metric.name = name

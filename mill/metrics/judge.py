@@ -36,17 +36,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+
 from mill.errors import ConfigError
 from mill.files import sha256_json
 from mill.metrics.base import CorpusMetric
 from mill.metrics.stats import bootstrap_ci, bootstrap_stderr, mean
-from mill.types import Doc, OutputType, Response
+from mill.types import Doc, GenerationArgs, OutputType, Response
 
 RATING_PATTERNS = (r"\[\[(\d+\.?\d*)\]\]", r"\[(\d+\.?\d*)\]")
 """FastChat's ``one_score_pattern`` and its ``one_score_pattern_backup``."""
 
-VERDICT_PATTERNS = (r"\[\[(A|B|C)\]\]",)
-"""MT-Bench's pairwise verdicts: ``[[A]]``, ``[[B]]``, ``[[C]]`` (a tie)."""
+VERDICT_PATTERNS = (r"\[\[(A)\]\]", r"\[\[(B)\]\]", r"\[\[(C)\]\]")
+"""MT-Bench's pairwise verdicts in FastChat's order (``run_judge_pair``): ``[[A]]``
+anywhere in the reply first, then ``[[B]]``, then ``[[C]]`` (a tie)."""
 
 
 @dataclass(frozen=True)
@@ -311,6 +314,27 @@ def rubric_fields(answers: tuple[str, ...]) -> dict[str, set[str]]:
     }
 
 
+def rubric_scale(metric: str, scale: Sequence[float] | None) -> tuple[float, float]:
+    """A rubric's grade range (low, high); ConfigError for a rubric without one."""
+    if (
+        not isinstance(scale, Sequence)
+        or isinstance(scale, str)
+        or len(scale) != 2
+        or not all(isinstance(v, (int, float)) for v in scale)
+        or not scale[0] < scale[1]
+    ):
+        raise ConfigError(
+            f"metric {metric!r}: the rubric has no scale (got {scale!r}); give its grades' "
+            "range as scale: [low, high], e.g. scale: [1, 10] for MT-Bench"
+        )
+    return float(scale[0]), float(scale[1])
+
+
+def grade_on_scale(value: float, scale: tuple[float, float]) -> float | None:
+    """``value`` when it is a grade of the rubric's scale, else None (invalid)."""
+    return value if math.isfinite(value) and scale[0] <= value <= scale[1] else None
+
+
 class JudgeScore(JudgedMetric):
     """judge_score = mean of the valid grades over every (doc, turn): the judge's reply
     parsed by the first of ``patterns`` that matches (FastChat's ``[[rating]]``); stderr
@@ -323,12 +347,15 @@ class JudgeScore(JudgedMetric):
     what = "grade"
     required: ClassVar[dict[str, set[str]]] = rubric_fields(("answer",))
 
+    def __init__(self, *args: Any, scale: Sequence[float] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scale = rubric_scale(self.name, scale)
+
     def parse(self, text: str) -> float | None:
         found = _first_match(self.patterns, text)
         if found is None:
             return None
-        value = float(found)
-        return value if math.isfinite(value) else None
+        return grade_on_scale(float(found), self.scale)
 
     def judge_prompts(self, doc: Doc, answers: Sequence[str]) -> list[JudgePrompt]:
         out = []
@@ -444,41 +471,108 @@ def baseline(doc: Doc) -> list[str]:
 ARENA_PATTERNS = (r"\[\[([AB<>=]+)\]\]", r"\[([AB<>=]+)\]")
 """Arena-Hard v0.1's ``regex_patterns`` (``config/arena-hard-v0.1.yaml``)."""
 
-ARENA_VERDICTS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
+
+def arena_label_scores(weight: int = 3) -> dict[str, tuple[float, ...]]:
+    """Arena-Hard's ``label_to_score`` (``show_result.py``): a label's battles, each 1 when
+    assistant A wins, 0 when B wins, 0.5 a tie; a strong label counts ``weight`` battles."""
+    strong, win, tie, loss = (1.0,) * weight, (1.0,), (0.5,), (0.0,)
+    strong_loss = (0.0,) * weight
+    return {
+        "A>B": win, "A>>B": strong, "A=B": tie, "A<<B": strong_loss, "A<B": loss,
+        "B>A": loss, "B>>A": strong_loss, "B=A": tie, "B<<A": strong, "B<A": win,
+    }  # fmt: skip
 
 
-def arena_battles(verdict: str, candidate_is_a: bool, weight: int = 3) -> tuple[float, int]:
-    """One Arena-Hard judgment as (the candidate's outcome, battles): a strong verdict
-    (``>>``) counts ``weight`` battles, a weak one and a tie one; outcome 1 win, 0.5 tie,
-    0 loss."""
-    if verdict == "A=B":
-        return TIE, 1
-    a_wins = verdict.startswith("A")
-    won = a_wins if candidate_is_a else not a_wins
-    return (WIN if won else LOSS), (weight if ">>" in verdict else 1)
+ARENA_LABELS = tuple(arena_label_scores())
+"""The ten labels Arena-Hard's ``show_result.py`` maps."""
+
+
+def arena_verdict(patterns: Sequence[re.Pattern[str]], text: str) -> str | None:
+    """Arena-Hard's ``get_score``: the reply upper-cased; the first pattern with a non-empty
+    match decides, and its *last* match is the verdict (newlines stripped)."""
+    upper = text.upper()
+    for regex in patterns:
+        found = [m for m in regex.findall(upper) if m]
+        if found:
+            return str(found[-1]).strip("\n")
+    return None
+
+
+def check_arena_patterns(patterns: Sequence[re.Pattern[str]]) -> None:
+    """Refuse patterns that cannot read every one of Arena-Hard's labels back."""
+    for label in ARENA_LABELS:
+        if arena_verdict(patterns, f"My final verdict is [[{label}]]") != label:
+            raise ConfigError(
+                f"Arena-Hard's patterns {[p.pattern for p in patterns]} cannot read the label "
+                f"{label!r} from 'My final verdict is [[{label}]]'; fix the metric's patterns"
+            )
+
+
+def arena_game_scores(game1: str, game2: str, table: Mapping[str, tuple[float, ...]]) -> tuple:
+    """One question's battles as Arena-Hard's ``load_judgments`` builds them: game 2's
+    scores (the candidate as A) then 1 - game 1's (the baseline as A)."""
+    return (*table[game2], *(1 - s for s in table[game1]))
+
+
+def arena_bootstrap(battles: Sequence[float], rounds: int, seed: int) -> list[float]:
+    """The mean of ``battles`` over ``rounds`` resamples with replacement, drawn as pandas'
+    ``sample(frac=1.0, replace=True)`` draws them from numpy's legacy generator (Arena-Hard's
+    ``print_leaderboard``; seeded here)."""
+    values = np.asarray(battles, dtype=float)
+    if not len(values):
+        return []
+    state = np.random.RandomState(seed)
+    n = len(values)
+    return [float(values[state.choice(n, size=n, replace=True)].mean()) for _ in range(rounds)]
+
+
+def arena_interval(score: float, low: float, high: float) -> str:
+    """Arena-Hard's ``CI (%)`` column: ``(-x / +y)`` in percent, one decimal."""
+    return f"(-{round((score - low) * 100, 1)} / +{round((high - score) * 100, 1)})"
 
 
 class ArenaHardScore(JudgedMetric):
-    """Arena-Hard-Auto v0.1's score: every question judged twice, the baseline as
-    assistant A (game 1) then as B (game 2); each valid verdict is a battle, a strong one
-    (``A>>B``, ``B>>A``) three. The Bradley-Terry fit over the battles of two players,
-    without a prior, has the closed form p = sum(w * outcome) / sum(w) (ties as half:
-    the logistic score equation sum w (y - p) = 0), so the score is the candidate's
-    weighted win rate against the baseline; ``ci_low``/``ci_high`` are the 5% and 95%
-    quantiles over 100 bootstrap rounds of the battles (Arena-Hard's ``show_result.py``);
-    ``position_bias`` the share of questions whose two verdicts favour the same position;
-    stderr: bootstrap over questions."""
+    """Arena-Hard-Auto's score as its ``show_result.py`` computes it (lmarena/arena-hard-auto
+    196f6b82): every question judged twice, the baseline as assistant A (game 1) then as B
+    (game 2); a verdict is the last match of the first pattern that matches (``get_score``)
+    and one of its ten labels; a question either of whose games has no such verdict is
+    dropped (both games counted in ``n_invalid``). The kept questions' battles (a strong
+    label ``weight`` battles, ties half; :func:`arena_label_scores`) are resampled
+    ``rounds`` times with replacement; the score is the mean of the resamples' means in
+    percent, ``ci_low``/``ci_high`` their 5% and 95% quantiles (percent) and ``interval``
+    Arena-Hard's ``(-x / +y)``. The resamples are numpy's legacy draws seeded by
+    ``runner.seed`` (Arena-Hard leaves them unseeded); stderr: their standard deviation.
+    ``position_bias``: the share of kept questions whose two verdicts favour the same
+    position."""
 
     name = "arena_hard_score"
     default_patterns = ARENA_PATTERNS
     sample_reply = "My final verdict is [[A>B]]"
     what = "verdict"
     required: ClassVar[dict[str, set[str]]] = {"single": {"QUESTION", "ANSWER_A", "ANSWER_B"}}
+    run_seed: int = 1234
+    """Set from ``runner.seed`` when the run builds its metrics."""
 
-    def __init__(self, *args: Any, weight: int = 3, rounds: int = 100, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        weight: int = 3,
+        rounds: int = 100,
+        judge_generation: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.weight = int(weight)
         self.rounds = int(rounds)
+        self.table = arena_label_scores(self.weight)
+        check_arena_patterns(self.patterns)
+        self.judge_generation = dict(judge_generation or {})
+        unknown = set(self.judge_generation) - set(GenerationArgs.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(
+                f"metric {self.name!r}: judge_generation has unknown keys {sorted(unknown)}; "
+                "use max_gen_toks, do_sample, temperature"
+            )
 
     def check_doc(self, doc: Doc) -> str | None:
         if not baseline(doc):
@@ -489,13 +583,8 @@ class ArenaHardScore(JudgedMetric):
         return None
 
     def parse(self, text: str) -> str | None:
-        for regex in self.patterns:  # Arena-Hard's get_score: upper-cased, the first pattern
-            found = {m for m in regex.findall(text.upper()) if m}  # that matches decides
-            if not found:
-                continue
-            verdict = found.pop().strip("\n") if len(found) == 1 else None
-            return verdict if verdict in ARENA_VERDICTS else None
-        return None
+        verdict = arena_verdict(self.patterns, text)
+        return verdict if verdict in self.table else None
 
     def judge_prompts(self, doc: Doc, answers: Sequence[str]) -> list[JudgePrompt]:
         template = self.templates["single"]
@@ -510,37 +599,39 @@ class ArenaHardScore(JudgedMetric):
         ]
 
     def fold(self, judgments: list[Any]) -> tuple[Any, ...]:
-        """(battles: [(outcome, weight)], same position favoured twice, n invalid)."""
+        """(battles, same position favoured twice, n invalid); a question with an invalid
+        game has no battles and counts both games invalid."""
         first, second = judgments
-        battles = []
-        if first is not None:
-            battles.append(arena_battles(first, candidate_is_a=False, weight=self.weight))
-        if second is not None:
-            battles.append(arena_battles(second, candidate_is_a=True, weight=self.weight))
-        biased = (
-            first is not None
-            and second is not None
-            and "=" not in first + second
-            and first[0] == second[0]
-        )
-        return (tuple(battles), biased, int(first is None) + int(second is None))
+        if first is None or second is None:
+            return ((), False, 2)
+        a_first, a_second = self.table[first][0], self.table[second][0]  # 1: A won
+        biased = TIE not in (a_first, a_second) and a_first == a_second
+        return (arena_game_scores(first, second, self.table), biased, 0)
 
-    @staticmethod
-    def _rate(battles: Sequence[tuple[float, int]]) -> float:
-        total = sum(w for _, w in battles)
-        return sum(o * w for o, w in battles) / total if total else math.nan
+    def _rounds(self, values: Sequence[Any]) -> list[float]:
+        return arena_bootstrap([b for v in values for b in v[0]], self.rounds, self.run_seed)
 
     def aggregate(self, values: Sequence[Any]) -> float:
-        return self._rate([b for v in values for b in v[0]])
+        means = self._rounds(values)
+        return 100 * float(np.mean(means)) if means else math.nan
+
+    def stderr(self, values: Sequence[Any], *, iters: int, seed: int) -> float | None:
+        means = self._rounds(values)
+        return 100 * float(np.std(means, ddof=1)) if len(means) > 1 else None
 
     def details(self, values: Sequence[Any], *, iters: int, seed: int) -> dict[str, Any]:
-        battles = [b for v in values for b in v[0]]
-        low, high = bootstrap_ci(battles, self._rate, iters=self.rounds, seed=seed, level=0.90)
-        judged = [v for v in values if v[2] == 0]
-        return {
+        means = self._rounds(values)
+        kept = [v for v in values if v[2] == 0]
+        out: dict[str, Any] = {
             "n_invalid": sum(v[2] for v in values),
-            "ci_low": low,
-            "ci_high": high,
-            "battles": sum(w for _, w in battles),
-            "position_bias": mean([float(v[1]) for v in judged]),
+            "dropped_questions": len(values) - len(kept),
+            "battles": sum(len(v[0]) for v in values),
+            "position_bias": mean([float(v[1]) for v in kept]),
         }
+        if means:
+            score = float(np.mean(means))
+            low, high = (float(q) for q in np.quantile(means, [0.05, 0.95]))
+            out.update(
+                ci_low=100 * low, ci_high=100 * high, interval=arena_interval(score, low, high)
+            )
+        return out

@@ -92,6 +92,9 @@ def _short(item_id: str | None, width: int = 80) -> str:
 class ReplayLM(LanguageModel):
     """Answers GENERATIVE requests with saved completions (see module doc)."""
 
+    REPLAYS = True
+    """Answers from a file: a task's repeats are the file's own (no sampling needed)."""
+
     def __init__(self, path: str, name: str = "replay") -> None:
         self.name = name
         self.path = Path(str(path)).expanduser()

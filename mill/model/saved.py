@@ -24,6 +24,9 @@ from mill.types import OnResponse, OutputType, Request, Response
 class SavedAnswers(LanguageModel):
     """The answers of the finished run in ``run`` (see the module doc)."""
 
+    REPLAYS = True
+    """Answers from a file: a task's repeats are the file's own (no sampling needed)."""
+
     def __init__(self, run: str, name: str = "saved", model: dict[str, Any] | None = None) -> None:
         self.run = Path(run)
         self.name = name

@@ -37,6 +37,7 @@ from mill.metrics.stats import Statistic, cohen_kappa, mcnemar_exact, paired_boo
 from mill.record import SampleRecord
 from mill.report.load import ReportInputError, RunFolder
 from mill.report.numbers import number, paired_cells
+from mill.results import judge_label
 
 FEW_DOCS = 30  # below this, say that bootstrap intervals and p-values are unreliable
 
@@ -214,8 +215,8 @@ def judge_difference(run_a: RunFolder, run_b: RunFolder) -> str | None:
         return f"only {judged} was judged"
     parts = []
     if ja.get("identity") != jb.get("identity"):
-        name = lambda j: j.get("identity", {}).get("name") or j.get("identity", {}).get("class")  # noqa: E731
-        parts.append(f"judge a={name(ja)!r}, b={name(jb)!r} (identities differ)")
+        a, b = judge_label(ja.get("identity")), judge_label(jb.get("identity"))
+        parts.append(f"judge a={a!r}, b={b!r} (identities differ)")
     if ja.get("templates") != jb.get("templates"):
         parts.append("the rubrics' templates differ")
     return "; ".join(parts) or None

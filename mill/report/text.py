@@ -12,7 +12,7 @@ from rich.console import Console
 
 from mill.report.numbers import number
 from mill.report.table import results_table, usage_table
-from mill.results import Results
+from mill.results import Results, judge_label
 
 UNSAFE_LINE = (
     "WARNING: the model's programs ran WITHOUT a sandbox (execution.sandbox=none, "
@@ -48,10 +48,10 @@ def judge_lines(results: Results) -> list[str]:
     if not judge:
         return []
     ident = judge.get("identity") or {}
-    who = ident.get("name") or ident.get("class") or "?"
-    keys = ("class", "weights_fingerprint", "base_url", "model", "judge_revision")
+    keys = ("class", "weights_fingerprint", "judge_revision")
     named = ", ".join(f"{k}={ident[k]}" for k in keys if ident.get(k))
-    lines = [f"judge: {who} ({named}); conversation format: {judge.get('conversation_format')}"]
+    who = judge_label(ident) + (f" ({named})" if named else "")
+    lines = [f"judge: {who}; conversation format: {judge.get('conversation_format')}"]
     for metric, roles in (judge.get("templates") or {}).items():
         hashes = ", ".join(f"{role} {digest[:12]}" for role, digest in roles.items())
         lines.append(f"judge templates of {metric} (sha256): {hashes}")
@@ -63,6 +63,8 @@ def judge_lines(results: Results) -> list[str]:
             line = f"{task} {name}: {details['n_invalid']} invalid judgment(s)"
             if details.get("position_bias") is not None:
                 line += f", position bias {number(details['position_bias'])}"
+            if details.get("interval"):  # Arena-Hard's own report: percent, (-x / +y)
+                line += f"; score {round(row.value, 1)} {details['interval']}"
             lines.append(line)
     return lines
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from mill.data.load import DataSource
-from mill.errors import ConfigError
+from mill.errors import ConfigError, TaskError
 from mill.instantiate import instantiate
 from mill.metrics.base import Metric
 from mill.metrics.config import build_metric, metric_config
@@ -50,6 +50,29 @@ def build_metrics(
     return out
 
 
+def model_replays(node: DictConfig | None, allow: list[str]) -> bool:
+    """Whether the model config answers from saved answers (``REPLAYS``: ``model=replay``,
+    ``mill judge``'s saved answers), so a task's repeats are the file's own."""
+    from mill.instantiate import resolve_target
+
+    target = node.get("_target_") if node is not None else None
+    if not target:
+        return False
+    try:
+        return bool(getattr(resolve_target(str(target), allow), "REPLAYS", False))
+    except (ValueError, ImportError):
+        return False  # instantiating the model says why, in one line
+
+
+def seed_metrics(metrics: dict[str, list[Metric]], runner: DictConfig | None) -> None:
+    """Give ``runner.seed`` to the metrics whose value is itself a seeded resample
+    (``run_seed``: Arena-Hard's bootstrap score)."""
+    seed = runner.get("seed") if runner is not None else None
+    for metric in (m for ms in metrics.values() for m in ms):
+        if seed is not None and hasattr(metric, "run_seed"):
+            metric.run_seed = int(seed)  # type: ignore[attr-defined]
+
+
 def build_source(node: DictConfig) -> DataSource:
     skip = node.get("skip_bad_rows", False)
     if not isinstance(skip, bool):
@@ -69,7 +92,12 @@ def build_run(
     source = build_source(cfg.data)
     tasks, group = build_tasks(cfg.task, allow)
     metrics = build_metrics(cfg.get("metrics"), tasks, allow)
+    seed_metrics(metrics, cfg.get("runner"))
+    replays = model_replays(cfg.get("model"), allow)
     for task in tasks:
+        problem = None if replays else task.greedy_repeats()
+        if problem:
+            raise TaskError(problem)
         check_metrics(task, metrics[task.name])
     for task in tasks:  # every row checked (and docs built) before the model loads
         task.prepare(source)

@@ -25,12 +25,13 @@ from mill.errors import ConfigError
 from mill.evaluator import Judging, is_judged
 from mill.instantiate import instantiate, resolve_target
 from mill.metrics.base import Metric
+from mill.results import judge_label
 from mill.runner.dist import Dist, agree
 from mill.types import GenerationArgs
 
 log = logging.getLogger("mill")
 
-JUDGE_SETTINGS = ("max_invalid", "num_concurrent", "generation", "revision")
+JUDGE_SETTINGS = ("max_invalid", "num_concurrent", "generation", "revision", "cache")
 """Keys of a judge config that are the judge's, not its model's."""
 
 
@@ -53,6 +54,7 @@ def judge_settings(node: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
             f"judge.generation has unknown keys {sorted(unknown)}; use max_gen_toks, "
             "do_sample, temperature, seed"
         )
+    judge_cache_setting(settings.get("cache", "shared"))
     gen.setdefault("max_gen_toks", 2048)
     settings["generation"] = GenerationArgs(**gen)
     accepts = _parameters(str(body.get("_target_") or ""))
@@ -61,6 +63,34 @@ def judge_settings(node: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     if "revision" in accepts:  # a hub revision (HF) or a served model's label
         body["revision"] = settings.get("revision")
     return body, settings
+
+
+def judge_cache_setting(value: Any) -> str | None:
+    """``judge.cache``: ``shared`` ($MILL_CACHE/judge), ``run`` (the run's response cache),
+    false (none) or a folder; ConfigError for anything else."""
+    if value is False or value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(
+            f"judge.cache={value!r}: use shared ($MILL_CACHE/judge), run (the run's response "
+            "cache), false, or a folder"
+        )
+    return value
+
+
+def judge_cache_folder(value: Any, run_cache: Callable[[], Path | None]) -> Path | None:
+    """Where the judge's calls are cached: by default ``$MILL_CACHE/judge``, so judging the
+    same answers again with the same judge identity makes no call, whichever run asks."""
+    from mill.files import cache_root
+
+    setting = judge_cache_setting(value)
+    if setting is None:
+        return None
+    if setting == "shared":
+        return cache_root() / "judge"
+    if setting == "run":
+        return run_cache()
+    return Path(setting).expanduser()
 
 
 def _parameters(target: str) -> set[str]:
@@ -138,6 +168,7 @@ def build_judging(
             "num_concurrent": settings.get("num_concurrent", 1),
             "generation": {**settings["generation"].__dict__, "until": []},
             "revision": settings.get("revision"),
+            "cache": judge_cache_setting(settings.get("cache", "shared")) or False,
         },
         templates=template_hashes(metrics),
     )
@@ -154,8 +185,11 @@ def build_judging(
         if settings.get("revision") is not None:
             identity["judge_revision"] = settings["revision"]
         record.identity = identity
-        folder = cache_dir()
+        folder = judge_cache_folder(settings.get("cache", "shared"), cache_dir)
+        if console is not None:
+            console.print(f"[mill] judge: {judge_label(identity)}")
         if folder is not None and not identity.get("in_memory"):
+            folder.mkdir(parents=True, exist_ok=True)
             store = None
             for turn in (True, False):  # rank 0 creates the database, then the others
                 opened = agree(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
+from mill.errors import TaskError
 from mill.task.base import Task
 from mill.types import Doc, OutputType
 
@@ -18,7 +19,34 @@ FENCE = "```"
 _OPENING = re.compile(r"```[^\n`]*\n")
 
 
-def fenced_code(answer: str, opened: bool) -> str:
+_TAGGED_OPENING = re.compile(r"```[A-Za-z][^\n`]*\n")
+CODE_BLOCKS = ("leading", "first")
+"""``task.code_block``: ``leading`` (lm-eval's: the answer up to its first fence, or the
+block the answer opens itself at its start) or ``first`` (the first block opened with a
+language tag anywhere in the answer, e.g. after a sentence of prose)."""
+
+
+def code_block_setting(task: str, value: Any) -> str:
+    """The checked ``task.code_block``; TaskError for anything else."""
+    if value not in CODE_BLOCKS:
+        raise TaskError(
+            f"task {task!r}: code_block={value!r}; use leading (lm-eval's, the default) or "
+            "first (the first ```python block anywhere in the answer)"
+        )
+    return str(value)
+
+
+def first_tagged_block(answer: str) -> str | None:
+    """The content of the first fenced block opened with a language tag (```` ```python ````)
+    anywhere in ``answer``, to its closing fence or the end; None when there is none."""
+    match = _TAGGED_OPENING.search(answer)
+    if match is None:
+        return None
+    end = answer.find(FENCE, match.end())
+    return answer[match.end() :] if end == -1 else answer[match.end() : end]
+
+
+def fenced_code(answer: str, opened: bool, block: str = "leading") -> str:
     """The code of an answer, the way the model wrote it.
 
     ``opened``: the prompt already opened a fenced block (a ``gen_prefix`` ending in
@@ -27,7 +55,16 @@ def fenced_code(answer: str, opened: bool) -> str:
     its own first (a chat model that ignored the prefix), whose content is then taken.
     Otherwise: the content of the first fenced block, or the whole answer when it has no
     opening fence. An unclosed block runs to the end of the answer.
+
+    ``block="first"`` (``task.code_block=first``): the first block opened with a language
+    tag anywhere in the answer wins (``Sure! Here it is: ```python ...```` ``), else as
+    above; a closing fence has no tag, so an answer that continues the opened block is read
+    the same either way.
     """
+    if block == "first":
+        tagged = first_tagged_block(answer)
+        if tagged is not None:
+            return tagged
     if opened and not answer.lstrip().startswith(FENCE):
         end = answer.find(FENCE)
         return answer if end == -1 else answer[:end]

@@ -53,7 +53,7 @@ def test_identity_keys_what_changes_a_verdict_and_nothing_else():
     assert verdict_key("x=1", base) == verdict_key("x=1", ExecutionSettings(workers=7))
     assert verdict_key("x=1", base) != verdict_key("x=2", base)
     for changed in (
-        ExecutionSettings(timeout_s=3.0),
+        ExecutionSettings(timeout_s=10.0),
         ExecutionSettings(memory_gb=1.0),
         ExecutionSettings(sandbox="none", allow_unsafe=True),
         ExecutionSettings(max_output_bytes=10),

@@ -4,8 +4,10 @@ ties, the bootstrap CI, invalid replies and aggregation, against hand-computed v
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mill.errors import ConfigError
@@ -19,7 +21,7 @@ SINGLE = {"single": {"system_prompt": "Judge.", "prompt_template": "Q: {question
 
 
 def test_grades_parse_with_fastchats_pattern_and_its_backup() -> None:
-    metric = JudgeScore(templates=SINGLE)
+    metric = JudgeScore(templates=SINGLE, scale=[1, 10])
     assert metric.parse("Fine work. Rating: [[7.5]]") == 7.5
     assert metric.parse("Rating: [4]") == 4.0  # one_score_pattern_backup
     assert metric.parse("[[9]] then [2]") == 9.0  # the double brackets win
@@ -28,6 +30,23 @@ def test_grades_parse_with_fastchats_pattern_and_its_backup() -> None:
         templates={"single": {"prompt_template": "{question}{answer_a}{answer_b}"}}
     )
     assert [pair.parse(t) for t in ("[[A]]", "x [[C]] y", "[[D]]", "A")] == ["A", "C", None, None]
+    # FastChat's run_judge_pair: [[A]] anywhere first, then [[B]], then [[C]]
+    assert pair.parse("I thought [[B]]. Final verdict: [[A]]") == "A"
+    assert pair.parse("[[C]] or rather [[B]]") == "B"
+
+
+def test_a_grade_outside_the_rubrics_scale_is_invalid() -> None:
+    metric = JudgeScore(templates=SINGLE, scale=[1, 10])
+    assert [metric.parse(f"Rating: [[{g}]]") for g in ("1", "10", "0", "99999", "10.5")] == [
+        1.0, 10.0, None, None, None,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("scale", [None, [], [10, 1], ["a", "b"], [1, 5, 10]])
+def test_a_rubric_without_a_scale_is_refused_in_one_line(scale) -> None:
+    with pytest.raises(ConfigError, match="the rubric has no scale") as err:
+        JudgeScore(templates=SINGLE, scale=scale)
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +101,7 @@ def test_cohen_kappa_by_hand() -> None:
 )
 def test_bad_rubrics_are_refused_in_one_line(templates, patterns, message) -> None:
     with pytest.raises(ConfigError, match=message) as err:
-        JudgeScore(templates=templates, patterns=patterns)
+        JudgeScore(templates=templates, patterns=patterns, scale=[1, 10])
     assert "\n" not in str(err.value)
 
 
@@ -330,21 +349,43 @@ def test_arena_hard_verdicts_parse_as_its_get_score() -> None:
     metric = _arena()
     assert metric.parse("My final verdict is: [[a>>b]]") == "A>>B"  # upper-cased
     assert metric.parse("[[B>A]] ... [[B>A]]") == "B>A"
-    assert metric.parse("[[A>B]] or [[B>A]]") is None  # two distinct verdicts: none
+    assert metric.parse("[[A>B]] or rather [[B>A]]") == "B>A"  # the last match
     assert metric.parse("verdict [A=B]") == "A=B"  # the backup pattern
-    assert metric.parse("[[A]]") is None
+    assert metric.parse("[[A<<B]]") == "A<<B" and metric.parse("[[B=A]]") == "B=A"  # 10 labels
+    assert metric.parse("[[A]]") is None and metric.parse("[[A>=B]]") is None  # not a label
+
+
+@pytest.mark.parametrize(
+    ("patterns", "label"),
+    [
+        ([r"\[\[(A>B|B>A)\]\]"], "A>>B"),
+        ([r"\[\[([AB>]+)\]\]"], "A=B"),
+        ([r"\[\[(A.B)\]\]"], "A>>B"),
+    ],
+)
+def test_arena_hard_patterns_that_cannot_read_its_labels_are_refused(patterns, label) -> None:
+    from mill.metrics.judge import ArenaHardScore
+
+    templates = {"single": {"prompt_template": "{QUESTION}{ANSWER_A}{ANSWER_B}"}}
+    with pytest.raises(ConfigError, match=f"cannot read the label '{re.escape(label)}'") as err:
+        ArenaHardScore(templates=templates, patterns=patterns)
+    assert "\n" not in str(err.value)
 
 
 def test_arena_hard_score_on_the_bundled_excerpt(compose, tmp_path) -> None:
+    from mill.metrics.judge import arena_bootstrap
+
     args = ("task=arena_hard", "task.limit=3", "judge.max_invalid=1.0")
     first = _judged(compose, tmp_path / "answers", *args)  # the fake candidate's answers
     samples = (tmp_path / "answers/samples/arena_hard.jsonl").read_text().splitlines()
     answers = {json.loads(x)["doc_id"]: json.loads(x)["extra"]["turns"][0] for x in samples}
-    assert len(set(answers.values())) == 3 and first.judge["judgments"]["invalid"] == 6
+    assert len(set(answers.values())) == 3 and first.judge["judgments"]["invalid"] == 0
+    # the fake judge's own reply is A=B in both games: half of every battle
+    assert first.tasks["arena_hard"].metrics["arena_hard_score"].value == pytest.approx(50.0)
     # game 1 has the baseline as A (the candidate's answer follows "B's Answer"), game 2
     # the candidate as A. doc 0: B>>A (a strong win: 3 battles), A>B (a win: 1);
     # doc 1: A>B (a loss: 1), A>B (a win: 1), the same position favoured twice;
-    # doc 2: A=B (a tie: 1), then an invalid verdict
+    # doc 2: A=B, then an invalid verdict: the question is dropped
     verdicts = [("B>>A", "A>B"), ("A>B", "A>B"), ("A=B", "no verdict")]
     script = {}
     for doc, (g1, g2) in enumerate(verdicts):
@@ -352,15 +393,28 @@ def test_arena_hard_score_on_the_bundled_excerpt(compose, tmp_path) -> None:
         script[f"A's Answer|>\n{answers[doc]}\n"] = f"[[{g2}]]"
     results = _judged(compose, tmp_path / "run", *args, replies=script)
     row = results.tasks["arena_hard"].metrics["arena_hard_score"]
-    # battles (outcome, weight): (1, 3), (1, 1), (0, 1), (1, 1), (0.5, 1) -> 5.5 / 7
-    assert row.value == pytest.approx(5.5 / 7)
-    assert row.details["battles"] == 7 and row.details["n_invalid"] == 1
-    assert row.details["position_bias"] == 0.5  # doc 1 of the two fully judged docs
-    battles = [(1.0, 3), (1.0, 1), (0.0, 1), (1.0, 1), (0.5, 1)]
-    metric = _arena()
-    assert (row.details["ci_low"], row.details["ci_high"]) == bootstrap_ci(
-        battles, metric._rate, iters=100, seed=1234, level=0.90
+    # battles as Arena-Hard lists them, game 2's then 1 - game 1's
+    battles = [1.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+    means = arena_bootstrap(battles, 100, seed=1234)
+    assert row.value == pytest.approx(100 * sum(means) / 100)
+    assert row.details["battles"] == 6 and row.details["n_invalid"] == 2
+    assert row.details["dropped_questions"] == 1
+    assert row.details["position_bias"] == 0.5  # doc 1 of the two kept questions
+    assert row.details["ci_low"] == pytest.approx(100 * float(np.quantile(means, 0.05)))
+    assert row.details["ci_high"] == pytest.approx(100 * float(np.quantile(means, 0.95)))
+    assert re.fullmatch(r"\(-\d+\.\d / \+\d+\.\d\)", row.details["interval"])
+
+
+def test_a_grade_outside_the_scale_counts_as_invalid_in_a_run(compose, tmp_path) -> None:
+    # MT-Bench's 1-10: [[99999]] is no grade (FastChat would average it in)
+    replies = {"BETA": "Rating: [[99999]]", "ALPHA": "[[8]]", "DELTA": "[[0]]", "GAMMA": "[[3]]"}
+    q = f"task.questions={_questions(tmp_path)}"
+    results = _judged(
+        compose, tmp_path / "run", "task=judged", q, "judge.max_invalid=1.0", replies=replies
     )
+    row = results.tasks["judged"].metrics["judge_score"]
+    assert row.details["n_invalid"] == 2 and results.judge["judgments"]["invalid"] == 2
+    assert row.value == pytest.approx((8 + 3) / 2)
 
 
 def test_the_python_api_takes_judge(tmp_path) -> None:

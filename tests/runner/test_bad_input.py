@@ -247,6 +247,23 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
         return [*missing_model, "runner.timeout_s=0"], ["runner.timeout_s=0", ">= 1"]
     if name == "runner.seed not a number":
         return [*missing_model, "runner.seed=abc"], ["runner.seed='abc'", "whole number"]
+    judged = ["model=fake", "judge=fake"]
+    if name == "judge template field the protocol cannot fill":
+        template = "'{question} {answer} {rubric}'"
+        return [
+            *judged, "task=mt_bench", "+metrics=[mt_bench_score]",
+            f"+metrics.mt_bench_score.templates.single.prompt_template={template}",
+        ], ["mt_bench_score", "does not fill: rubric"]  # fmt: skip
+    if name == "rubric without a scale":
+        return [
+            *judged, "task=mt_bench", "+metrics=[mt_bench_score]",
+            "metrics.mt_bench_score.scale=null",
+        ], ["metric 'mt_bench_score': the rubric has no scale", "scale: [1, 10]"]  # fmt: skip
+    if name == "Arena-Hard patterns that cannot read its labels":
+        return [
+            *judged, "task=arena_hard", "data=bundled", "+metrics=[arena_hard_score]",
+            "metrics.arena_hard_score.patterns=['\\[\\[([AB>]+)\\]\\]']",
+        ], ["cannot read the label 'A=B'", "fix the metric's patterns"]  # fmt: skip
     raise AssertionError(name)
 
 
@@ -331,6 +348,9 @@ CASES = [
     "model.batch_size zero",
     "runner.timeout_s zero",
     "runner.seed not a number",
+    "judge template field the protocol cannot fill",
+    "rubric without a scale",
+    "Arena-Hard patterns that cannot read its labels",
     *(
         pytest.param(case, marks=needs_lm_eval)
         for case in (

@@ -32,6 +32,7 @@ COMMON = (
     "model=fake",
     "judge.max_invalid=1.0",
     "judge.generation.max_gen_toks=8",
+    "judge.cache=run",  # the judge's calls in the run's response cache, read back below
     "report.progress=never",
 )
 

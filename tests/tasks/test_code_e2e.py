@@ -135,3 +135,25 @@ def test_unsafe_execution_is_said_in_manifest_and_reports(tmp_path: Path) -> Non
     assert (rebuilt / "report.txt").read_text() == (folder / "report.txt").read_text()
     results = json.loads((folder / "results.json").read_text())
     assert results["tasks"]["humaneval"]["metrics"]["pass_at_k"]["value"] == 1.0
+
+
+@needs_data
+def test_a_replayed_files_repeats_are_its_own(tmp_path: Path) -> None:
+    """task.repeats=5 of saved completions needs no sampling settings: the file's five
+    completions per problem are the repeats (two right, three wrong: pass@1 = 0.4)."""
+    rows = ROWS[:3]
+    lines = [
+        (r["task_id"], r["canonical_solution"] if i < 2 else "    return None\n")
+        for i in range(5)
+        for r in rows
+    ]
+    path = _samples(tmp_path / "five.jsonl", lines)
+    code, out, folder = _mill(
+        tmp_path, "five", f"model.path={path}", "task.limit=3", "task.repeats=5",
+        "+metrics=[pass_at_k]", "metrics.pass_at_k.k=[1,5]",
+    )  # fmt: skip
+    assert code == 0, out[-3000:]
+    metrics = json.loads((folder / "results.json").read_text())["tasks"]["humaneval"]["metrics"]
+    assert metrics["pass_at_k@1"]["value"] == pytest.approx(0.4)
+    assert metrics["pass_at_k@5"]["value"] == 1.0
+    assert [len(r["execution"]) for r in _records(folder)] == [5, 5, 5]

@@ -13,7 +13,7 @@ from mill.tasks.humaneval import HumanEval, HumanEvalInstruct
 from mill.tasks.mbpp import MBPP, MBPPInstruct
 
 from mill.data.load import DataSource
-from mill.errors import ConfigError
+from mill.errors import ConfigError, TaskError
 from mill.evaluator import evaluate
 from mill.execution import Verdict
 from mill.metrics.config import build_metric, metric_config
@@ -238,3 +238,37 @@ def test_executing_task_needs_an_executor() -> None:
     metrics = {task.name: [PassAtK()]}
     with pytest.raises(ConfigError, match="runs programs"):
         evaluate([task], metrics, FakeLM(), BUNDLED, lambda r: None, NullProgress())
+
+
+@pytest.mark.parametrize(
+    ("answer", "leading", "first"),
+    [
+        # prose before the model's own block: lm-eval (leading) takes the prose
+        (
+            "Sure! Here is the solution: ```python\nx = 1\n```",
+            "Sure! Here is the solution: ",
+            "x = 1\n",
+        ),  # noqa: E501
+        ("Sure!\n```py\nx = 1\n```\n```python\ny = 2\n```", "Sure!\n", "x = 1\n"),
+        # the answer continues the opened block: its closing fence has no tag, both agree
+        ("x = 1\n```\nExplanation.", "x = 1\n", "x = 1\n"),
+        ("x = 1\n```\nOr:\n```python\ny = 2\n```", "x = 1\n", "y = 2\n"),
+        ("x = 1\n", "x = 1\n", "x = 1\n"),
+    ],
+)
+def test_code_block_leading_is_lm_evals_and_first_takes_the_first_tagged_block(
+    answer: str, leading: str, first: str
+) -> None:
+    assert fenced_code(answer, True) == fenced_code(answer, True, "leading") == leading
+    assert fenced_code(answer, True, "first") == first
+
+
+def test_humaneval_instruct_code_block_setting() -> None:
+    prose = "Sure! Here is the solution: ```python\n    return True\n```"
+    assert HumanEvalInstruct(limit=1).code(prose) == "Sure! Here is the solution: "
+    task = HumanEvalInstruct(limit=1, code_block="first")
+    assert task.code(prose) == "    return True\n"
+    assert task.describe()["code_block"] == "first"
+    with pytest.raises(TaskError, match="code_block='last'; use leading") as err:
+        HumanEvalInstruct(limit=1, code_block="last")
+    assert "\n" not in str(err.value)

@@ -47,8 +47,11 @@ def test_sampled_repeats_are_seeded_per_request(compose, tmp_path: Path) -> None
 
 
 def test_repeats_need_sampling_and_enough_samples(compose, tmp_path: Path) -> None:
-    with pytest.raises(TaskError, match="do_sample"):
-        GSM8K(repeats=4)
+    assert "do_sample" in GSM8K(repeats=4).greedy_repeats()  # a model that generates
+    greedy = compose("task=gsm8k", "task.repeats=4", "model=fake", "report.progress=never")
+    with pytest.raises(TaskError, match="do_sample"):  # refused before the model runs
+        run_job(greedy, tmp_path / "greedy")
+    assert not (tmp_path / "greedy" / "results.json").exists()
     cfg = compose(*SAMPLED[:-1], "metrics.pass_at_k.k=5", "report.progress=never")
     with pytest.raises(ConfigError, match="repeats >= 5"):
         run_job(cfg, tmp_path / "c")
