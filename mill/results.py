@@ -24,8 +24,19 @@ from mill.errors import MillError
 from mill.record import SampleRecord
 from mill.types import DocOutput
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of ``results.json``. Files without ``schema_version`` predate it and read as 1."""
+
+INTEGRITY_SINCE = 2
+"""The first schema version whose finished runs carry their checksums (``INTEGRITY_FIELDS``):
+a folder of an older version has nothing that proves it unedited, and reads as edited."""
+
+INTEGRITY_FIELDS = (
+    "manifest.json: results_sha256 (SHA-256 of results.json)",
+    "results.json: samples_sha256, one entry per task in `tasks` (SHA-256 of its samples file)",
+)
+"""What a finished run of schema version ``INTEGRITY_SINCE`` or later must carry; a run that
+lacks any of them is treated as edited (refused unless ``trust_edited``)."""
 
 
 class ResultsError(MillError):
@@ -532,11 +543,25 @@ class EditedResults(ResultsError):
     """A run's ``results.json`` or samples file changed after the run wrote it."""
 
 
-def edited_files(path: Path, results: Results, manifest: Manifest) -> list[str]:
+def missing_integrity(results: Results, manifest: Manifest) -> list[str]:
+    """The integrity fields (:data:`INTEGRITY_FIELDS`) a finished run should carry and this
+    one lacks, each as ``file (what is missing)``; a folder of a schema version older than
+    :data:`INTEGRITY_SINCE` lacks them all. Empty for a run that carries them all."""
+    if results.schema_version < INTEGRITY_SINCE:
+        return [f"results.json (schema_version {results.schema_version}: no checksums recorded)"]
+    missing = []
+    if not manifest.results_sha256:
+        missing.append("manifest.json (no results_sha256)")
+    for task in results.tasks:
+        if task not in results.samples_sha256:
+            missing.append(f"results.json (no samples_sha256 for {task})")
+    return missing
+
+
+def changed_files(path: Path, results: Results, manifest: Manifest) -> list[str]:
     """The files of the run folder ``path`` that no longer hold what the run wrote:
     ``results.json`` against the manifest's ``results_sha256``, each ``samples/<task>.jsonl``
-    against ``results.json``'s ``samples_sha256`` (a recorded file that is gone counts).
-    A folder written before Mill recorded checksums has nothing to check."""
+    against ``results.json``'s ``samples_sha256`` (a recorded file that is gone counts)."""
     edited = []
     results_path = path / "results.json"
     if manifest.results_sha256 and files.sha256_file(results_path) != manifest.results_sha256:
@@ -546,6 +571,13 @@ def edited_files(path: Path, results: Results, manifest: Manifest) -> list[str]:
         if not samples.is_file() or files.sha256_file(samples) != digest:
             edited.append(f"samples/{task}.jsonl")
     return edited
+
+
+def edited_files(path: Path, results: Results, manifest: Manifest) -> list[str]:
+    """:func:`changed_files`, then every integrity field the run lacks
+    (:func:`missing_integrity`): a checksum deleted or never written proves nothing, so the
+    folder counts as edited."""
+    return changed_files(path, results, manifest) + missing_integrity(results, manifest)
 
 
 def check_edited(
@@ -559,11 +591,23 @@ def check_edited(
     """:func:`edited_files`, refused with one line (``error``) unless ``trust_edited``;
     returns the edited files (what a reader accepting them says it read). ``how``: how the
     reader accepts them (``trust_edited=true`` on the command line)."""
-    edited = edited_files(path, results, manifest)
+    changed = changed_files(path, results, manifest)
+    lacking = missing_integrity(results, manifest)
+    edited = changed + lacking
     if edited and not trust_edited:
+        why = []
+        if changed:
+            why.append(
+                f"{', '.join(changed)} changed after the run wrote it (its SHA-256 is not "
+                "the one the run recorded)"
+            )
+        if lacking:
+            why.append(
+                f"{', '.join(lacking)} lacks the checksums a finished run records "
+                f"(results schema {SCHEMA_VERSION}), so nothing shows it unedited"
+            )
         raise error(
-            f"{path}: {', '.join(edited)} changed after the run wrote it (its SHA-256 is not "
-            f"the one the run recorded); Mill does not read edited results: rerun the "
+            f"{path}: {'; '.join(why)}; Mill does not read edited results: rerun the "
             f"evaluation, or read them knowingly with {how}"
         )
     return edited
@@ -573,7 +617,7 @@ def edited_note(path: Path, edited: list[str]) -> str:
     """What a reader that accepted edited files says (console, logs, report pages)."""
     return (
         f"{path}: read with trust_edited: {', '.join(edited)} changed after the run wrote "
-        "it; these are not the run's own results"
+        "it or lacks its checksums; nothing shows they are the run's own results"
     )
 
 
@@ -663,6 +707,15 @@ def schema_markdown() -> str:
         "`mill.results.Run`: `.results`, `.manifest`, `.samples(task)`); `mill.evaluate`",
         "returns the same `Results`. Every class has `from_dict` and `to_dict`; `to_dict` is",
         "exactly the JSON in the file.",
+        "",
+        f"A finished run of schema version {INTEGRITY_SINCE} or later carries its checksums:",
+        "",
+        *(f"- {item}" for item in INTEGRITY_FIELDS),
+        "",
+        "Every reader (`mill.load`, `mill report`, `mill compare`) checks them: a file whose",
+        "SHA-256 differs, a checksum that is missing, or a folder of an older schema version",
+        "(nothing proves it unedited) is refused in one line, and read only with",
+        "`trust_edited=true` (`trust_edited=True` in Python), which flags it in what it prints.",
         "",
     ]
     for cls in SCHEMA_CLASSES:
