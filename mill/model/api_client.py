@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mill.errors import ConfigError, ModelError
-from mill.redact import redact_text, redact_url
+from mill.redact import redact_text, redact_url, register_url_secrets
 
 T = TypeVar("T")
 
@@ -167,6 +167,7 @@ class JSONClient:
                 f"{setting}={redact_url(url)!r} is not an http(s) URL; set it to the server's "
                 "API root, e.g. http://127.0.0.1:8080/v1"
             )
+        register_url_secrets(url, api_key)  # masked wherever a server echoes them back
         self.base_url = redact_url(url)
         self.identity_url = redact_url(url, drop=True)
         self.setting = setting
@@ -183,7 +184,6 @@ class JSONClient:
             password = urllib.parse.unquote(parsed.password or "")
             token = base64.b64encode(f"{user}:{password}".encode()).decode()
             self._headers["Authorization"] = f"Basic {token}"
-        self._secret = api_key
         try:
             mb = float(max_response_mb)
         except (TypeError, ValueError):
@@ -228,8 +228,7 @@ class JSONClient:
             self._local.conn = None
 
     def _clean(self, text: str) -> str:
-        text = redact_text(text)
-        return text.replace(self._secret, "***") if self._secret else text
+        return redact_text(text)  # the key and the URL's credentials are registered
 
     def _read(self, resp: http.client.HTTPResponse) -> bytes:
         """The body, in chunks; :class:`_TooLarge` past the size cap (announced or read)."""

@@ -21,6 +21,10 @@ from tests.served.runs import completions_args, error_lines, ok
 pytestmark = pytest.mark.slow
 
 SECRET = b"secret"
+BASIC = base64.b64encode(b"alice:secret")
+"""The ``Basic`` token of the URL's user and password (holds no byte ``secret`` itself)."""
+KEY = "sk-configured-0123456789"
+"""An API key given through ``model.api_key_env``."""
 
 
 def _url(port: int, user: str = "alice", password: str = "secret") -> str:
@@ -36,10 +40,12 @@ def _api(base_url: str, cache: Path, *extra: str) -> list[str]:
 
 
 def _leaks(*roots: Path) -> list[str]:
-    """Every file under ``roots`` holding the bytes ``secret``."""
+    """Every file under ``roots`` holding the bytes ``secret``, the Basic token made of
+    them (also without its padding), or the configured key (also in base64)."""
     files = [p for root in roots for p in root.rglob("*") if p.is_file()]
     assert files, roots
-    return [str(p) for p in files if SECRET in p.read_bytes()]
+    forms = (SECRET, BASIC, BASIC.rstrip(b"="), KEY.encode(), base64.b64encode(KEY.encode()))
+    return [str(p) for p in files if any(form in p.read_bytes() for form in forms)]
 
 
 @pytest.fixture(scope="module")
@@ -104,23 +110,33 @@ def test_credentials_are_sent_and_never_written_or_printed(
         assert stats["computed"] == 0 and stats["hits"] == 12, (name, stats)
 
 
-@pytest.mark.parametrize("fault", ["dead server", "401 from the server"])
+@pytest.mark.parametrize(
+    "fault", ["dead server", "401 from the server", "401 echoing Basic", "401 echoing the key"]
+)
 def test_a_failing_run_masks_credentials_in_its_one_line(
     proxy: FaultProxy, tmp_path: Path, fault: str
 ) -> None:
+    """Issue 35, item 3: a server that echoes the request's credentials in its 401 body
+    (the Authorization header, its token alone, the query's api_key) puts none of them,
+    nor their base64 forms, in the run folder, the cache or the output."""
     port = free_port() if fault == "dead server" else proxy.port
-    if fault == "401 from the server":
-        proxy.fail(1, status=401, paths=("/v1/models",))
-    run = tmp_path / "run"
-    proc = run_mill(*_api(_url(port), tmp_path / "cache"), "task.limit=2", f"hydra.run.dir={run}")
+    if fault.startswith("401"):
+        proxy.fail(1, status=401, paths=("/v1/models",), echo="echoing" in fault)
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    env = {"OPENAI_API_KEY": KEY if fault == "401 echoing the key" else None}
+    proc = run_mill(*_api(_url(port), cache), "task.limit=2", f"hydra.run.dir={run}", env=env)
     assert proc.returncode == 2, proc.stderr[-3000:]
     (line,) = error_lines(proc.stderr)
     assert f"model.base_url=http://***@127.0.0.1:{port}/v1?api_key=***&api-version=1" in line
-    assert "secret" not in proc.stdout + proc.stderr
+    if "echoing" in fault:
+        assert "denied: Authorization: Bearer ***" in line or "Basic ***" in line, line
+    output = (proc.stdout + proc.stderr).encode()
+    forms = (SECRET, BASIC, BASIC.rstrip(b"="), KEY.encode(), base64.b64encode(KEY.encode()))
+    assert not [form for form in forms if form in output]
     assert "Traceback" not in proc.stderr
     assert not (run / "results.json").exists()
     assert json.loads((run / "manifest.json").read_text())["status"] == "failed"
-    assert _leaks(run) == []
+    assert _leaks(run, *([cache] if cache.exists() else [])) == []
 
 
 def test_a_url_that_is_not_http_is_refused_with_its_credentials_masked(tmp_path: Path) -> None:
