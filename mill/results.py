@@ -78,8 +78,9 @@ class MetricValue:
     )
     ci_method: str | None = _doc(
         "wilson (means of 0/1 values), percentile bootstrap (other bounded means), normal, "
-        "clipped (other bounded aggregates: value +- 1.96 stderr cut to the bounds) or "
-        "normal (unbounded)",
+        "clipped (other bounded aggregates: value +- 1.96 stderr cut to the bounds), "
+        "normal, log scale (perplexities: exp(log value +- 1.96 stderr of the log)) or "
+        "normal (other unbounded aggregates)",
         None,
     )
     details: dict[str, Any] | None = _doc(

@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from mill.metrics import stats
 from mill.metrics.base import CorpusMetric, RatioMetric, SampleValue
 from mill.types import Doc, OutputType, Response
 
@@ -17,7 +18,34 @@ def _loglikelihood(responses: Sequence[Response]) -> float:
     return float(sum(r.logprob or 0.0 for r in responses))
 
 
-class WordPerplexity(RatioMetric):
+class LogScale(CorpusMetric):
+    """A perplexity: exp of a mean-like quantity (:meth:`log_aggregate`), positive and
+    unbounded; its 95% interval is computed on the log scale and transformed back
+    (:func:`mill.metrics.stats.log_scale_interval`), so it is never negative."""
+
+    def log_aggregate(self, values: Sequence[SampleValue]) -> float:
+        """log of :meth:`aggregate`, computed without the exponential."""
+        raise NotImplementedError
+
+    def interval(
+        self,
+        values: Sequence[SampleValue],
+        value: float | None,
+        stderr: float | None,
+        *,
+        iters: int,
+        seed: int,
+    ) -> tuple[tuple[float, float], str] | None:
+        return stats.log_scale_interval(values, value, self.log_aggregate, iters=iters, seed=seed)
+
+
+def _ratio(values: Sequence[SampleValue]) -> float:
+    """-sum numerators / sum denominators of the (log-likelihood, count) pairs."""
+    pairs = [v for v in values if isinstance(v, (tuple, list))]
+    return -sum(p[0] for p in pairs) / sum(p[1] for p in pairs)
+
+
+class WordPerplexity(LogScale, RatioMetric):
     """word_perplexity = exp(-sum ll / sum words), words = len(re.split(r"\\s+", text))."""
 
     name = "word_perplexity"
@@ -30,8 +58,11 @@ class WordPerplexity(RatioMetric):
     def from_sums(self, numerator: float, denominator: float) -> float:
         return math.exp(-numerator / denominator)
 
+    def log_aggregate(self, values: Sequence[SampleValue]) -> float:
+        return _ratio(values)
 
-class BytePerplexity(RatioMetric):
+
+class BytePerplexity(LogScale, RatioMetric):
     """byte_perplexity = exp(-sum ll / sum bytes), bytes of the UTF-8 text."""
 
     name = "byte_perplexity"
@@ -44,17 +75,33 @@ class BytePerplexity(RatioMetric):
     def from_sums(self, numerator: float, denominator: float) -> float:
         return math.exp(-numerator / denominator)
 
+    def log_aggregate(self, values: Sequence[SampleValue]) -> float:
+        return _ratio(values)
+
 
 class BitsPerByte(BytePerplexity):
-    """bits_per_byte = -sum ll / (sum bytes * ln 2)."""
+    """bits_per_byte = -sum ll / (sum bytes * ln 2) = log2(byte_perplexity); never negative
+    (log-likelihoods are at most 0): its interval is cut at 0."""
 
     name = "bits_per_byte"
+    bounds = (0.0, math.inf)
 
     def from_sums(self, numerator: float, denominator: float) -> float:
         return -numerator / (denominator * math.log(2))
 
+    def interval(
+        self,
+        values: Sequence[SampleValue],
+        value: float | None,
+        stderr: float | None,
+        *,
+        iters: int,
+        seed: int,
+    ) -> tuple[tuple[float, float], str] | None:
+        return RatioMetric.interval(self, values, value, stderr, iters=iters, seed=seed)
 
-class Perplexity(CorpusMetric):
+
+class Perplexity(LogScale):
     """perplexity = exp(-mean_d ll_d), ll_d = log-likelihood of doc d's gold continuation
     (LOGPROBS, e.g. LAMBADA's last word; lm-eval's ``perplexity``). Lower is better;
     stderr by seeded bootstrap over docs."""
@@ -67,4 +114,7 @@ class Perplexity(CorpusMetric):
         return float(responses[int(doc.gold)].logprob)  # type: ignore[arg-type]
 
     def aggregate(self, values: Sequence[SampleValue]) -> float:
-        return math.exp(-sum(float(v) for v in values) / len(values)) if values else math.nan
+        return math.exp(self.log_aggregate(values)) if values else math.nan
+
+    def log_aggregate(self, values: Sequence[SampleValue]) -> float:
+        return -sum(float(v) for v in values) / len(values)  # type: ignore[arg-type]
