@@ -297,20 +297,33 @@ class JSONClient:
             wait = max(wait, failure.retry_after)
         return min(wait, MAX_BACKOFF_S)
 
+    def settle(
+        self, method: str, path: str, payload: Any = None, what: str = "", at_root: bool = False
+    ) -> tuple[Any | _Failure, int]:
+        """A request retried through transient failures (5xx, 429, a dropped connection, a
+        timeout) as every request is, from the calling thread: ``(the decoded body or the
+        server's definite refusal, a 4xx other than 429, as a _Failure; attempts made)``.
+        Transient failures past ``max_retries`` raise :class:`APIError`: a caller that asks
+        the server what it supports never concludes anything from them."""
+        attempt = 0
+        while True:
+            result = self.attempt(method, path, payload, at_root)
+            attempt += 1
+            if not isinstance(result, _Failure) or not result.retry:
+                return result, attempt
+            if attempt > self.max_retries:
+                raise self.error(result, what or f"{method} {path}", attempt)
+            self.retries += 1
+            time.sleep(self.delay(attempt, result))
+
     def request_sync(
         self, method: str, path: str, payload: Any = None, what: str = "", at_root: bool = False
     ) -> Any:
         """A request with retries, from the calling thread (start-up queries)."""
-        attempt = 0
-        while True:
-            result = self.attempt(method, path, payload, at_root)
-            if not isinstance(result, _Failure):
-                return result
-            attempt += 1
-            if not result.retry or attempt > self.max_retries:
-                raise self.error(result, what or f"{method} {path}", attempt)
-            self.retries += 1
-            time.sleep(self.delay(attempt, result))
+        result, attempts = self.settle(method, path, payload, what, at_root)
+        if isinstance(result, _Failure):
+            raise self.error(result, what or f"{method} {path}", attempts)
+        return result
 
     def error(self, failure: _Failure, what: str, attempts: int) -> APIError:
         tries = f" after {attempts} attempts" if attempts > 1 else ""
