@@ -254,18 +254,44 @@ class GroupResults:
 
 @dataclass
 class DataSource:
-    """Where the datasets were read from."""
+    """Where the datasets were read from: what the run actually read, per task, and the
+    run's ``data=`` option."""
 
-    source: str = _doc("bundled, local or hub")
-    dir: str | None = _doc("the local data folder, for source=local", None)
+    source: str = _doc(
+        "what was read: bundled, local, hub, files (the user's own data files: "
+        "`task.dataset.data_files`), lm-eval (a bridged task: lm-eval's dataset or its "
+        "`dataset_kwargs` files, named in `tasks`), several joined by +"
+    )
+    dir: str | None = _doc("the data folder of the `data=` option (local, bundled)", None)
+    option: str | None = _doc(
+        "the run's `data=` option (bundled, local or hub); absent in results written "
+        "before it was recorded, whose `source` is the option",
+        None,
+    )
+    tasks: dict[str, str] = _doc(
+        "task -> what it read: bundled, local <dir>, hub, files <paths>, lm-eval dataset "
+        "<path>[, files <paths>] (several joined by ; when its splits differ)",
+        factory=dict,
+    )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataSource:
         data = _need(data or {}, "data_source")
-        return cls(str(data.get("source", "?")), data.get("dir"))
+        tasks = data.get("tasks") or {}
+        return cls(
+            str(data.get("source", "?")),
+            data.get("dir"),
+            None if data.get("option") is None else str(data["option"]),
+            {str(k): str(v) for k, v in tasks.items()} if isinstance(tasks, dict) else {},
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "dir": self.dir}
+        out: dict[str, Any] = {"source": self.source, "dir": self.dir}
+        if self.option is not None:
+            out["option"] = self.option
+        if self.tasks:
+            out["tasks"] = self.tasks
+        return out
 
 
 @dataclass
@@ -380,9 +406,12 @@ class Results:
         return rows[metric]
 
     def data_origin(self, task: str) -> str:
-        """Where ``task``'s documents came from, in words: an lm-eval task's own dataset
-        (path, name, data files: Mill's data source does not apply to it), else the run's
-        data source (``bundled``, ``local <dir>`` or ``hub``)."""
+        """What ``task`` read: ``bundled``, ``local <dir>``, ``hub``, ``files <paths>``
+        (files outside the ``data=`` option's folder: ``task.dataset.data_files``) or
+        ``lm-eval dataset <path>[, files <paths>]``; splits that differ are joined by ``; ``.
+        The record of the run when it has one (``data_source.tasks``)."""
+        if task in self.data_source.tasks:
+            return self.data_source.tasks[task]
         lm = self.tasks[task].data.get("lm_eval") if task in self.tasks else None
         if isinstance(lm, dict):
             path, name = lm.get("dataset_path"), lm.get("dataset_name")
@@ -390,12 +419,47 @@ class Results:
             files = kwargs.get("data_files") if isinstance(kwargs, dict) else None
             if isinstance(files, dict):
                 files = ", ".join(str(v) for v in files.values())
+            elif isinstance(files, list):
+                files = ", ".join(str(v) for v in files)
             where = f"{path}/{name}" if name else str(path)
             if files:
                 return f"lm-eval dataset {where}, files {files}"
             return f"lm-eval dataset {where}"
         source = self.data_source
-        return f"local {source.dir}" if source.source == "local" and source.dir else source.source
+        option = source.option or source.source
+        configured = f"local {source.dir}" if option == "local" and source.dir else option
+        origins = self.tasks[task].data if task in self.tasks else {}
+        folder = Path(source.dir).resolve() if source.dir else None
+        found: list[str] = []
+        outside: list[str] = []
+        for origin in origins.values():
+            if not isinstance(origin, dict):
+                continue
+            if "hub" in origin:
+                found.append("hub")
+            elif "file" in origin:
+                path = Path(str(origin["file"]))
+                if folder is not None and path.resolve().is_relative_to(folder):
+                    found.append(configured)
+                else:
+                    outside.append(str(path))
+                    found.append("files")
+        if not found:  # written before the origins were recorded
+            return configured
+        kinds = list(dict.fromkeys(found))
+        files = f"files {', '.join(dict.fromkeys(outside))}"
+        return "; ".join(files if k == "files" else k for k in kinds)
+
+    @staticmethod
+    def _kind(origin: str) -> str:
+        """The short label of :meth:`data_origin`'s text (``data=`` in report titles)."""
+        parts = []
+        for part in origin.split("; "):
+            if part.startswith("lm-eval dataset"):  # its files, if any, in data_origin
+                parts.append("lm-eval")
+            else:
+                parts.append(part.split(" ")[0])
+        return "+".join(dict.fromkeys(parts))
 
     def bundled_tasks(self) -> list[str]:
         """Tasks scored on the excerpts bundled with Mill (not benchmark scores)."""
@@ -405,11 +469,8 @@ class Results:
     def data_label(self) -> str:
         """The short data label of report titles: ``bundled``, ``local``, ``hub``, ``lm-eval``
         (every task bridged), or several joined by ``+``."""
-        kinds = [
-            "lm-eval" if "lm_eval" in body.data else self.data_source.source
-            for body in self.tasks.values()
-        ]
-        return "+".join(dict.fromkeys(kinds)) or self.data_source.source
+        kinds = [self._kind(self.data_origin(task)) for task in self.tasks]
+        return "+".join(dict.fromkeys("+".join(kinds).split("+"))) or self.data_source.source
 
     def flat(self) -> dict[str, float]:
         """Every number as ``<task>/<metric>`` and ``<task>/<metric>_stderr`` (subjects as

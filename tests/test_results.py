@@ -274,3 +274,42 @@ def test_a_run_lacking_its_checksums_is_treated_as_edited(group_run, tmp_path: P
     with pytest.warns(UserWarning, match="read with trust_edited"):
         run = mill.load(folder, trust_edited=True)
     assert expected in run.edited
+
+
+def test_data_source_names_what_was_read(tmp_path: Path) -> None:
+    """Issue 35, item 5: a run whose test split came from ``task.dataset.data_files`` (or a
+    bridged task's ``dataset_kwargs``) said ``data=bundled`` in results.json and its header."""
+    from mill.data.load import bundled_data_dir
+
+    bundled = bundled_data_dir() / "arc_easy" / "ARC-Easy-Test.jsonl"
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("".join(bundled.read_text().splitlines(keepends=True)[:3]))
+    out = tmp_path / "run"
+    overrides = [f"+task.dataset.data_files.test={mine}", "task.limit=2", "runner.cache=false"]
+    results = mill.evaluate("arc_easy", "fake", overrides=overrides, output_dir=out)
+    written = json.loads((out / "results.json").read_text())["data_source"]
+    assert written["source"] == "files" and written["option"] == "bundled"
+    assert written["tasks"] == {"arc_easy": f"files {mine}"}
+    assert results.bundled_tasks() == [] and results.data_label == "files"
+    assert (out / "report.txt").read_text().splitlines()[0].strip().endswith("data=files")
+    plain = mill.evaluate("arc_easy", "fake", overrides=["task.limit=2", "runner.cache=false"])
+    assert plain.data_source.tasks == {"arc_easy": "bundled"} and plain.data_label == "bundled"
+    assert plain.bundled_tasks() == ["arc_easy"]
+    # a bridged task: lm-eval's dataset, or the user's files through its dataset_kwargs
+    lm = {"dataset_path": "json", "dataset_name": None, "dataset_kwargs": None}
+    bridged = Results.from_dict(
+        {
+            "tasks": {"t": {"metrics": {}, "data": {"lm_eval": lm}}},
+            "data_source": {"source": "bundled"},
+        }
+    )
+    assert bridged.data_origin("t") == "lm-eval dataset json" and bridged.data_label == "lm-eval"
+    lm["dataset_kwargs"] = {"data_files": {"test": "/data/mine.jsonl"}}
+    bridged = Results.from_dict(
+        {
+            "tasks": {"t": {"metrics": {}, "data": {"lm_eval": lm}}},
+            "data_source": {"source": "bundled"},
+        }
+    )
+    assert bridged.data_origin("t") == "lm-eval dataset json, files /data/mine.jsonl"
+    assert bridged.data_label == "lm-eval" and bridged.bundled_tasks() == []
