@@ -23,6 +23,9 @@ class LogScale(CorpusMetric):
     unbounded; its 95% interval is computed on the log scale and transformed back
     (:func:`mill.metrics.stats.log_scale_interval`), so it is never negative."""
 
+    log_scale = True
+    """False for a member of the family that is itself a log (bits_per_byte)."""
+
     def log_aggregate(self, values: Sequence[SampleValue]) -> float:
         """log of :meth:`aggregate`, computed without the exponential."""
         raise NotImplementedError
@@ -36,6 +39,8 @@ class LogScale(CorpusMetric):
         iters: int,
         seed: int,
     ) -> tuple[tuple[float, float], str] | None:
+        if not self.log_scale:
+            return super().interval(values, value, stderr, iters=iters, seed=seed)
         return stats.log_scale_interval(values, value, self.log_aggregate, iters=iters, seed=seed)
 
 
@@ -45,7 +50,17 @@ def _ratio(values: Sequence[SampleValue]) -> float:
     return -sum(p[0] for p in pairs) / sum(p[1] for p in pairs)
 
 
-class WordPerplexity(LogScale, RatioMetric):
+class _RatioPerplexity(LogScale, RatioMetric):
+    """exp(-sum ll / sum counts) over (log-likelihood, count) pairs."""
+
+    def from_sums(self, numerator: float, denominator: float) -> float:
+        return math.exp(-numerator / denominator)
+
+    def log_aggregate(self, values: Sequence[SampleValue]) -> float:
+        return _ratio(values)
+
+
+class WordPerplexity(_RatioPerplexity):
     """word_perplexity = exp(-sum ll / sum words), words = len(re.split(r"\\s+", text))."""
 
     name = "word_perplexity"
@@ -55,14 +70,8 @@ class WordPerplexity(LogScale, RatioMetric):
     def score(self, doc: Doc, responses: Sequence[Response]) -> tuple[float, float]:
         return (_loglikelihood(responses), float(len(re.split(r"\s+", str(doc.gold)))))
 
-    def from_sums(self, numerator: float, denominator: float) -> float:
-        return math.exp(-numerator / denominator)
 
-    def log_aggregate(self, values: Sequence[SampleValue]) -> float:
-        return _ratio(values)
-
-
-class BytePerplexity(LogScale, RatioMetric):
+class BytePerplexity(_RatioPerplexity):
     """byte_perplexity = exp(-sum ll / sum bytes), bytes of the UTF-8 text."""
 
     name = "byte_perplexity"
@@ -72,12 +81,6 @@ class BytePerplexity(LogScale, RatioMetric):
     def score(self, doc: Doc, responses: Sequence[Response]) -> tuple[float, float]:
         return (_loglikelihood(responses), float(len(str(doc.gold).encode("utf-8"))))
 
-    def from_sums(self, numerator: float, denominator: float) -> float:
-        return math.exp(-numerator / denominator)
-
-    def log_aggregate(self, values: Sequence[SampleValue]) -> float:
-        return _ratio(values)
-
 
 class BitsPerByte(BytePerplexity):
     """bits_per_byte = -sum ll / (sum bytes * ln 2) = log2(byte_perplexity); never negative
@@ -85,20 +88,10 @@ class BitsPerByte(BytePerplexity):
 
     name = "bits_per_byte"
     bounds = (0.0, math.inf)
+    log_scale = False  # already a log: value +- 1.96 stderr, cut at 0
 
     def from_sums(self, numerator: float, denominator: float) -> float:
         return -numerator / (denominator * math.log(2))
-
-    def interval(
-        self,
-        values: Sequence[SampleValue],
-        value: float | None,
-        stderr: float | None,
-        *,
-        iters: int,
-        seed: int,
-    ) -> tuple[tuple[float, float], str] | None:
-        return RatioMetric.interval(self, values, value, stderr, iters=iters, seed=seed)
 
 
 class Perplexity(LogScale):
