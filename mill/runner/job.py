@@ -79,18 +79,6 @@ def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return changed
 
 
-def _choice(group: str) -> str | None:
-    """The option of config group ``group`` this run composed (``replay`` of
-    ``model=replay``), when Hydra composed it."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        choice = HydraConfig.get().runtime.choices.get(group)
-    except (ValueError, AttributeError):  # composed without a Hydra run (mill.compose)
-        return None
-    return None if choice is None else str(choice)
-
-
 def _resolve(cfg: DictConfig) -> dict[str, Any]:
     from omegaconf.errors import MissingMandatoryValue
 
@@ -99,9 +87,9 @@ def _resolve(cfg: DictConfig) -> dict[str, Any]:
     except MissingMandatoryValue as err:  # named by its full key, and what needs it
         key = str(getattr(err, "full_key", "") or "")
         group = key.split(".")[0]
-        option = _choice(group) if "." in key else None
-        if not option and "." in key and isinstance(cfg.get(group), DictConfig):
-            option = cfg[group].get("name")
+        node = cfg._get_node(group) if "." in key and group in cfg else None
+        # the option that needs it, by the name its config gives (model=replay: replay)
+        option = node.get("name") if isinstance(node, DictConfig) else None
         needs = f" ({group}={option} needs it)" if option else ""
         raise ConfigError(
             f"{key or 'a setting'} has no value{needs}: set {key or 'it'}=<value> on the "
