@@ -3,12 +3,14 @@ fault proxy, which records what reaches the server): they are sent (HTTP Basic a
 the user info, the query with every request) and never written or printed: no byte
 ``secret`` in any file of the sweep folder, its job folders, the response cache, the MLflow
 store, the W&B run files, nor on the console; the cache identity ignores them; a failing
-run's one error line masks them."""
+run's one error line masks them, also when the server echoes the request's credentials
+back in its 401 (a proxy in front of no server answers it: no llama.cpp server needed)."""
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -110,15 +112,24 @@ def test_credentials_are_sent_and_never_written_or_printed(
         assert stats["computed"] == 0 and stats["hits"] == 12, (name, stats)
 
 
+@pytest.fixture()
+def refusing_proxy() -> Iterator[FaultProxy]:
+    """A proxy in front of no server: what it answers itself (a 401 on /v1/models) is all a
+    run that fails at its first request sees, so no llama.cpp server is needed."""
+    with FaultProxy(f"http://127.0.0.1:{free_port()}") as p:
+        yield p
+
+
 @pytest.mark.parametrize(
     "fault", ["dead server", "401 from the server", "401 echoing Basic", "401 echoing the key"]
 )
 def test_a_failing_run_masks_credentials_in_its_one_line(
-    proxy: FaultProxy, tmp_path: Path, fault: str
+    refusing_proxy: FaultProxy, tmp_path: Path, fault: str
 ) -> None:
     """Issue 35, item 3: a server that echoes the request's credentials in its 401 body
     (the Authorization header, its token alone, the query's api_key) puts none of them,
     nor their base64 forms, in the run folder, the cache or the output."""
+    proxy = refusing_proxy
     port = free_port() if fault == "dead server" else proxy.port
     if fault.startswith("401"):
         proxy.fail(1, status=401, paths=("/v1/models",), echo="echoing" in fault)
