@@ -30,6 +30,10 @@ COMMANDS = ("report", "compare", "judge")
 """``mill <command> ...`` is ``mill -cn <command> ...`` (conf/<command>.yaml); any other
 first word is an override of a run (``report=console`` is the ``report`` config group)."""
 
+HELP_WITHOUT: dict[str, tuple[str, ...]] = {"judge": ("judge",)}
+"""The config groups a command needs (``judge: ???``) that its ``--help`` composes without
+when the command line chooses none (``mill judge --help``)."""
+
 _failures: list[str] = []
 _sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end
 log = logging.getLogger("mill")
@@ -164,7 +168,12 @@ def command_line(argv: list[str]) -> list[str]:
 
     first = argv[0] if argv else ""
     if first in COMMANDS:
-        return ["-cn", first, *argv[1:]]
+        rest = argv[1:]
+        if {"--help", "-h"} & set(rest):  # the help of a command whose group is not chosen:
+            for group in HELP_WITHOUT.get(first, ()):  # shown without it, not refused
+                if not any(a.lstrip("+").startswith(f"{group}=") for a in rest):
+                    rest.append(f"~{group}")
+        return ["-cn", first, *rest]
     if first and not first.startswith(("-", "~", "+")) and "=" not in first:
         raise ConfigError(_unknown_command(first))
     return argv
@@ -202,10 +211,10 @@ def main() -> None:
 
     try:
         sys.argv[1:] = argv = command_line(sys.argv[1:])
+        contain_library_caches()  # matplotlib's cache into Mill's (MILL_CACHE writable)
     except MillError as err:  # `mill comapre ...`: one line, before Hydra says more
         _say(str(err))
         raise SystemExit(2) from None
-    contain_library_caches()  # matplotlib's cache into Mill's, unless the user chose one
     # composition errors reach this function as exceptions, printed below as one line
     os.environ["HYDRA_FULL_ERROR"] = "1"
     redact_logs()  # mill.log and the console: no credential of a URL (Hydra's lines too)

@@ -592,7 +592,9 @@ def to_results(
             for t in tasks
         },
         model=model,
-        data_source=DataOrigin(source.source, str(source.root) if source.root else None),
+        data_source=DataOrigin(
+            source.source, str(source.root) if source.root else None, source.source
+        ),
         truncation=Truncation.from_dict(truncation),
         seconds=round(seconds, 3),
     )
@@ -613,6 +615,9 @@ def to_results(
             metrics={k: GroupMetric.from_dict(v) for k, v in body.items()},
             tasks=[t.name for t in tasks],
         )
+    # what was read, per task (user files, lm-eval's dataset), not only the data= option
+    results.data_source.tasks = {name: results.data_origin(name) for name in results.tasks}
+    results.data_source.source = results.data_label
     return results
 
 

@@ -19,12 +19,13 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from mill.errors import MillError
+from mill.errors import MillError, StorageError
 
 
 def cache_root() -> Path:
@@ -41,10 +42,32 @@ LIBRARY_CACHES = {
 }
 
 
+def check_cache_root() -> Path:
+    """:func:`cache_root`, created; :class:`StorageError` naming ``MILL_CACHE`` when it is
+    not a folder Mill can write (read-only, a file, no permission): said at the start, not
+    later as a failure of whatever first writes there (the model's digests)."""
+    root = cache_root()
+    given = os.environ.get("MILL_CACHE")
+    where = f"MILL_CACHE={given}" if given else f"the cache folder {root} (MILL_CACHE unset)"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".write-check-"):
+            pass
+    except OSError as err:
+        raise StorageError(
+            f"{where} is not a folder Mill can write ({type(err).__name__}: "
+            f"{err.strerror or err}); set MILL_CACHE to a writable folder (Mill keeps "
+            "model digests, built test models and library caches there)"
+        ) from None
+    return root
+
+
 def contain_library_caches() -> None:
     """Point :data:`LIBRARY_CACHES` into :func:`cache_root` for this process and the
     processes it starts; a variable the user set is left as it is. Call at run start,
-    before the library is imported."""
+    before the library is imported. The cache root must be writable
+    (:func:`check_cache_root`)."""
+    check_cache_root()
     for variable, folder in LIBRARY_CACHES.items():
         if not os.environ.get(variable):
             os.environ[variable] = str(cache_root() / folder)

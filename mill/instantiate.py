@@ -119,12 +119,30 @@ def check_targets(node: Any, allow: Iterable[str] = ()) -> None:
         try:
             resolve_target(target, allow)
         except ValueError as err:
-            raise ConfigError(
-                f"{where}._target_={target!r} is not allowed: {err}. Mill instantiates only "
-                f"classes and functions defined in {', '.join(p + '.*' for p in packages)}. "
-                "Add its package to allow_targets (e.g. +allow_targets=[my_tasks.]) if you "
-                "trust it"
-            ) from None
+            raise _not_allowed(where, target, str(err), packages) from None
+
+
+def _not_allowed(where: str, target: str, why: str, packages: tuple[str, ...]) -> ConfigError:
+    return ConfigError(
+        f"{where}._target_={target!r} is not allowed: {why}. Mill instantiates only "
+        f"classes and functions defined in {', '.join(p + '.*' for p in packages)}. "
+        "Add its package to allow_targets (e.g. +allow_targets=[my_tasks.]) if you "
+        "trust it"
+    )
+
+
+def check_composed_targets(cfg: DictConfig, allow: Iterable[str] = ()) -> None:
+    """Every ``_target_`` of a composed config (but ``hydra``, checked by
+    :func:`check_hydra_hooks`) that names no allowed package is refused at composition,
+    before anything is built, naming its full key (``model.x._target_``). What an allowed
+    name really is, is checked again when it is built (:func:`check_targets`)."""
+    packages = _packages(allow)
+    for key in cfg.keys():
+        if key == "hydra":
+            continue
+        for where, target in _targets(cfg._get_node(key), str(key)):
+            if not _inside(target, packages):
+                raise _not_allowed(where, target, "it is outside the allowed packages", packages)
 
 
 def instantiate(node: Any, allow: Iterable[str] = (), **kwargs: Any) -> Any:
@@ -334,6 +352,7 @@ def check_composed(cfg: DictConfig, overrides: Iterable[str]) -> None:
             "line (or in mill.evaluate's overrides) if you trust it"
         )
     check_hydra_hooks(_value(cfg, "hydra") if "hydra" in cfg else None, composed)
+    check_composed_targets(cfg, composed)
 
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"

@@ -10,6 +10,19 @@ lines and every log record (:func:`redact_logs`). The rule is about URLs, not ab
 keys, so it covers any URL-valued setting (a model's ``base_url``, a judge's) and a URL
 quoted inside a message or a command line alike.
 
+Text that came from a server (an error body echoing the request) may carry a credential
+outside any URL, so :func:`redact_text` also masks
+
+* the value of an ``Authorization`` scheme: ``Basic ***``, ``Bearer ***``;
+* a name that ends in a credential word followed by ``=`` or ``:`` and a value of 6
+  characters or more holding a letter (``api_key=***``, ``"api_key": "***"``,
+  ``X-Api-Key: ***``);
+* every credential registered by the code that holds it (:func:`register_secret`: the
+  served client's API key, the URL's password and the ``Basic`` token made of them, also in
+  base64), wherever it appears.
+
+In URLs:
+
 * user info becomes ``***`` (``http://***@host/v1``);
 * a query parameter whose name has a word like key, token, secret, password, signature,
   sig, auth or credential (``api_key``, ``X-Amz-Signature``, ``accessToken``) keeps its name
@@ -31,6 +44,7 @@ environment by default); each job's config gets them back from there
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import logging
@@ -107,11 +121,95 @@ def redact_url(url: str, drop: bool = False) -> str:
     return head + ("?" + query if query or not drop else "") + hash_ + fragment
 
 
+_SECRETS: set[str] = set()
+"""Credentials registered by the code that holds them (:func:`register_secret`)."""
+
+MIN_SECRET_CHARS = 4
+"""A registered credential shorter than this is not searched for in every text (it would
+mask ordinary words); the patterns below still mask it where it is a header's or a named
+parameter's value."""
+
+_AUTH_VALUE = re.compile(r"\b(Basic|Bearer|Token|Digest)([ \t]+)(?!\*\*\*)[A-Za-z0-9+/=._~\-]{8,}")
+"""An ``Authorization`` scheme and its credential (``Basic dXNlcjpw...``)."""
+
+_NAMED_VALUE = re.compile(
+    r"(?<![A-Za-z0-9_])([A-Za-z][A-Za-z0-9_.\-]*)(\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?)"
+    r"(?!\*\*\*|(?:Basic|Bearer|Token|Digest)\b)([^\s\"'\\&,;{}()<>\[\]]*[A-Za-z][^\s\"'\\&,;{}()<>\[\]]*)"
+)
+"""``name=value``, ``name: value``, ``"name": "value"`` in free text (a JSON body, a header
+echoed back); masked when the name's last word is a credential word and the value is at
+least 6 characters long."""
+
+_HINTS = (
+    "basic",
+    "bearer",
+    "token",
+    "digest",
+    "key",
+    "secret",
+    "pass",
+    "pwd",
+    "sig",
+    "auth",
+    "cred",
+)
+"""Lower-case words one of which a text must hold for the patterns to be tried (speed)."""
+
+
+def register_secret(*values: str | None) -> None:
+    """Mask these strings (and their base64 forms) in every text redacted from now on in
+    this process: credentials that the code holding them knows (an API key read from the
+    environment, a URL's password and the ``Basic`` token it becomes)."""
+    for value in values:
+        if not value or len(value) < MIN_SECRET_CHARS:
+            continue
+        encoded = base64.b64encode(value.encode()).decode()
+        _SECRETS.update((value, encoded, encoded.rstrip("=")))
+        quoted = urllib.parse.quote(value, safe="")
+        if quoted != value:
+            _SECRETS.add(quoted)
+
+
+def register_url_secrets(url: str, api_key: str | None = None) -> None:
+    """:func:`register_secret` for what a served client sends: ``api_key``, the password of
+    ``url``'s user info and its ``user:password`` (the ``Basic`` token's content), and the
+    values of ``url``'s credential query parameters."""
+    parsed = urllib.parse.urlsplit(url)
+    found = [api_key]
+    if parsed.username is not None:
+        user = urllib.parse.unquote(parsed.username)
+        password = urllib.parse.unquote(parsed.password or "")
+        found += [password, f"{user}:{password}"]
+    for name, value in urllib.parse.parse_qsl(parsed.query, keep_blank_values=False):
+        if is_secret_param(name):
+            found.append(value)
+    register_secret(*found)
+
+
+def _last_word_secret(name: str) -> bool:
+    words = _words(name)
+    return bool(words) and words[-1] in _SECRET_WORDS
+
+
+def _mask_named(match: re.Match[str]) -> str:
+    if len(match.group(3)) < 6 or not _last_word_secret(match.group(1)):
+        return match.group(0)  # a credential is longer ("Answer key: A" is not one)
+    return match.group(1) + match.group(2) + MASK
+
+
 def redact_text(text: str) -> str:
-    """``text`` with every URL in it passed through :func:`redact_url`."""
-    if "://" not in text:
-        return text
-    return _URL.sub(lambda m: redact_url(m.group(0)), text)
+    """``text`` with every URL in it passed through :func:`redact_url`, then every
+    registered credential, ``Authorization`` value and credential-named value masked."""
+    if "://" in text:
+        text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, MASK)
+    lower = text.lower()
+    if any(hint in lower for hint in _HINTS):
+        text = _AUTH_VALUE.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+        text = _NAMED_VALUE.sub(_mask_named, text)
+    return text
 
 
 def redact(value: T) -> T:

@@ -25,8 +25,19 @@ from mill.record import SampleRecord
 from mill.redact import redact_url
 from mill.types import DocOutput
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of ``results.json``. Files without ``schema_version`` predate it and read as 1."""
+
+INTEGRITY_SINCE = 2
+"""The first schema version whose finished runs carry their checksums (``INTEGRITY_FIELDS``):
+a folder of an older version has nothing that proves it unedited, and reads as edited."""
+
+INTEGRITY_FIELDS = (
+    "manifest.json: results_sha256 (SHA-256 of results.json)",
+    "results.json: samples_sha256, one entry per task in `tasks` (SHA-256 of its samples file)",
+)
+"""What a finished run of schema version ``INTEGRITY_SINCE`` or later must carry; a run that
+lacks any of them is treated as edited (refused unless ``trust_edited``)."""
 
 
 class ResultsError(MillError):
@@ -68,8 +79,9 @@ class MetricValue:
     )
     ci_method: str | None = _doc(
         "wilson (means of 0/1 values), percentile bootstrap (other bounded means), normal, "
-        "clipped (other bounded aggregates: value +- 1.96 stderr cut to the bounds) or "
-        "normal (unbounded)",
+        "clipped (other bounded aggregates: value +- 1.96 stderr cut to the bounds), "
+        "normal, log scale (perplexities: exp(log value +- 1.96 stderr of the log)) or "
+        "normal (other unbounded aggregates)",
         None,
     )
     details: dict[str, Any] | None = _doc(
@@ -243,18 +255,44 @@ class GroupResults:
 
 @dataclass
 class DataSource:
-    """Where the datasets were read from."""
+    """Where the datasets were read from: what the run actually read, per task, and the
+    run's ``data=`` option."""
 
-    source: str = _doc("bundled, local or hub")
-    dir: str | None = _doc("the local data folder, for source=local", None)
+    source: str = _doc(
+        "what was read: bundled, local, hub, files (the user's own data files: "
+        "`task.dataset.data_files`), lm-eval (a bridged task: lm-eval's dataset or its "
+        "`dataset_kwargs` files, named in `tasks`), several joined by +"
+    )
+    dir: str | None = _doc("the data folder of the `data=` option (local, bundled)", None)
+    option: str | None = _doc(
+        "the run's `data=` option (bundled, local or hub); absent in results written "
+        "before it was recorded, whose `source` is the option",
+        None,
+    )
+    tasks: dict[str, str] = _doc(
+        "task -> what it read: bundled, local <dir>, hub, files <paths>, lm-eval dataset "
+        "<path>[, files <paths>] (several joined by ; when its splits differ)",
+        factory=dict,
+    )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataSource:
         data = _need(data or {}, "data_source")
-        return cls(str(data.get("source", "?")), data.get("dir"))
+        tasks = data.get("tasks") or {}
+        return cls(
+            str(data.get("source", "?")),
+            data.get("dir"),
+            None if data.get("option") is None else str(data["option"]),
+            {str(k): str(v) for k, v in tasks.items()} if isinstance(tasks, dict) else {},
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "dir": self.dir}
+        out: dict[str, Any] = {"source": self.source, "dir": self.dir}
+        if self.option is not None:
+            out["option"] = self.option
+        if self.tasks:
+            out["tasks"] = self.tasks
+        return out
 
 
 @dataclass
@@ -369,9 +407,12 @@ class Results:
         return rows[metric]
 
     def data_origin(self, task: str) -> str:
-        """Where ``task``'s documents came from, in words: an lm-eval task's own dataset
-        (path, name, data files: Mill's data source does not apply to it), else the run's
-        data source (``bundled``, ``local <dir>`` or ``hub``)."""
+        """What ``task`` read: ``bundled``, ``local <dir>``, ``hub``, ``files <paths>``
+        (files outside the ``data=`` option's folder: ``task.dataset.data_files``) or
+        ``lm-eval dataset <path>[, files <paths>]``; splits that differ are joined by ``; ``.
+        The record of the run when it has one (``data_source.tasks``)."""
+        if task in self.data_source.tasks:
+            return self.data_source.tasks[task]
         lm = self.tasks[task].data.get("lm_eval") if task in self.tasks else None
         if isinstance(lm, dict):
             path, name = lm.get("dataset_path"), lm.get("dataset_name")
@@ -379,12 +420,47 @@ class Results:
             files = kwargs.get("data_files") if isinstance(kwargs, dict) else None
             if isinstance(files, dict):
                 files = ", ".join(str(v) for v in files.values())
+            elif isinstance(files, list):
+                files = ", ".join(str(v) for v in files)
             where = f"{path}/{name}" if name else str(path)
             if files:
                 return f"lm-eval dataset {where}, files {files}"
             return f"lm-eval dataset {where}"
         source = self.data_source
-        return f"local {source.dir}" if source.source == "local" and source.dir else source.source
+        option = source.option or source.source
+        configured = f"local {source.dir}" if option == "local" and source.dir else option
+        origins = self.tasks[task].data if task in self.tasks else {}
+        folder = Path(source.dir).resolve() if source.dir else None
+        found: list[str] = []
+        outside: list[str] = []
+        for origin in origins.values():
+            if not isinstance(origin, dict):
+                continue
+            if "hub" in origin:
+                found.append("hub")
+            elif "file" in origin:
+                path = Path(str(origin["file"]))
+                if folder is not None and path.resolve().is_relative_to(folder):
+                    found.append(configured)
+                else:
+                    outside.append(str(path))
+                    found.append("files")
+        if not found:  # written before the origins were recorded
+            return configured
+        kinds = list(dict.fromkeys(found))
+        files = f"files {', '.join(dict.fromkeys(outside))}"
+        return "; ".join(files if k == "files" else k for k in kinds)
+
+    @staticmethod
+    def _kind(origin: str) -> str:
+        """The short label of :meth:`data_origin`'s text (``data=`` in report titles)."""
+        parts = []
+        for part in origin.split("; "):
+            if part.startswith("lm-eval dataset"):  # its files, if any, in data_origin
+                parts.append("lm-eval")
+            else:
+                parts.append(part.split(" ")[0])
+        return "+".join(dict.fromkeys(parts))
 
     def bundled_tasks(self) -> list[str]:
         """Tasks scored on the excerpts bundled with Mill (not benchmark scores)."""
@@ -394,11 +470,8 @@ class Results:
     def data_label(self) -> str:
         """The short data label of report titles: ``bundled``, ``local``, ``hub``, ``lm-eval``
         (every task bridged), or several joined by ``+``."""
-        kinds = [
-            "lm-eval" if "lm_eval" in body.data else self.data_source.source
-            for body in self.tasks.values()
-        ]
-        return "+".join(dict.fromkeys(kinds)) or self.data_source.source
+        kinds = [self._kind(self.data_origin(task)) for task in self.tasks]
+        return "+".join(dict.fromkeys("+".join(kinds).split("+"))) or self.data_source.source
 
     def flat(self) -> dict[str, float]:
         """Every number as ``<task>/<metric>`` and ``<task>/<metric>_stderr`` (subjects as
@@ -533,11 +606,25 @@ class EditedResults(ResultsError):
     """A run's ``results.json`` or samples file changed after the run wrote it."""
 
 
-def edited_files(path: Path, results: Results, manifest: Manifest) -> list[str]:
+def missing_integrity(results: Results, manifest: Manifest) -> list[str]:
+    """The integrity fields (:data:`INTEGRITY_FIELDS`) a finished run should carry and this
+    one lacks, each as ``file (what is missing)``; a folder of a schema version older than
+    :data:`INTEGRITY_SINCE` lacks them all. Empty for a run that carries them all."""
+    if results.schema_version < INTEGRITY_SINCE:
+        return [f"results.json (schema_version {results.schema_version}: no checksums recorded)"]
+    missing = []
+    if not manifest.results_sha256:
+        missing.append("manifest.json (no results_sha256)")
+    for task in results.tasks:
+        if task not in results.samples_sha256:
+            missing.append(f"results.json (no samples_sha256 for {task})")
+    return missing
+
+
+def changed_files(path: Path, results: Results, manifest: Manifest) -> list[str]:
     """The files of the run folder ``path`` that no longer hold what the run wrote:
     ``results.json`` against the manifest's ``results_sha256``, each ``samples/<task>.jsonl``
-    against ``results.json``'s ``samples_sha256`` (a recorded file that is gone counts).
-    A folder written before Mill recorded checksums has nothing to check."""
+    against ``results.json``'s ``samples_sha256`` (a recorded file that is gone counts)."""
     edited = []
     results_path = path / "results.json"
     if manifest.results_sha256 and files.sha256_file(results_path) != manifest.results_sha256:
@@ -547,6 +634,13 @@ def edited_files(path: Path, results: Results, manifest: Manifest) -> list[str]:
         if not samples.is_file() or files.sha256_file(samples) != digest:
             edited.append(f"samples/{task}.jsonl")
     return edited
+
+
+def edited_files(path: Path, results: Results, manifest: Manifest) -> list[str]:
+    """:func:`changed_files`, then every integrity field the run lacks
+    (:func:`missing_integrity`): a checksum deleted or never written proves nothing, so the
+    folder counts as edited."""
+    return changed_files(path, results, manifest) + missing_integrity(results, manifest)
 
 
 def check_edited(
@@ -560,11 +654,23 @@ def check_edited(
     """:func:`edited_files`, refused with one line (``error``) unless ``trust_edited``;
     returns the edited files (what a reader accepting them says it read). ``how``: how the
     reader accepts them (``trust_edited=true`` on the command line)."""
-    edited = edited_files(path, results, manifest)
+    changed = changed_files(path, results, manifest)
+    lacking = missing_integrity(results, manifest)
+    edited = changed + lacking
     if edited and not trust_edited:
+        why = []
+        if changed:
+            why.append(
+                f"{', '.join(changed)} changed after the run wrote it (its SHA-256 is not "
+                "the one the run recorded)"
+            )
+        if lacking:
+            why.append(
+                f"{', '.join(lacking)} lacks the checksums a finished run records "
+                f"(results schema {SCHEMA_VERSION}), so nothing shows it unedited"
+            )
         raise error(
-            f"{path}: {', '.join(edited)} changed after the run wrote it (its SHA-256 is not "
-            f"the one the run recorded); Mill does not read edited results: rerun the "
+            f"{path}: {'; '.join(why)}; Mill does not read edited results: rerun the "
             f"evaluation, or read them knowingly with {how}"
         )
     return edited
@@ -574,7 +680,7 @@ def edited_note(path: Path, edited: list[str]) -> str:
     """What a reader that accepted edited files says (console, logs, report pages)."""
     return (
         f"{path}: read with trust_edited: {', '.join(edited)} changed after the run wrote "
-        "it; these are not the run's own results"
+        "it or lacks its checksums; nothing shows they are the run's own results"
     )
 
 
@@ -664,6 +770,15 @@ def schema_markdown() -> str:
         "`mill.results.Run`: `.results`, `.manifest`, `.samples(task)`); `mill.evaluate`",
         "returns the same `Results`. Every class has `from_dict` and `to_dict`; `to_dict` is",
         "exactly the JSON in the file.",
+        "",
+        f"A finished run of schema version {INTEGRITY_SINCE} or later carries its checksums:",
+        "",
+        *(f"- {item}" for item in INTEGRITY_FIELDS),
+        "",
+        "Every reader (`mill.load`, `mill report`, `mill compare`) checks them: a file whose",
+        "SHA-256 differs, a checksum that is missing, or a folder of an older schema version",
+        "(nothing proves it unedited) is refused in one line, and read only with",
+        "`trust_edited=true` (`trust_edited=True` in Python), which flags it in what it prints.",
         "",
     ]
     for cls in SCHEMA_CLASSES:

@@ -9,6 +9,8 @@
   tests' oracle and requests.
 * :func:`make_chat_tokenizer`: a small real tokenizer with a chat template.
 * :func:`sample_record`: a hand-made line of ``samples/<task>.jsonl``.
+* :func:`write_finished_run`: a hand-made run folder's results.json and manifest.json, with
+  the checksums a finished run records.
 * :data:`ARC_ROW` and :func:`write_jsonl`: a data file of ARC rows (or any rows) for
   bad-input tests.
 """
@@ -182,4 +184,20 @@ def sample_record(
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     """``rows`` as a JSON-lines file at ``path``."""
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def write_finished_run(path: Path, results: dict[str, Any]) -> Path:
+    """``results.json`` and a succeeded ``manifest.json`` in ``path`` for a hand-made run
+    whose ``samples/<task>.jsonl`` are written: with the schema version and the checksums a
+    finished run carries (:data:`mill.results.INTEGRITY_FIELDS`), as the run's own writer
+    records them."""
+    from mill.files import sha256_file
+    from mill.results import SCHEMA_VERSION
+
+    samples = {task: sha256_file(path / "samples" / f"{task}.jsonl") for task in results["tasks"]}
+    data = {"schema_version": SCHEMA_VERSION, **results, "samples_sha256": samples}
+    (path / "results.json").write_text(json.dumps(data))
+    manifest = {"status": "succeeded", "results_sha256": sha256_file(path / "results.json")}
+    (path / "manifest.json").write_text(json.dumps(manifest))
     return path

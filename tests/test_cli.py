@@ -231,3 +231,37 @@ def test_mill_judge_is_mill_cn_judge(tmp_path: Path) -> None:
         assert results["model"]["source_run"] == str(source)
         scores.append(results["tasks"]["judged"]["metrics"]["judge_score"]["value"])
     assert scores == [7.0, 7.0]
+
+
+def test_a_commands_help_needs_no_choice_of_its_groups() -> None:
+    """Issue 35, item 5: ``mill judge --help`` failed unless a judge was chosen; its help
+    composes without the group (a chosen judge still shows its settings)."""
+    assert command_line(["judge", "--help"]) == ["-cn", "judge", "--help", "~judge"]
+    assert command_line(["judge", "judge=fake", "-h"]) == ["-cn", "judge", "judge=fake", "-h"]
+    assert command_line(["judge", "run=x"]) == ["-cn", "judge", "run=x"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_commands_help_works(command: str) -> None:
+    proc = run_mill(command, "--help")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith(f"mill {command}:") and "== Settings ==" in proc.stdout
+
+
+@pytest.mark.slow
+def test_the_wrong_setting_is_named(tmp_path: Path) -> None:
+    """Issue 35, item 5: ``mill report runs=[a file]`` blamed ``hydra.run.dir``; a
+    MILL_CACHE Mill cannot write was reported as a failure to load the model."""
+    a_file = tmp_path / "results.json"
+    a_file.write_text("{}")
+    proc = run_mill("report", f"runs=[{a_file}]", f"out={tmp_path / 'out'}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("mill: error:")]
+    assert line.startswith(f"mill: error: runs: {a_file} is a file") and "hydra" not in line
+    cache = tmp_path / "a-file" / "cache"
+    cache.parent.write_text("")
+    proc = run_mill("task=arc_easy", "task.limit=2", env={"MILL_CACHE": str(cache)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if x.startswith("mill: error:")]
+    assert line.startswith(f"mill: error: MILL_CACHE={cache} is not a folder Mill can write")

@@ -10,6 +10,7 @@ so nothing of it was imported, let alone run.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -461,3 +462,19 @@ def test_a_sweeper_of_the_users_runs_its_batches(evil: Path, tmp_path: Path) -> 
     proc, sweep = _run_batches(tmp_path, "[[[task.limit=1]], [[task.limit=2], [task.limit=3]]]")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(list(sweep.glob("*/results.json"))) == 3
+
+
+@pytest.mark.parametrize(
+    "override", ["+model.x._target_=evilpkg.hook", "+task.dataset.y._target_=evilpkg.hook"]
+)
+def test_a_target_outside_hydra_is_refused_at_composition_by_its_full_key(
+    override: str, evil: Path
+) -> None:
+    """Issue 35, item 5: a model-level ``_target_`` was refused only after the model loaded,
+    naming ``x._target_``; at composition it is refused naming its full key."""
+    import mill
+
+    key = override.lstrip("+").split("=")[0]
+    with pytest.raises(ConfigError, match=rf"^{re.escape(key)}='evilpkg\.hook' is not allowed"):
+        mill.compose(["task=arc_easy", "model=fake", override])
+    _untouched(evil)

@@ -121,3 +121,16 @@ def test_replacing_renames_a_complete_stream_and_keeps_the_old_file_on_error(
         raise RuntimeError("killed mid-write")
     assert target.read_text(encoding="utf-8") == '{"é": 1}\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["samples.jsonl"]
+
+
+def test_a_cache_mill_cannot_write_names_mill_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mill.files import check_cache_root
+
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("MILL_CACHE", str(tmp_path / "file" / "cache"))
+    with pytest.raises(MillError, match=r"^MILL_CACHE=.*/file/cache is not a folder Mill can"):
+        check_cache_root()
+    monkeypatch.setenv("MILL_CACHE", str(tmp_path / "ok"))
+    assert check_cache_root() == tmp_path / "ok" and (tmp_path / "ok").is_dir()

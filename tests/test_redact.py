@@ -208,3 +208,48 @@ def test_two_urls_that_differ_only_in_credentials_are_refused(
         hide_sweep_credentials(cfg)
     assert "1@" not in str(info.value) and "2@" not in str(info.value)
     assert SWEEP_SECRETS_ENV not in os.environ
+
+
+def test_credentials_a_server_echoes_outside_urls_are_masked() -> None:
+    """Issue 35, item 3: what a server echoes of the request (an Authorization header, a
+    token alone, an api_key field or parameter, the key itself or its base64) is masked;
+    settings and metrics that merely name a key or a token are kept."""
+    import base64
+
+    from mill.redact import register_url_secrets
+
+    url = "http://echo-user:echo-pass-1234@127.0.0.1:1/v1?api_key=echo-query-key"
+    register_url_secrets(url, "sk-echo-configured-key")
+    basic = base64.b64encode(b"echo-user:echo-pass-1234").decode()
+    echoed = [
+        f"HTTP 401: denied: Authorization: Basic {basic}",
+        f'{{"authorization": "Basic {basic}", "token": "{basic}"}}',
+        f"token alone {basic.rstrip('=')}",
+        "Authorization: Bearer sk-echo-configured-key",
+        "the key sk-echo-configured-key, in base64 "
+        + base64.b64encode(b"sk-echo-configured-key").decode(),
+        '{"api_key": "echo-query-key", "X-Api-Key": "another-key-9"}',
+        "GET /v1/models?api_key=echo-query-key&api-version=1",
+        "password echo-pass-1234, url-quoted " + "echo-user%3Aecho-pass-1234",
+        "Bearer some-other-bearer-token",
+    ]
+    for text in echoed:
+        clean = redact_text(text)
+        for secret in (
+            basic,
+            basic.rstrip("="),
+            "echo-pass-1234",
+            "sk-echo-configured-key",
+            base64.b64encode(b"sk-echo-configured-key").decode().rstrip("="),
+            "echo-query-key",
+            "another-key-9",
+            "some-other-bearer-token",
+        ):
+            assert secret not in clean, (text, clean)
+        assert "***" in clean
+    kept = [
+        "acc_norm_token=0.25, acc_norm_token: 0.5",
+        "set model.api_key_env=OPENAI_API_KEY",
+        "Basic usage: max_tokens=16",
+    ]
+    assert [redact_text(t) for t in kept] == kept

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -197,7 +199,7 @@ def test_edited_samples_are_refused_unless_trusted(group_run, tmp_path: Path) ->
     assert run.edited == ["samples/arc_easy.jsonl"]
     assert all(s.metrics["acc"] == 1.0 for s in run.samples("arc_easy"))
     opened = RunFolder.open(folder, trust_edited=True)
-    assert opened.edited_note is not None and "not the run's own results" in opened.edited_note
+    assert opened.edited_note is not None and "they are the run's own results" in opened.edited_note
 
 
 def test_edited_or_missing_files_are_named(group_run, tmp_path: Path) -> None:
@@ -220,15 +222,94 @@ def test_edited_or_missing_files_are_named(group_run, tmp_path: Path) -> None:
     ]
 
 
-def test_folders_from_before_checksums_are_read(group_run, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "strip",
+    ["samples_sha256", "results_sha256", "both", "one_task", "schema_version", "manifest"],
+)
+def test_a_run_lacking_its_checksums_is_treated_as_edited(group_run, tmp_path: Path, strip):
+    """Issue 35, item 2: checksums deleted from results.json and manifest.json (or a
+    schema_version set back to 1, or the manifest removed) do not make a folder read as
+    unedited: refused in one line naming what is missing; trust_edited reads it, flagged."""
     import shutil
+
+    from mill.report.load import ReportInputError
+    from mill.results import EditedResults
 
     folder = tmp_path / "run"
     shutil.copytree(group_run[0], folder)
     data = json.loads((folder / "results.json").read_text())
-    del data["samples_sha256"]
-    (folder / "results.json").write_text(json.dumps(data))
     manifest = json.loads((folder / "manifest.json").read_text())
-    del manifest["results_sha256"]
+    if strip in ("samples_sha256", "both"):
+        del data["samples_sha256"]
+    if strip in ("results_sha256", "both"):
+        del manifest["results_sha256"]
+    if strip == "one_task":
+        del data["samples_sha256"]["arc_easy"]
+    if strip == "schema_version":
+        del data["schema_version"]
+    (folder / "results.json").write_text(json.dumps(data))
+    manifest["results_sha256"] = (
+        manifest.get("results_sha256")
+        and hashlib.sha256((folder / "results.json").read_bytes()).hexdigest()
+    )
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    assert mill.load(folder).edited == []
+    if strip == "manifest":
+        (folder / "manifest.json").unlink()
+    expected = {
+        "samples_sha256": "results.json (no samples_sha256 for arc_easy)",
+        "results_sha256": "manifest.json (no results_sha256)",
+        "both": "manifest.json (no results_sha256)",
+        "one_task": "results.json (no samples_sha256 for arc_easy)",
+        "schema_version": "results.json (schema_version 1: no checksums recorded)",
+        "manifest": "manifest.json (no results_sha256)",
+    }[strip]
+    with pytest.raises(EditedResults) as caught:
+        mill.load(folder)
+    message = str(caught.value)
+    assert "\n" not in message and expected in message and "trust_edited=True" in message
+    assert "lacks the checksums a finished run records" in message
+    if strip != "manifest":  # the report's reader refuses an unfinished folder first
+        with pytest.raises(ReportInputError, match=re.escape(expected)):
+            RunFolder.open(folder)
+    with pytest.warns(UserWarning, match="read with trust_edited"):
+        run = mill.load(folder, trust_edited=True)
+    assert expected in run.edited
+
+
+def test_data_source_names_what_was_read(tmp_path: Path) -> None:
+    """Issue 35, item 5: a run whose test split came from ``task.dataset.data_files`` (or a
+    bridged task's ``dataset_kwargs``) said ``data=bundled`` in results.json and its header."""
+    from mill.data.load import bundled_data_dir
+
+    bundled = bundled_data_dir() / "arc_easy" / "ARC-Easy-Test.jsonl"
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("".join(bundled.read_text().splitlines(keepends=True)[:3]))
+    out = tmp_path / "run"
+    overrides = [f"+task.dataset.data_files.test={mine}", "task.limit=2", "runner.cache=false"]
+    results = mill.evaluate("arc_easy", "fake", overrides=overrides, output_dir=out)
+    written = json.loads((out / "results.json").read_text())["data_source"]
+    assert written["source"] == "files" and written["option"] == "bundled"
+    assert written["tasks"] == {"arc_easy": f"files {mine}"}
+    assert results.bundled_tasks() == [] and results.data_label == "files"
+    assert (out / "report.txt").read_text().splitlines()[0].strip().endswith("data=files")
+    plain = mill.evaluate("arc_easy", "fake", overrides=["task.limit=2", "runner.cache=false"])
+    assert plain.data_source.tasks == {"arc_easy": "bundled"} and plain.data_label == "bundled"
+    assert plain.bundled_tasks() == ["arc_easy"]
+    # a bridged task: lm-eval's dataset, or the user's files through its dataset_kwargs
+    lm = {"dataset_path": "json", "dataset_name": None, "dataset_kwargs": None}
+    bridged = Results.from_dict(
+        {
+            "tasks": {"t": {"metrics": {}, "data": {"lm_eval": lm}}},
+            "data_source": {"source": "bundled"},
+        }
+    )
+    assert bridged.data_origin("t") == "lm-eval dataset json" and bridged.data_label == "lm-eval"
+    lm["dataset_kwargs"] = {"data_files": {"test": "/data/mine.jsonl"}}
+    bridged = Results.from_dict(
+        {
+            "tasks": {"t": {"metrics": {}, "data": {"lm_eval": lm}}},
+            "data_source": {"source": "bundled"},
+        }
+    )
+    assert bridged.data_origin("t") == "lm-eval dataset json, files /data/mine.jsonl"
+    assert bridged.data_label == "lm-eval" and bridged.bundled_tasks() == []

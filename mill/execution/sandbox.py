@@ -25,7 +25,7 @@ import time
 from functools import cache
 from pathlib import Path
 
-from mill.errors import MillError
+from mill.errors import ConfigError, MillError
 from mill.execution.harness import HARNESS
 from mill.execution.settings import ExecutionSettings, Verdict
 
@@ -471,9 +471,10 @@ _USERNS_HELP = (
 
 
 @cache
-def _probe(bwrap: str, python: str) -> str | None:
-    """Start one empty sandbox; None if it works, else why not."""
-    settings = ExecutionSettings(python=python, timeout_s=10.0)
+def _probe(bwrap: str | None, python: str, settings: ExecutionSettings | None = None) -> str | None:
+    """Start one empty sandbox (under ``settings``' limits; default ones when None); None if
+    it works, else why not."""
+    settings = settings or ExecutionSettings(python=python, timeout_s=10.0)
     try:
         verdict = run_one("pass", settings, bwrap)
     except MillError as err:
@@ -502,6 +503,7 @@ def check_sandbox(settings: ExecutionSettings) -> None:
                 "read your files and secrets and reach the network); add "
                 "execution.allow_unsafe=true to do it anyway, or use execution=bwrap"
             )
+        _check_limits(None, settings, _probe(None, settings.interpreter, settings))
         return
     bwrap = find_bwrap()
     if bwrap is None:
@@ -512,7 +514,12 @@ def check_sandbox(settings: ExecutionSettings) -> None:
         )
     if needs_cgroup() and _cgroup_root() is None:
         raise SandboxUnavailable(_ROOT_WITHOUT_CGROUP)
+    # one trivial program under the configured limits: the start-up probe of every run
+    limited = _probe(bwrap, settings.interpreter, settings)
+    if limited is None:
+        return
     problem = _probe(bwrap, settings.interpreter)
+    _check_limits(bwrap, settings, limited if problem is None else None)
     if problem is not None:
         if "namespace" in problem or "Operation not permitted" in problem or "uid map" in problem:
             raise SandboxUnavailable(
@@ -520,3 +527,21 @@ def check_sandbox(settings: ExecutionSettings) -> None:
                 + _USERNS_HELP
             )
         raise SandboxUnavailable(f"the sandbox cannot start a program: {problem}")
+
+
+LIMITS = ("timeout_s", "memory_gb", "max_file_mb", "max_processes", "max_open_files")
+"""The execution settings that limit a program (what a trivial program must run under)."""
+
+
+def _check_limits(bwrap: str | None, settings: ExecutionSettings, problem: str | None) -> None:
+    """ConfigError when a trivial program (``pass``) does not run under the configured
+    limits (but does under the default ones): every program would fail the same way and
+    score 0 (``execution.memory_gb=0.001``: every program out of memory)."""
+    if problem is None:
+        return
+    given = ", ".join(f"execution.{k}={getattr(settings, k)!r}" for k in LIMITS)
+    raise ConfigError(
+        f"the program 'pass' does not run under {given} ({problem}); every program would "
+        "fail the same way: raise the limit that stops it (the defaults are in "
+        "conf/execution/bwrap.yaml)"
+    )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
+from mill.schema import SETTINGS, check_number
 
 SANDBOXES = ("bwrap", "none")
 STATUSES = ("passed", "failed", "timed_out", "out_of_memory", "killed")
@@ -54,25 +55,10 @@ class ExecutionSettings:
                 f"execution.sandbox={self.sandbox!r} is not one of {', '.join(SANDBOXES)}; "
                 "use execution=bwrap (isolated) or execution=none execution.allow_unsafe=true"
             )
-        for name in ("timeout_s", "memory_gb", "max_file_mb"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigError(
-                    f"execution.{name}={value!r} must be a positive number of "
-                    f"{'seconds' if name == 'timeout_s' else 'units'}; e.g. execution.{name}="
-                    f"{ExecutionSettings.__dataclass_fields__[name].default}"
-                )
-        for name in ("max_output_bytes", "max_processes", "max_open_files"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"execution.{name}={value!r} must be a positive integer")
-        if self.workers is not None and (
-            isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1
-        ):
-            raise ConfigError(
-                f"execution.workers={self.workers!r} must be a positive integer, or null for "
-                "every core"
-            )
+        for f in fields(self):  # the declared rules (mill.schema.SETTINGS), full keys named
+            rule = SETTINGS.get(f"execution.{f.name}")
+            if rule is not None:
+                check_number(f"execution.{f.name}", getattr(self, f.name), rule)
         if self.python is not None and not os.access(self.python, os.X_OK):
             raise ConfigError(
                 f"execution.python={self.python!r} is not an executable file; give the path of "

@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from mill.metrics import stats
 from mill.metrics.base import CorpusMetric, RatioMetric, SampleValue
 from mill.types import Doc, OutputType, Response
 
@@ -17,7 +18,49 @@ def _loglikelihood(responses: Sequence[Response]) -> float:
     return float(sum(r.logprob or 0.0 for r in responses))
 
 
-class WordPerplexity(RatioMetric):
+class LogScale(CorpusMetric):
+    """A perplexity: exp of a mean-like quantity (:meth:`log_aggregate`), positive and
+    unbounded; its 95% interval is computed on the log scale and transformed back
+    (:func:`mill.metrics.stats.log_scale_interval`), so it is never negative."""
+
+    log_scale = True
+    """False for a member of the family that is itself a log (bits_per_byte)."""
+
+    def log_aggregate(self, values: Sequence[SampleValue]) -> float:
+        """log of :meth:`aggregate`, computed without the exponential."""
+        raise NotImplementedError
+
+    def interval(
+        self,
+        values: Sequence[SampleValue],
+        value: float | None,
+        stderr: float | None,
+        *,
+        iters: int,
+        seed: int,
+    ) -> tuple[tuple[float, float], str] | None:
+        if not self.log_scale:
+            return super().interval(values, value, stderr, iters=iters, seed=seed)
+        return stats.log_scale_interval(values, value, self.log_aggregate, iters=iters, seed=seed)
+
+
+def _ratio(values: Sequence[SampleValue]) -> float:
+    """-sum numerators / sum denominators of the (log-likelihood, count) pairs."""
+    pairs = [v for v in values if isinstance(v, (tuple, list))]
+    return -sum(p[0] for p in pairs) / sum(p[1] for p in pairs)
+
+
+class _RatioPerplexity(LogScale, RatioMetric):
+    """exp(-sum ll / sum counts) over (log-likelihood, count) pairs."""
+
+    def from_sums(self, numerator: float, denominator: float) -> float:
+        return math.exp(-numerator / denominator)
+
+    def log_aggregate(self, values: Sequence[SampleValue]) -> float:
+        return _ratio(values)
+
+
+class WordPerplexity(_RatioPerplexity):
     """word_perplexity = exp(-sum ll / sum words), words = len(re.split(r"\\s+", text))."""
 
     name = "word_perplexity"
@@ -27,11 +70,8 @@ class WordPerplexity(RatioMetric):
     def score(self, doc: Doc, responses: Sequence[Response]) -> tuple[float, float]:
         return (_loglikelihood(responses), float(len(re.split(r"\s+", str(doc.gold)))))
 
-    def from_sums(self, numerator: float, denominator: float) -> float:
-        return math.exp(-numerator / denominator)
 
-
-class BytePerplexity(RatioMetric):
+class BytePerplexity(_RatioPerplexity):
     """byte_perplexity = exp(-sum ll / sum bytes), bytes of the UTF-8 text."""
 
     name = "byte_perplexity"
@@ -41,20 +81,20 @@ class BytePerplexity(RatioMetric):
     def score(self, doc: Doc, responses: Sequence[Response]) -> tuple[float, float]:
         return (_loglikelihood(responses), float(len(str(doc.gold).encode("utf-8"))))
 
-    def from_sums(self, numerator: float, denominator: float) -> float:
-        return math.exp(-numerator / denominator)
-
 
 class BitsPerByte(BytePerplexity):
-    """bits_per_byte = -sum ll / (sum bytes * ln 2)."""
+    """bits_per_byte = -sum ll / (sum bytes * ln 2) = log2(byte_perplexity); never negative
+    (log-likelihoods are at most 0): its interval is cut at 0."""
 
     name = "bits_per_byte"
+    bounds = (0.0, math.inf)
+    log_scale = False  # already a log: value +- 1.96 stderr, cut at 0
 
     def from_sums(self, numerator: float, denominator: float) -> float:
         return -numerator / (denominator * math.log(2))
 
 
-class Perplexity(CorpusMetric):
+class Perplexity(LogScale):
     """perplexity = exp(-mean_d ll_d), ll_d = log-likelihood of doc d's gold continuation
     (LOGPROBS, e.g. LAMBADA's last word; lm-eval's ``perplexity``). Lower is better;
     stderr by seeded bootstrap over docs."""
@@ -67,4 +107,7 @@ class Perplexity(CorpusMetric):
         return float(responses[int(doc.gold)].logprob)  # type: ignore[arg-type]
 
     def aggregate(self, values: Sequence[SampleValue]) -> float:
-        return math.exp(-sum(float(v) for v in values) / len(values)) if values else math.nan
+        return math.exp(self.log_aggregate(values)) if values else math.nan
+
+    def log_aggregate(self, values: Sequence[SampleValue]) -> float:
+        return -sum(float(v) for v in values) / len(values)  # type: ignore[arg-type]

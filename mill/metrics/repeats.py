@@ -15,6 +15,7 @@ import numpy as np
 
 from mill.metrics.base import MeanMetric, Metric
 from mill.metrics.exact_match import ExactMatch
+from mill.schema import SETTINGS, check_number
 from mill.types import Doc, OutputType, Response
 
 if TYPE_CHECKING:
@@ -35,9 +36,9 @@ class _RepeatsMetric(MeanMetric):
     bounds = (0.0, 1.0)
 
     def __init__(self, k: int | Sequence[int] = 1, **exact_match: Any) -> None:
-        ks = [k] if isinstance(k, (int, str)) else list(k)
-        if not ks or any(int(x) < 1 for x in ks):
-            raise ValueError(f"{type(self).__name__}: k must be >= 1 (or a list of such)")
+        key = f"metrics.{self.name}.k"
+        checked = check_number(key, k, SETTINGS[key])
+        ks = checked if isinstance(checked, list) else [checked]
         self.ks = [int(x) for x in ks]
         self.many = not isinstance(k, (int, str))
         self.k = max(self.ks)

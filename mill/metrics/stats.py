@@ -191,7 +191,8 @@ def interval(
       :func:`percentile_bootstrap_mean` (seeded);
     * ``normal, clipped``: any other aggregate with ``bounds``: value +- 1.96 stderr cut to
       them (:func:`clipped_interval`; group macro rows too);
-    * ``normal``: unbounded aggregates (perplexities): value +- 1.96 stderr.
+    * ``normal``: other unbounded aggregates: value +- 1.96 stderr (perplexities have
+      their own, on the log scale: :func:`log_scale_interval`).
 
     None when there is no value (or, for the normal forms, no stderr)."""
     if value is None or not math.isfinite(value):
@@ -208,6 +209,37 @@ def interval(
     if found is None:
         return None
     return found, "normal" if bounds is None else "normal, clipped"
+
+
+def log_scale_interval(
+    values: Sequence[T],
+    value: float | None,
+    log_statistic: Callable[[list[T]], float],
+    *,
+    iters: int,
+    seed: int,
+    z: float = Z95,
+) -> tuple[tuple[float, float], str] | None:
+    """The 95% interval of a positive, unbounded aggregate that is the exponential of
+    ``log_statistic`` (perplexities): exp(log value +- z se), se = the bootstrap stderr of
+    ``log_statistic`` (:func:`bootstrap_stderr`, the same resamples as the value's own
+    stderr). On the log scale the quantity is a mean-like one, so the interval is never
+    negative and stays in proportion (a perplexity of 1e104 on 5 documents is not
+    ``[-1e104, 1e104]``). None without a positive finite value or a stderr."""
+    if value is None or not math.isfinite(value) or value <= 0:
+        return None
+    se = bootstrap_stderr(list(values), log_statistic, iters=iters, seed=seed)
+    if se is None:
+        return None
+    centre = math.log(value)
+
+    def back(x: float) -> float:
+        try:
+            return math.exp(x)
+        except OverflowError:
+            return math.inf
+
+    return (back(centre - z * se), back(centre + z * se)), "normal, log scale"
 
 
 def bootstrap_ci(

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mill.errors import ConfigError, ModelError
-from mill.redact import redact_text, redact_url
+from mill.redact import redact_text, redact_url, register_url_secrets
 
 T = TypeVar("T")
 
@@ -167,6 +167,7 @@ class JSONClient:
                 f"{setting}={redact_url(url)!r} is not an http(s) URL; set it to the server's "
                 "API root, e.g. http://127.0.0.1:8080/v1"
             )
+        register_url_secrets(url, api_key)  # masked wherever a server echoes them back
         self.base_url = redact_url(url)
         self.identity_url = redact_url(url, drop=True)
         self.setting = setting
@@ -183,7 +184,6 @@ class JSONClient:
             password = urllib.parse.unquote(parsed.password or "")
             token = base64.b64encode(f"{user}:{password}".encode()).decode()
             self._headers["Authorization"] = f"Basic {token}"
-        self._secret = api_key
         try:
             mb = float(max_response_mb)
         except (TypeError, ValueError):
@@ -228,8 +228,7 @@ class JSONClient:
             self._local.conn = None
 
     def _clean(self, text: str) -> str:
-        text = redact_text(text)
-        return text.replace(self._secret, "***") if self._secret else text
+        return redact_text(text)  # the key and the URL's credentials are registered
 
     def _read(self, resp: http.client.HTTPResponse) -> bytes:
         """The body, in chunks; :class:`_TooLarge` past the size cap (announced or read)."""
@@ -298,20 +297,33 @@ class JSONClient:
             wait = max(wait, failure.retry_after)
         return min(wait, MAX_BACKOFF_S)
 
+    def settle(
+        self, method: str, path: str, payload: Any = None, what: str = "", at_root: bool = False
+    ) -> tuple[Any | _Failure, int]:
+        """A request retried through transient failures (5xx, 429, a dropped connection, a
+        timeout) as every request is, from the calling thread: ``(the decoded body or the
+        server's definite refusal, a 4xx other than 429, as a _Failure; attempts made)``.
+        Transient failures past ``max_retries`` raise :class:`APIError`: a caller that asks
+        the server what it supports never concludes anything from them."""
+        attempt = 0
+        while True:
+            result = self.attempt(method, path, payload, at_root)
+            attempt += 1
+            if not isinstance(result, _Failure) or not result.retry:
+                return result, attempt
+            if attempt > self.max_retries:
+                raise self.error(result, what or f"{method} {path}", attempt)
+            self.retries += 1
+            time.sleep(self.delay(attempt, result))
+
     def request_sync(
         self, method: str, path: str, payload: Any = None, what: str = "", at_root: bool = False
     ) -> Any:
         """A request with retries, from the calling thread (start-up queries)."""
-        attempt = 0
-        while True:
-            result = self.attempt(method, path, payload, at_root)
-            if not isinstance(result, _Failure):
-                return result
-            attempt += 1
-            if not result.retry or attempt > self.max_retries:
-                raise self.error(result, what or f"{method} {path}", attempt)
-            self.retries += 1
-            time.sleep(self.delay(attempt, result))
+        result, attempts = self.settle(method, path, payload, what, at_root)
+        if isinstance(result, _Failure):
+            raise self.error(result, what or f"{method} {path}", attempts)
+        return result
 
     def error(self, failure: _Failure, what: str, attempts: int) -> APIError:
         tries = f" after {attempts} attempts" if attempts > 1 else ""

@@ -16,7 +16,8 @@ local tokenizer: the same (context, continuation) split, truncation and rolling 
   1.1); the text is cut at the stop strings again locally.
 
 Prompts go as token ids where the server takes them (vLLM, SGLang) and as text where it
-does not (llama-cpp-python: ``model.prompt_ids=auto`` finds out with one small request).
+does not (llama-cpp-python: ``model.prompt_ids=auto`` finds out with one small request,
+retried through transient failures; only a definite refusal, a 4xx, means text prompts).
 """
 
 from __future__ import annotations
@@ -160,11 +161,13 @@ class RemoteTokenizer:
             self.flavour = flavour
             path = self.ROUTES[flavour][0]
             # a text must give tokens: llama-server answers vLLM's fields with no tokens
-            probe = client.attempt("POST", path, self._body("a", False), at_root=True)
+            # retried through transient failures: a 503 is no answer about the route
+            what = f"model.tokenizer=remote: probing {path}"
+            probe, _ = client.settle("POST", path, self._body("a", False), what, at_root=True)
             if not isinstance(probe, dict) or not probe.get("tokens"):
                 continue
             # the empty text tokenizes to the BOS token alone, where the model has one
-            empty = client.attempt("POST", path, self._body("", True), at_root=True)
+            empty, _ = client.settle("POST", path, self._body("", True), what, at_root=True)
             if isinstance(empty, dict) and "tokens" in empty:
                 self.bos_token_id = int(empty["tokens"][0]) if empty["tokens"] else None
                 return
@@ -423,7 +426,10 @@ class OpenAICompletions(TokenizingLM):
                 "max_tokens": 1,
                 "temperature": 0.0,
             }
-            result = self.client.attempt("POST", self.endpoint, probe)
+            # retried through transient failures like every request: only the server's
+            # definite refusal (a 4xx) says it takes text prompts
+            what = "model.prompt_ids=auto: a one-token token-id prompt"
+            result, _ = self.client.settle("POST", self.endpoint, probe, what)
             self._prompt_ids = not isinstance(result, _Failure)
             log.info(
                 "%s takes %s prompts", self.base_url, "token-id" if self._prompt_ids else "text"

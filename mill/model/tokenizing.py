@@ -154,6 +154,13 @@ class TokenizingLM(LanguageModel):
             if self.tokenizer.bos_token_id is not None
             else self.tokenizer.eos_token_id
         )
+        if self.prefix_token_id is None:
+            name = getattr(self.tokenizer, "name_or_path", "") or type(self.tokenizer).__name__
+            raise ModelError(
+                f"model.tokenizer: the tokenizer {name!r} has neither a BOS nor an EOS token; "
+                "Mill (as lm-eval) starts a context with one of them: give the model's own "
+                "tokenizer (model.tokenizer=<its Hugging Face id or folder>)"
+            )
         # lm-eval skips special tokens for a text that already starts with the prefix token
         self._prefix_text = self.tokenizer.decode([int(self.prefix_token_id)])
 

@@ -7,11 +7,17 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+SCIENTIFIC_FROM = 1e6
+"""Magnitudes from here on are written in scientific notation (``1.2346e+104``): a
+perplexity of a model that knows nothing has a hundred digits, and a column that wide
+pushes a table's other columns out."""
+
 
 def number(value: Any, digits: int = 4, sign: bool = False) -> str:
-    """``digits`` decimals (none for magnitudes of 1000 and more: perplexities), a leading
-    ``+`` for positive numbers when ``sign``, ``-`` for a missing value; integers and
-    anything else that is not a float as they are."""
+    """``digits`` decimals (none for magnitudes of 1000 and more: perplexities; scientific
+    notation from :data:`SCIENTIFIC_FROM`), a leading ``+`` for positive numbers when
+    ``sign``, ``-`` for a missing value; integers and anything else that is not a float as
+    they are."""
     if value is None:
         return "-"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -21,6 +27,8 @@ def number(value: Any, digits: int = 4, sign: bool = False) -> str:
     if not math.isfinite(value):
         return str(value)
     plus = "+" if sign else ""
+    if abs(value) >= SCIENTIFIC_FROM:
+        return f"{value:{plus}.{digits}e}"
     if abs(value) >= 1000:
         return f"{value:{plus}.0f}"
     return f"{value:{plus}.{digits}f}"

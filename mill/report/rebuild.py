@@ -213,6 +213,10 @@ def report_after_sweep(path: Path, mode: str = "auto") -> None:
 def _expand(path: Path, trust_edited: bool) -> tuple[list[RunFolder], Sweep | None]:
     if not path.exists():
         raise ReportInputError(f"{path} does not exist; give a run folder or a sweep folder")
+    if not path.is_dir():
+        raise ReportInputError(
+            f"runs: {path} is a file, not a folder; give runs=[<run or sweep folder>,...]"
+        )
     if is_run(path):
         return [RunFolder.open(path, trust_edited=trust_edited)], None
     sweep = open_sweep(path, trust_edited)

@@ -88,6 +88,12 @@ def _override(err: Any) -> str:
     if key is not None and parent is not None and hasattr(parent, "keys"):
         keys = [str(k) for k in parent.keys()]
         prefix = str(full).rpartition(".")[0]
+        owners = [] if prefix else _owners(parent, str(key), keys)
+        if owners:  # `limit=5`: a group's setting written at the root
+            return (
+                f"unknown setting {key} at the root of the config; did you mean "
+                f"{owners[0]}.{key}=...? (a root-level +{key} would be read by nothing)"
+            )
         close = difflib.get_close_matches(str(key), keys, n=3, cutoff=0.5)
         hint = f"did you mean {' or '.join(f'{prefix}.{c}' for c in close)}? " if close else ""
         return (
@@ -95,6 +101,19 @@ def _override(err: Any) -> str:
             f"(to add a new key, write +{full}=...)"
         )
     return " ".join(str(err).split())
+
+
+def _owners(root: Any, key: str, groups: list[str]) -> list[str]:
+    """The groups of ``root`` that have a setting ``key``."""
+    found = []
+    for group in groups:
+        try:
+            node = root._get_node(group)
+            if hasattr(node, "keys") and key in node.keys():
+                found.append(group)
+        except Exception:  # noqa: BLE001 - a hint only: a node that cannot be read has none
+            continue
+    return found
 
 
 def _yaml(err: Any) -> str:

@@ -412,6 +412,7 @@ def execute(
         # last the manifest's "succeeded". Until that last write the folder is unfinished
         # (report and compare refuse it) and runner.resume=true completes it from the cache.
         manifest.results_sha256 = folder.write_results(results)
+        folder.write_manifest(manifest)  # still running; the report step reads the checksum
         fault("results_written")
         data = results.data_label
         title = f"{cfg.task.get('name', '')} | {cfg.model.get('name', '')} | data={data}"

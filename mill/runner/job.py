@@ -80,8 +80,21 @@ def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def _resolve(cfg: DictConfig) -> dict[str, Any]:
+    from omegaconf.errors import MissingMandatoryValue
+
     try:
         resolved = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except MissingMandatoryValue as err:  # named by its full key, and what needs it
+        key = str(getattr(err, "full_key", "") or "")
+        group = key.split(".")[0]
+        node = cfg._get_node(group) if "." in key and group in cfg else None
+        # the option that needs it, by the name its config gives (model=replay: replay)
+        option = node.get("name") if isinstance(node, DictConfig) else None
+        needs = f" ({group}={option} needs it)" if option else ""
+        raise ConfigError(
+            f"{key or 'a setting'} has no value{needs}: set {key or 'it'}=<value> on the "
+            "command line"
+        ) from None
     except OmegaConfBaseException as err:
         raise ConfigError(f"config is incomplete: {err}".splitlines()[0]) from err
     assert isinstance(resolved, dict)

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
+from mill.schema import SETTINGS, Number, check_config, check_number
+
+__all__ = ["Number", "RunnerSettings", "check_number", "check_settings", "refuse_device_map"]
 
 LAUNCHERS = ("auto", "accelerate", "torchrun")
 
@@ -42,65 +45,56 @@ def _flag(value: Any, key: str, allow_auto: bool = False) -> bool | None:
     raise ConfigError(f"runner.{key}={value!r} is not {choices}")
 
 
-@dataclass(frozen=True)
-class Number:
-    """What a numeric setting accepts: at least ``minimum`` (above it when ``above``), a
-    whole number when ``whole``, null when ``optional``, and the ``words`` listed."""
-
-    minimum: float
-    whole: bool = True
-    optional: bool = False
-    words: tuple[str, ...] = ()
-    above: bool = False
-
-
-# Numeric settings outside the runner group, checked before any data or model loads (a
-# backend without the key is not affected). runner.* is checked by RunnerSettings.parse.
-NUMBERS: dict[str, Number] = {
-    "model.max_length": Number(1, optional=True),
-    "model.max_gen_toks": Number(1),
-    "model.batch_size": Number(1, words=("auto",)),
-    "model.token_budget": Number(1, optional=True),
-    "model.cache_budget": Number(1, optional=True),
-    "model.num_concurrent": Number(1),
-    "model.batch_prompts": Number(1),
-    "model.max_retries": Number(0),
-    "model.backoff_s": Number(0, whole=False),
-    "model.timeout_s": Number(0, whole=False, above=True),
-    "model.max_response_mb": Number(0, whole=False, above=True),
-    "report.every_s": Number(0, whole=False, above=True),
-}
-
-
-def check_number(setting: str, value: Any, rule: Number) -> Any:
-    """``value`` when ``rule`` accepts it, else ConfigError naming ``setting``."""
-    if value is None and rule.optional:
-        return value
-    if isinstance(value, str) and value.lower() in rule.words:
-        return value.lower()
-    kind = "a whole number" if rule.whole else "a number"
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if number and rule.whole and not isinstance(value, int):
-        number = float(value).is_integer()
-    if number:
-        number = value > rule.minimum if rule.above else value >= rule.minimum
-    if not number:
-        bound = f"{'>' if rule.above else '>='} {rule.minimum:g}"
-        also = [*rule.words, *(["null"] if rule.optional else [])]
-        alternatives = f" (or {' or '.join(also)})" if also else ""
-        raise ConfigError(f"{setting}={value!r} is not allowed: give {kind} {bound}{alternatives}")
-    return int(value) if rule.whole else value
-
-
 def check_settings(resolved: dict[str, Any]) -> RunnerSettings:
     """Every setting a run's numbers depend on, checked on the resolved config before any
-    data or model loads: :data:`NUMBERS` and the runner group (returned parsed)."""
-    for setting, rule in NUMBERS.items():
-        group, key = setting.split(".")
-        node = resolved.get(group)
-        if isinstance(node, dict) and key in node:
-            check_number(setting, node[key], rule)
+    data or model loads: the declared rules of :data:`mill.schema.SETTINGS`, no setting
+    that means nothing in this config (:func:`check_meaningful`), and the runner group
+    (returned parsed)."""
+    check_config(resolved)
+    check_meaningful(resolved)
     return RunnerSettings.parse(resolved.get("runner"))
+
+
+@cache
+def root_keys() -> frozenset[str]:
+    """The keys a run's config may have at its root: every config group of ``conf/`` (a
+    folder: data, task, model, judge, ...; a new group is known as soon as its folder
+    exists) and the primary config's own keys (``allow_targets``, ``hydra``)."""
+    from omegaconf import OmegaConf
+
+    conf = resources.files("mill.conf")
+    groups = {f.name for f in conf.iterdir() if f.is_dir() and not f.name.startswith(("_", "."))}
+    primary = OmegaConf.to_container(OmegaConf.create(conf.joinpath("mill.yaml").read_text()))
+    assert isinstance(primary, dict)
+    return frozenset(groups | {str(k) for k in primary if k != "defaults"})
+
+
+def check_meaningful(resolved: dict[str, Any]) -> None:
+    """A setting that is set but means nothing in this config is a ConfigError with a hint,
+    never silently ignored: a root-level key no group reads (``+limit=5``: a task's
+    ``limit``), a data folder under a ``data=`` option that reads none (``data.dir`` without
+    ``data=local``). Commands (``mill report``, ...) have their own keys: not checked."""
+    if "command" in resolved:
+        return
+    for key in resolved:
+        if key in root_keys():
+            continue
+        owners = [g for g, node in resolved.items() if isinstance(node, dict) and key in node]
+        hint = (
+            f"did you mean {owners[0]}.{key}={resolved[key]!r}?"
+            if owners
+            else f"the root keys are {', '.join(sorted(root_keys() - {'hydra'}))}"
+        )
+        raise ConfigError(
+            f"{key}={resolved[key]!r} is set at the root, where Mill reads no {key!r}: {hint}"
+        )
+    data = resolved.get("data")
+    if isinstance(data, dict) and data.get("dir") is not None and data.get("source") != "local":
+        raise ConfigError(
+            f"data.dir={data['dir']!r} is set, but data={data.get('source')} reads no folder "
+            f"(the folder would be ignored): add data=local to read {data['dir']}, or drop "
+            "data.dir"
+        )
 
 
 def refuse_device_map(model: Any, processes: int) -> None:
@@ -111,6 +105,10 @@ def refuse_device_map(model: Any, processes: int) -> None:
             "model.device_map spreads one model over all GPUs; run it as one process "
             "(runner.num_processes=1), not under data parallelism"
         )
+
+
+def _checked(node: dict[str, Any], key: str) -> Any:
+    return check_number(f"runner.{key}", node[key], SETTINGS[f"runner.{key}"])
 
 
 @dataclass(frozen=True)
@@ -148,17 +146,9 @@ class RunnerSettings:
             raise ConfigError(f"runner has no setting {unknown[0]!r}; known: {sorted(known)}")
         node = {**_preset(), **node}
         procs = node["num_processes"]
-        if procs is None or str(procs).lower() == "auto":
-            num_processes = None
-        else:
-            try:
-                num_processes = int(procs)
-            except (TypeError, ValueError):
-                raise ConfigError(
-                    f"runner.num_processes={procs!r} is not a number or auto"
-                ) from None
-            if num_processes < 1:
-                raise ConfigError(f"runner.num_processes={procs!r} must be >= 1")
+        procs = "auto" if procs is None else procs
+        checked = check_number("runner.num_processes", procs, SETTINGS["runner.num_processes"])
+        num_processes = None if checked == "auto" else checked
         launcher = str(node["launcher"])
         if launcher not in LAUNCHERS:
             raise ConfigError(f"runner.launcher={launcher!r} is unknown; choose one of {LAUNCHERS}")
@@ -173,13 +163,11 @@ class RunnerSettings:
             num_processes=num_processes,
             launcher=launcher,
             cpu=_flag(node["cpu"], "cpu", allow_auto=True),
-            seed=check_number("runner.seed", node["seed"], Number(0)),
-            bootstrap_iters=check_number(
-                "runner.bootstrap_iters", node["bootstrap_iters"], Number(0)
-            ),
+            seed=_checked(node, "seed"),
+            bootstrap_iters=_checked(node, "bootstrap_iters"),
             resume=bool(_flag(node["resume"], "resume")),
             cache=cache,
-            timeout_s=check_number("runner.timeout_s", node["timeout_s"], Number(1)),
+            timeout_s=_checked(node, "timeout_s"),
         )
 
     def use_cpu(self) -> bool:

@@ -29,6 +29,9 @@ A run composes the primary config `mill.yaml` with one option of each group
 (`model.pretrained=gpt2`); `+group=[a,b]` adds options to a list group such as `metrics`.
 An option whose `defaults:` list names another file starts from that file and overrides it.
 The classes named by `_target_` are documented in the [Python API reference](api.md).
+A group's numeric settings are declared once with their range (`mill/schema.py`): the table
+at the top of each group is that declaration, and a value outside it (not finite, of the
+wrong type, out of range) is refused in one line before any data or model loads.
 """
 
 _GROUP_NOTES = {
@@ -104,6 +107,20 @@ def _groups(folder: Traversable, prefix: str = "") -> list[tuple[str, Traversabl
     return out
 
 
+def _ranges(group: str) -> list[str]:
+    """The group's checked settings (:data:`mill.schema.SETTINGS`): full key, the range
+    accepted (anything else is refused before a run loads anything) and the meaning."""
+    from mill.schema import SETTINGS
+
+    rows = [(k, r) for k, r in SETTINGS.items() if k.startswith(f"{group}.")]
+    if not rows:
+        return []
+    lines = ["Checked when a run starts (`mill/schema.py`):", ""]
+    lines += ["| setting | accepted | meaning |", "| --- | --- | --- |"]
+    lines += [f"| `{k}` | {r.accepted()} | {r.meaning} |" for k, r in rows]
+    return [*lines, ""]
+
+
 def reference_markdown() -> str:
     """The whole page."""
     conf = _conf()
@@ -127,6 +144,7 @@ def reference_markdown() -> str:
         lines += [f"## Group `{group}`", ""]
         if note:
             lines += [note, ""]
+        lines += _ranges(group)
         for base in bases:
             if base.name == f"{group}_base.yaml":
                 lines += _section(

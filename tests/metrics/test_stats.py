@@ -95,3 +95,37 @@ def test_group_rows_stay_inside_0_1() -> None:
     # macro of two perfect members and one at 3/4: the unclipped interval passes 1
     macro = out["macro"]
     assert macro["value"] + 1.96 * macro["stderr"] > 1.0 and macro["ci"][1] == 1.0
+
+
+def test_perplexity_intervals_are_on_the_log_scale_and_never_negative() -> None:
+    """Issue 35, item 4: 5 documents whose word perplexity is about 1e104 (log-likelihoods
+    of -240 to -40 nats a word) got the normal interval [-1e104, 1e104]; on the log scale
+    it is positive and holds the value. Checked against the same bootstrap by hand."""
+    from mill.metrics.perplexity import BitsPerByte, BytePerplexity, Perplexity, WordPerplexity
+
+    pairs = [(-240.0 * 10, 10.0), (-240.0 * 12, 12.0), (-40.0 * 8, 8.0), (-300.0 * 9, 9.0)]
+    pairs.append((-230.0 * 11, 11.0))
+    metric = WordPerplexity()
+    value = metric.aggregate(pairs)
+    assert 1e90 < value < 1e110
+    stderr = metric.stderr(pairs, iters=500, seed=1)
+    assert stderr is not None and value - 1.96 * stderr < 0  # the normal form goes below 0
+    (lo, hi), method = row(metric, pairs, 500, 1)["ci"], row(metric, pairs, 500, 1)["ci_method"]
+    assert method == "normal, log scale" and 0 < lo < value < hi < math.inf
+    rng = np.random.default_rng(1)
+    logs = []
+    for _ in range(500):
+        pick = [pairs[i] for i in rng.integers(0, 5, size=5)]
+        logs.append(-sum(p[0] for p in pick) / sum(p[1] for p in pick))
+    se = float(np.std(logs, ddof=1))
+    assert lo == pytest.approx(value * math.exp(-1.96 * se))
+    assert hi == pytest.approx(value * math.exp(1.96 * se))
+    # every perplexity of the family, on a few documents: positive intervals holding it
+    lls = [-1.0, -9.0, -0.5, -30.0]
+    for metric, values in (
+        (Perplexity(), lls),
+        (BytePerplexity(), [(ll, 3.0) for ll in lls]),
+        (BitsPerByte(), [(ll, 3.0) for ll in lls]),
+    ):
+        found = row(metric, values, 200, 0)
+        assert 0 <= found["ci"][0] <= found["value"] <= found["ci"][1], (metric.name, found)

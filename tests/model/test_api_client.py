@@ -17,6 +17,7 @@ import pytest
 from mill.bench.servers import free_port
 from mill.errors import ConfigError, ModelError
 from mill.model.api_client import APIError, JSONClient
+from mill.model.openai_api import OpenAICompletions
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -312,3 +313,37 @@ def test_a_url_that_is_not_http_is_refused_without_its_credentials() -> None:
         with pytest.raises(ModelError) as err:
             JSONClient(bad)
         assert "not an http(s) URL" in str(err.value) and "secret" not in str(err.value)
+
+
+def _prompt_ids_probe(url: str) -> OpenAICompletions:
+    """The served client's token-id probe alone (``model.prompt_ids=auto``) on ``url``."""
+    model = OpenAICompletions.__new__(OpenAICompletions)
+    model.client = JSONClient(url, backoff_s=0.01, max_retries=2)
+    model.base_url, model.model, model.endpoint = model.client.base_url, "m", "/completions"
+    model._prompt_ids = None
+    model.prefix_token_id = 1
+    return model
+
+
+@pytest.mark.parametrize("transient", [(503, {}, {"error": "busy"}), "drop", (429, {}, {})])
+def test_the_prompt_ids_probe_retries_transient_failures(
+    server: tuple[str, Script], transient: object
+) -> None:
+    """Issue 35, item 5: one transient failure on the probe decided that the server takes
+    text prompts for the whole run; it is retried like every request."""
+    url, script = server
+    script.plan = [transient]
+    model = _prompt_ids_probe(url)
+    assert model._ids_accepted() is True
+    assert len(script.seen) == 2 and script.seen[-1][2]["prompt"] == [1]
+
+
+def test_the_prompt_ids_probe_concludes_from_a_refusal_never_from_an_error(
+    server: tuple[str, Script],
+) -> None:
+    url, script = server
+    script.plan = [(400, {}, {"error": "prompt must be a string"})]
+    assert _prompt_ids_probe(url)._ids_accepted() is False
+    script.plan = [(503, {}, {"error": "busy"})] * 3
+    with pytest.raises(APIError, match="model.prompt_ids=auto.*HTTP 503.*after 3 attempts"):
+        _prompt_ids_probe(url)._ids_accepted()

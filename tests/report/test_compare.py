@@ -11,7 +11,7 @@ import jsonlines
 import numpy as np
 import pytest
 
-from tests.helpers import run_mill, sample_record
+from tests.helpers import run_mill, sample_record, write_finished_run
 
 SETTINGS = {
     "name": "arc_easy",
@@ -62,8 +62,7 @@ def _write_run(path: Path, run: str, doc_ids: list[int], settings: dict) -> Path
         "model": {"pretrained": f"/models/model-{run}"},
         "data_source": {"source": "local"},
     }
-    (path / "results.json").write_text(json.dumps(results))
-    (path / "manifest.json").write_text(json.dumps({"status": "succeeded"}))
+    write_finished_run(path, results)
     return path
 
 

@@ -11,7 +11,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from mill.report.compare import compare_command
-from tests.helpers import sample_record
+from tests.helpers import sample_record, write_finished_run
 
 SETTINGS = {
     "name": "humaneval",
@@ -50,8 +50,7 @@ def _write_run(path: Path, passes: list[int], metrics_cfg: dict | None = None) -
         "model": {"class": "ReplayLM", "completions_sha256": path.name},
         "data_source": {"source": "local"},
     }
-    (path / "results.json").write_text(json.dumps(results))
-    (path / "manifest.json").write_text(json.dumps({"status": "succeeded"}))
+    write_finished_run(path, results)
     config = {"metrics": metrics_cfg} if metrics_cfg else {}
     (path / "resolved.yaml").write_text(OmegaConf.to_yaml(config))
     return path

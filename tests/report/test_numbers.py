@@ -64,3 +64,26 @@ def test_a_paired_row_has_the_same_cells_in_the_console_and_in_compare_html() ->
     page = compare_page("A", "B", run, run, [asdict(row)], b"png", params)
     numbers = "".join(f'<td class="num">{c}</td>' for c in cells)
     assert f"<td>arc_easy</td><td>acc</td>{numbers}<td>McNemar</td>" in page
+
+
+def test_huge_numbers_keep_every_column_of_the_table() -> None:
+    """Issue 35, item 4: a perplexity of about 1e104 on 5 documents (a 105-digit number
+    when written without exponent) pushed the task and metric columns out of the console
+    table and report.txt; in scientific notation every column stays."""
+    from rich.console import Console
+
+    from mill.results import Results
+
+    huge = {"value": 1.2345678e104, "stderr": 5.5e103, "n": 5, "higher_is_better": False}
+    tiny = {"value": 1.5e-9, "stderr": -3.25e7, "n": 5, "higher_is_better": True}
+    assert number(huge["value"]) == "1.2346e+104" and number(-3.25e7, sign=True) == "-3.2500e+07"
+    assert number(999999.4) == "999999" and number(1e6) == "1.0000e+06"
+    typed = Results.from_dict(
+        {"tasks": {"wikitext": {"metrics": {"word_perplexity": huge, "odd": tiny}}}}
+    )
+    console = Console(record=True, width=80)
+    console.print(results_table(typed, "wikitext | model | data=bundled"))
+    text = console.export_text()
+    assert "wikitext" in text and "word_perplexity" in text and "odd" in text
+    assert "1.2346e+104" in text and "5.5000e+103" in text and "-3.2500e+07" in text
+    assert max(len(line) for line in text.splitlines()) <= 80

@@ -27,8 +27,8 @@ def test_defaults_match_the_local_preset(compose) -> None:
 @pytest.mark.parametrize(
     ("node", "match"),
     [
-        ({"num_processes": 0}, "must be >= 1"),
-        ({"num_processes": "two"}, "not a number"),
+        ({"num_processes": 0}, r"runner.num_processes=0 is not allowed: give a whole number >= 1"),
+        ({"num_processes": "two"}, r"'two' is not allowed: give a whole number >= 1 \(or auto\)"),
         ({"launcher": "mpirun"}, "unknown"),
         ({"cpu": "maybe"}, "true, false or auto"),
         ({"seeed": 1}, "no setting 'seeed'"),

@@ -29,6 +29,7 @@ import select
 import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,6 +65,8 @@ class _Fault:
     chunk: int = 0
     after: int = 0
     """Matching requests passed through unchanged before this fault applies."""
+    echo: bool = False
+    """A status fault whose error body echoes the request's credentials back."""
 
 
 class FaultProxy(LocalEndpoint):
@@ -103,9 +106,14 @@ class FaultProxy(LocalEndpoint):
         status: int = 500,
         retry_after: float | None = None,
         paths: tuple[str, ...] = ("/",),
+        echo: bool = False,
     ) -> None:
-        """Answer the next ``n`` matching requests with ``status`` (and ``Retry-After``)."""
-        self._add(_Fault(n, "status", status=status, retry_after=retry_after, paths=paths))
+        """Answer the next ``n`` matching requests with ``status`` (and ``Retry-After``);
+        ``echo``: an error body that echoes the request's ``Authorization`` header and its
+        path (the query's ``api_key``) in every form a server may (text, JSON fields)."""
+        self._add(
+            _Fault(n, "status", status=status, retry_after=retry_after, paths=paths, echo=echo)
+        )
 
     def drop(self, n: int, *, paths: tuple[str, ...] = ("/",)) -> None:
         """Close the connection of the next ``n`` matching requests without answering."""
@@ -254,6 +262,16 @@ class FaultProxy(LocalEndpoint):
                         b'{"error": {"message": "injected by the test proxy", "code": %d}}'
                         % fault.status
                     )
+                    if fault.echo:
+                        auth = self.headers.get("Authorization", "")
+                        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                        echoed = {
+                            "message": f"denied: Authorization: {auth} for {self.path}",
+                            "authorization": auth,
+                            "token": auth.partition(" ")[2],
+                            "api_key": (query.get("api_key") or [""])[0],
+                        }
+                        payload = json.dumps({"error": echoed}).encode()
                     self.send_response(fault.status)
                     if fault.retry_after is not None:
                         self.send_header("Retry-After", f"{fault.retry_after:g}")

@@ -3,12 +3,14 @@ fault proxy, which records what reaches the server): they are sent (HTTP Basic a
 the user info, the query with every request) and never written or printed: no byte
 ``secret`` in any file of the sweep folder, its job folders, the response cache, the MLflow
 store, the W&B run files, nor on the console; the cache identity ignores them; a failing
-run's one error line masks them."""
+run's one error line masks them, also when the server echoes the request's credentials
+back in its 401 (a proxy in front of no server answers it: no llama.cpp server needed)."""
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,10 @@ from tests.served.runs import completions_args, error_lines, ok
 pytestmark = pytest.mark.slow
 
 SECRET = b"secret"
+BASIC = base64.b64encode(b"alice:secret")
+"""The ``Basic`` token of the URL's user and password (holds no byte ``secret`` itself)."""
+KEY = "sk-configured-0123456789"
+"""An API key given through ``model.api_key_env``."""
 
 
 def _url(port: int, user: str = "alice", password: str = "secret") -> str:
@@ -36,10 +42,12 @@ def _api(base_url: str, cache: Path, *extra: str) -> list[str]:
 
 
 def _leaks(*roots: Path) -> list[str]:
-    """Every file under ``roots`` holding the bytes ``secret``."""
+    """Every file under ``roots`` holding the bytes ``secret``, the Basic token made of
+    them (also without its padding), or the configured key (also in base64)."""
     files = [p for root in roots for p in root.rglob("*") if p.is_file()]
     assert files, roots
-    return [str(p) for p in files if SECRET in p.read_bytes()]
+    forms = (SECRET, BASIC, BASIC.rstrip(b"="), KEY.encode(), base64.b64encode(KEY.encode()))
+    return [str(p) for p in files if any(form in p.read_bytes() for form in forms)]
 
 
 @pytest.fixture(scope="module")
@@ -104,23 +112,42 @@ def test_credentials_are_sent_and_never_written_or_printed(
         assert stats["computed"] == 0 and stats["hits"] == 12, (name, stats)
 
 
-@pytest.mark.parametrize("fault", ["dead server", "401 from the server"])
+@pytest.fixture()
+def refusing_proxy() -> Iterator[FaultProxy]:
+    """A proxy in front of no server: what it answers itself (a 401 on /v1/models) is all a
+    run that fails at its first request sees, so no llama.cpp server is needed."""
+    with FaultProxy(f"http://127.0.0.1:{free_port()}") as p:
+        yield p
+
+
+@pytest.mark.parametrize(
+    "fault", ["dead server", "401 from the server", "401 echoing Basic", "401 echoing the key"]
+)
 def test_a_failing_run_masks_credentials_in_its_one_line(
-    proxy: FaultProxy, tmp_path: Path, fault: str
+    refusing_proxy: FaultProxy, tmp_path: Path, fault: str
 ) -> None:
+    """Issue 35, item 3: a server that echoes the request's credentials in its 401 body
+    (the Authorization header, its token alone, the query's api_key) puts none of them,
+    nor their base64 forms, in the run folder, the cache or the output."""
+    proxy = refusing_proxy
     port = free_port() if fault == "dead server" else proxy.port
-    if fault == "401 from the server":
-        proxy.fail(1, status=401, paths=("/v1/models",))
-    run = tmp_path / "run"
-    proc = run_mill(*_api(_url(port), tmp_path / "cache"), "task.limit=2", f"hydra.run.dir={run}")
+    if fault.startswith("401"):
+        proxy.fail(1, status=401, paths=("/v1/models",), echo="echoing" in fault)
+    run, cache = tmp_path / "run", tmp_path / "cache"
+    env = {"OPENAI_API_KEY": KEY if fault == "401 echoing the key" else None}
+    proc = run_mill(*_api(_url(port), cache), "task.limit=2", f"hydra.run.dir={run}", env=env)
     assert proc.returncode == 2, proc.stderr[-3000:]
     (line,) = error_lines(proc.stderr)
     assert f"model.base_url=http://***@127.0.0.1:{port}/v1?api_key=***&api-version=1" in line
-    assert "secret" not in proc.stdout + proc.stderr
+    if "echoing" in fault:
+        assert "denied: Authorization: Bearer ***" in line or "Basic ***" in line, line
+    output = (proc.stdout + proc.stderr).encode()
+    forms = (SECRET, BASIC, BASIC.rstrip(b"="), KEY.encode(), base64.b64encode(KEY.encode()))
+    assert not [form for form in forms if form in output]
     assert "Traceback" not in proc.stderr
     assert not (run / "results.json").exists()
     assert json.loads((run / "manifest.json").read_text())["status"] == "failed"
-    assert _leaks(run) == []
+    assert _leaks(run, *([cache] if cache.exists() else [])) == []
 
 
 def test_a_url_that_is_not_http_is_refused_with_its_credentials_masked(tmp_path: Path) -> None:

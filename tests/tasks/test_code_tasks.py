@@ -12,7 +12,7 @@ import pytest
 from mill.tasks.humaneval import HumanEval, HumanEvalInstruct
 from mill.tasks.mbpp import MBPP, MBPPInstruct
 
-from mill.data.load import DataSource
+from mill.data.load import DataSource, bundled_data_dir
 from mill.errors import ConfigError, TaskError
 from mill.evaluator import evaluate
 from mill.execution import Verdict
@@ -21,10 +21,11 @@ from mill.metrics.repeats import PassAtK
 from mill.model.fake import FakeLM
 from mill.progress import NullProgress
 from mill.task.code import fenced_code
-from tests.helpers import SHARED, write_jsonl
+from tests.helpers import write_jsonl
 
 BUNDLED = DataSource("bundled")
-HUMANEVAL = SHARED / "data" / "humaneval" / "HumanEval.jsonl"
+# the sample shipped in the package (the rows `HumanEval` reads from `data=bundled`)
+HUMANEVAL = bundled_data_dir() / "humaneval" / "HumanEval.jsonl"
 
 # MBPP rows of our own, in the hub schema of google-research-datasets/mbpp (full)
 MBPP_ROWS = [
