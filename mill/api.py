@@ -93,27 +93,16 @@ def _wrap(model: Any, tokenizer: Any) -> Any:
 
 
 def compose_tasks(tasks: Sequence[str], overrides: Sequence[str] = ()) -> DictConfig:
-    """:func:`compose` for several task configs evaluated together: a task group of them
-    (reported per task and together), with the ``task.*`` overrides applied to the group
-    (``task.limit``, ``task.num_fewshot`` reach every member)."""
+    """:func:`compose` for several task configs evaluated together, as the command line's
+    ``task=[a,b]`` (:func:`mill.cli.task_lists`): a task group of them (reported per task
+    and together), ``task.limit``/``task.num_fewshot`` reaching every member and
+    ``task.<name>.*`` one of them."""
+    from mill.cli import task_lists
+
     names = list(tasks)
     if len(names) <= 1:
         return compose([*(f"task={n}" for n in names), *overrides])
-    own = [o for o in overrides if o.lstrip("+").startswith("task.")]
-    cfg = compose([f"task={names[0]}", *(o for o in overrides if o not in own)])
-    members = []
-    for name in names:
-        node = compose([f"task={name}"]).task
-        if node.get("tasks") is not None:
-            raise ConfigError(
-                f"task {name!r} is a group of tasks; list its members in tasks=[...] instead"
-            )
-        members.append(node)
-    group = OmegaConf.create({"_target_": "mill.task.TaskGroup", "name": "+".join(names)})
-    group.tasks = members
-    OmegaConf.set_struct(cfg, False)
-    cfg.task = OmegaConf.merge(group, OmegaConf.from_dotlist([o.lstrip("+")[5:] for o in own]))
-    return cfg
+    return compose(task_lists([f"task=[{','.join(names)}]", *overrides]))
 
 
 def evaluate(

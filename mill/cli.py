@@ -167,7 +167,50 @@ def command_line(argv: list[str]) -> list[str]:
         return ["-cn", first, *argv[1:]]
     if first and not first.startswith(("-", "~", "+")) and "=" not in first:
         raise ConfigError(_unknown_command(first))
-    return argv
+    return task_lists(argv)
+
+
+def task_lists(argv: list[str]) -> list[str]:
+    """``task=[arc_easy,piqa,gsm8k]``, several tasks in one run, as the overrides Hydra
+    composes: ``task=tasks`` (conf/task/tasks.yaml, a :class:`mill.task.TaskGroup`) with
+    each member's own config under ``task.<name>`` (``+task@task.<name>=<name>``). A
+    ``task.<key>=...`` for no member (``task.limit=5``) becomes ``task.<name>.<key>=...``
+    for every member, ahead of the ``task.<name>.*`` ones, so ``task.piqa.limit=3`` beats
+    it whatever the order. Hydra alone would merge the listed configs into one (the last
+    one wins); a sweep over lists (``-m task=[a,b],[c]``) is refused for the same reason.
+    A list of one name is ``task=<name>``; argv without a task list is returned as it is."""
+    from mill.errors import ConfigError
+
+    at = next((i for i, a in enumerate(argv) if a.startswith("task=") and "[" in a), None)
+    if at is None:
+        return argv
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    arg = argv[at]
+    value = OverridesParser.create().parse_overrides([arg])[0].value()
+    if not isinstance(value, list):
+        raise ConfigError(
+            f"{arg}: a sweep over lists of tasks is not supported; sweep single tasks "
+            "(mill -m task=arc_easy,piqa: a folder each) or run each list as its own "
+            "mill task=[...]"
+        )
+    names = [str(n) for n in value]
+    if not names or len(set(names)) != len(names):
+        raise ConfigError(f"{arg}: list each task once, at least one (task=[arc_easy,piqa])")
+    if len(names) == 1:
+        return [*argv[:at], f"task={names[0]}", *argv[at + 1 :]]
+    rest = [a for i, a in enumerate(argv) if i != at]
+    every, own, other = [], [], []
+    for a in rest:
+        plus, key = a[: len(a) - len(a.lstrip("+"))], a.lstrip("+")
+        if not key.startswith("task.") or "=" not in key:
+            other.append(a)
+        elif key.split("=")[0].split(".")[1] in [*names, "name"]:
+            own.append(a)
+        else:  # a setting of every member
+            every += [f"{plus}task.{n}.{key[5:]}" for n in names]
+    members = ["task=tasks", *(f"+task@task.{n}={n}" for n in names)]
+    return [*other, *members, f"task.name={'+'.join(names)}", *every, *own]
 
 
 def _unknown_command(word: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -170,12 +171,40 @@ def test_help_lists_groups_and_never_imports_torch() -> None:
         (["+metrics=[acc]", "report"], ["+metrics=[acc]", "report"]),
         (["~judge"], ["~judge"]),
         (["-m", "task=arc_easy,piqa"], ["-m", "task=arc_easy,piqa"]),
+        # several tasks in one run: the tasks config and each member under task.<name>
+        (
+            ["task.piqa.limit=3", "task=[arc_easy,piqa]", "+metrics=[acc]", "task.limit=4"],
+            [
+                "+metrics=[acc]",
+                "task=tasks",
+                "+task@task.arc_easy=arc_easy",
+                "+task@task.piqa=piqa",
+                "task.name=arc_easy+piqa",
+                "task.arc_easy.limit=4",
+                "task.piqa.limit=4",
+                "task.piqa.limit=3",
+            ],
+        ),
+        (["task=[piqa]"], ["task=piqa"]),
         (["--help"], ["--help"]),
         ([], []),
     ],
 )
 def test_a_first_word_naming_a_command_is_its_config(argv, hydra_argv) -> None:
     assert command_line(argv) == hydra_argv
+
+
+@pytest.mark.parametrize(
+    ("arg", "said"),
+    [
+        ("task=[a,b],[c]", "a sweep over lists of tasks is not supported"),
+        ("task=[]", "list each task once"),
+        ("task=[piqa,piqa]", "list each task once"),
+    ],
+)
+def test_a_task_list_that_is_no_list_of_tasks_is_one_line(arg: str, said: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        command_line(["-m", arg])
 
 
 def test_a_first_word_that_is_no_command_nor_override_is_one_line() -> None:
@@ -231,3 +260,38 @@ def test_mill_judge_is_mill_cn_judge(tmp_path: Path) -> None:
         assert results["model"]["source_run"] == str(source)
         scores.append(results["tasks"]["judged"]["metrics"]["judge_score"]["value"])
     assert scores == [7.0, 7.0]
+
+
+@pytest.mark.slow
+def test_several_tasks_run_once_with_each_tasks_own_numbers(tmp_path: Path) -> None:
+    """``task=[arc_easy,piqa,gsm8k]``: one process, one folder, one manifest, one table,
+    one report with a section per task; ``task.<name>.*`` sets one member; every number
+    equals the task's own run (before, Hydra merged the configs and only the last ran)."""
+    import mill
+
+    out = tmp_path / "run"
+    proc = run_mill(
+        "task=[arc_easy,piqa,gsm8k]",
+        "model=fake",
+        "task.limit=4",
+        "task.piqa.limit=3",
+        f"hydra.run.dir={out}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = _results(out)
+    assert list(results["tasks"]) == ["arc_easy", "piqa", "gsm8k"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "succeeded" and list(manifest["tasks"]) == list(results["tasks"])
+    assert proc.stdout.count("arc_easy+piqa+gsm8k | fake") == 1  # one table
+    for name in ("arc_easy", "piqa", "gsm8k"):
+        assert f"| {name} " in proc.stdout
+    html = (out / "report.html").read_text()
+    for name in results["tasks"]:
+        assert f"<section id='task-{name}'>" in html
+    for name, limit in (("arc_easy", 4), ("piqa", 3), ("gsm8k", 4)):
+        alone = mill.evaluate(name, "fake", limit=limit)
+        got = results["tasks"][name]["metrics"]
+        assert {k: got[k]["n"] for k in got} == {k: limit for k in got}
+        for metric, row in alone.tasks[name].metrics.items():
+            assert (got[metric]["value"], got[metric]["stderr"]) == (row.value, row.stderr)
