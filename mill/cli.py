@@ -1,6 +1,6 @@
 """``mill``: the Hydra entry point. Thin: compose the config, run one job, report errors.
 
-``mill report|compare|judge ...`` are the commands of the other primary configs
+``mill report|compare|judge|runs ...`` are the commands of the other primary configs
 (``conf/<command>.yaml``), the same as Hydra's ``mill -cn <command> ...``; ``mill --help``
 is ``conf/hydra/help/mill.yaml``.
 
@@ -26,7 +26,7 @@ from mill.redact import redact_logs, redact_text, sweep_job_config
 from mill.runner.dist import launched_rank, launched_world_size
 from mill.runner.logs import to_file
 
-COMMANDS = ("report", "compare", "judge")
+COMMANDS = ("report", "compare", "judge", "runs")
 """``mill <command> ...`` is ``mill -cn <command> ...`` (conf/<command>.yaml); any other
 first word is an override of a run (``report=console`` is the ``report`` config group)."""
 
@@ -131,6 +131,11 @@ def _job(cfg: DictConfig) -> float | None:
         return None
     if results is None:  # a rank other than 0 under the user's own launcher
         return None
+    # where the run went, the last thing it says (mill runs lists it later)
+    print(
+        f"[mill] results: {output_dir}\n[mill] report: {output_dir / 'report.html'}",
+        file=sys.stderr,
+    )
     return _first_value(results)
 
 
