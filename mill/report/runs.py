@@ -79,8 +79,8 @@ def _log_error(folder: Path) -> str | None:
         lines = (folder / "mill.log").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    errors = [x for x in lines if "[ERROR]" in x or " ERROR " in x]
-    return errors[-1].split("- ", 1)[-1].strip() if errors else None
+    errors = [x.split("[ERROR]", 1)[1].strip() for x in lines if "[ERROR]" in x]
+    return errors[-1] if errors else None
 
 
 def _names(
@@ -100,10 +100,10 @@ def _names(
         model = str((resolved.get("model") or {}).get("name") or model)
         if not tasks and isinstance(task, dict) and task.get("name"):
             tasks = [str(task["name"])]
-    if not tasks or not model:  # the folder's name: <time>_<task>_<model>
-        parts = folder.name.split("_")
-        tasks = tasks or ["?"]
-        model = model or (parts[-1] if len(parts) > 2 else "?")
+    if not tasks or not model:  # refused before resolving: the command line's choices
+        said = dict(a.split("=", 1) for a in manifest.get("argv") or [] if "=" in a)
+        tasks = tasks or [said.get("task", "?").strip("[]").replace(",", "+")]
+        model = model or said.get("model", "?")
     return tasks, model
 
 

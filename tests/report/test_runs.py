@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -27,10 +28,17 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("13-00-00_gsm8k_gpt2", "running", "2100-01-02T13:00:00Z"),
     ):
         (day / name).mkdir()
-        manifest = {"status": status, "started": started, "seconds": 1.5}
+        argv = ["mill", "task=gsm8k", "model=gpt2"]
+        manifest = {"status": status, "started": started, "seconds": 1.5, "argv": argv}
         if status == "failed":
             manifest["error"] = "ConfigError: model.pretrained=/nope does not exist"
         (day / name / "manifest.json").write_text(json.dumps(manifest))
+    refused = day / "14-00-00_arc_easy_fake"  # refused before it claimed the folder
+    refused.mkdir()
+    (refused / "mill.log").write_text(
+        "[2100-01-02 14:00:00,000][mill][ERROR] runner.seed='x' is not allowed\n"
+    )
+    os.utime(refused, (4102488000, 4102488000))  # 2100-01-01
     return root
 
 
@@ -46,6 +54,8 @@ def test_runs_newest_first_with_status_and_headline(outputs: Path) -> None:
     row = results["tasks"]["piqa"]["metrics"]["acc"]
     assert finished["piqa"].headline == f"acc {row['value']:.4f} ± {row['stderr']:.4f}"
     assert finished["piqa"].report == finished["piqa"].path / "report.html"
+    refused = next(e for e in entries if e.path.name == "14-00-00_arc_easy_fake")
+    assert (refused.status, refused.error) == ("failed", "runner.seed='x' is not allowed")
     lines = folder_lines(entries)
     assert lines[2].strip() == "failed: ConfigError: model.pretrained=/nope does not exist"
 
@@ -73,7 +83,7 @@ def test_the_command(outputs: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "| piqa " in proc.stdout and "arc_easy" not in proc.stdout
     assert "10-00-00_piqa_fake" in proc.stdout
-    proc = run_mill("runs", f"dir={outputs}", "open=3")
+    proc = run_mill("runs", f"dir={outputs}", "open=4")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(
         outputs / "runs" / "2026-01-02" / "11-00-00_arc_easy_fake" / "report.html"
