@@ -167,6 +167,8 @@ def command_line(argv: list[str]) -> list[str]:
     commands). ``report=console`` is an override: the ``report`` config group of a run."""
     from mill.errors import ConfigError
 
+    if any(a.split("=", 1)[0] in LM_EVAL_FLAGS for a in argv):
+        raise ConfigError(lm_eval_flags(argv))
     first = argv[0] if argv else ""
     if first in COMMANDS:
         return ["-cn", first, *argv[1:]]
@@ -216,6 +218,62 @@ def task_lists(argv: list[str]) -> list[str]:
             every += [f"{plus}task.{n}.{key[5:]}" for n in names]
     members = ["task=tasks", *(f"+task@task.{n}={n}" for n in names)]
     return [*other, *members, f"task.name={'+'.join(names)}", *every, *own]
+
+
+LM_EVAL_FLAGS = (
+    "--tasks",
+    "--model",
+    "--model_args",
+    "--limit",
+    "--num_fewshot",
+    "--output_path",
+    "--batch_size",
+    "--device",
+)
+"""lm-eval's flags, typed out of habit: answered with the equivalent Mill command."""
+
+
+def lm_eval_flags(argv: list[str]) -> str:
+    """The one line for lm-eval's flags (``--tasks arc_easy --limit 10``): Mill's command
+    with the same settings (Mill's own task configs where every task is one, else the
+    lm-eval bridge ``task=lm_eval task.tasks=[...]``); other words are kept as they are."""
+    from mill.runner.config_errors import group_options
+
+    words: list[str] = []
+    i = 0
+    while i < len(argv):
+        flag, eq, value = argv[i].partition("=")
+        if flag in LM_EVAL_FLAGS and not eq and i + 1 < len(argv):
+            i, value = i + 1, argv[i + 1]
+        i += 1
+        if flag not in LM_EVAL_FLAGS:
+            words.append(argv[i - 1])
+        elif flag == "--tasks":
+            names = [n for n in value.split(",") if n]
+            if set(names) <= set(group_options("task", [])) - {"tasks", "lm_eval"}:
+                words.append(f"task={names[0]}" if len(names) == 1 else f"task=[{value}]")
+            else:
+                words += ["task=lm_eval", f"task.tasks=[{value}]"]
+        elif flag == "--model_args":
+            for pair in value.split(","):
+                key, _, v = pair.partition("=")
+                words.append(f"model.{key}={v}")
+        else:
+            key = {
+                "--model": "model",
+                "--limit": "task.limit",
+                "--num_fewshot": "task.num_fewshot",
+                "--output_path": "hydra.run.dir",
+                "--batch_size": "model.batch_size",
+                "--device": "model.device",
+            }[flag]
+            words.append(f"{key}={value}")
+    import shlex
+
+    return (
+        "mill takes Hydra overrides (key=value), not lm-eval's flags; the same run is: "
+        f"{shlex.join(['mill', *words])} (mill --help lists the settings)"
+    )
 
 
 def _unknown_command(word: str) -> str:

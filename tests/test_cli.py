@@ -295,3 +295,30 @@ def test_several_tasks_run_once_with_each_tasks_own_numbers(tmp_path: Path) -> N
         assert {k: got[k]["n"] for k in got} == {k: limit for k in got}
         for metric, row in alone.tasks[name].metrics.items():
             assert (got[metric]["value"], got[metric]["stderr"]) == (row.value, row.stderr)
+
+
+def test_lm_eval_flags_get_the_equivalent_mill_command() -> None:
+    argv = "--model hf --model_args pretrained=/m/x,dtype=float32 --tasks arc_easy,piqa"
+    argv += " --limit 10 --num_fewshot=5 --output_path out"
+    with pytest.raises(ConfigError) as err:
+        command_line(argv.split())
+    said = str(err.value)
+    assert "\n" not in said and "not lm-eval's flags" in said
+    assert (
+        "mill model=hf model.pretrained=/m/x model.dtype=float32 'task=[arc_easy,piqa]' "
+        "task.limit=10 task.num_fewshot=5 hydra.run.dir=out" in said
+    )
+
+    with pytest.raises(ConfigError, match=r"mill task=lm_eval 'task.tasks=\[mmlu_pro,piqa\]'"):
+        command_line(["--tasks", "mmlu_pro,piqa"])  # not every one is a Mill task
+
+
+@pytest.mark.slow
+def test_lm_eval_flags_are_one_line_exit_2(tmp_path: Path) -> None:
+    proc = run_mill("--tasks", "arc_easy", "--limit", "5", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "mill: error: mill takes Hydra overrides (key=value), not lm-eval's flags; the same "
+        "run is: mill task=arc_easy task.limit=5 (mill --help lists the settings)"
+    ]
+    assert list(tmp_path.iterdir()) == []
