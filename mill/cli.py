@@ -220,6 +220,30 @@ def task_lists(argv: list[str]) -> list[str]:
     return [*other, *members, f"task.name={'+'.join(names)}", *every, *own]
 
 
+def completion(argv: list[str], env: dict[str, str] | Any) -> list[str]:
+    """Shell completion (``mill -sc query=bash``, which Hydra's installed completion runs
+    with the line typed so far in ``COMP_LINE``): after a command's name (``mill report
+    ru<TAB>``, ``mill compare <TAB>``) the keys of that command's config, as
+    ``-cn <command>`` with the name taken off the line; at the first word, the commands
+    too (printed here, beside Hydra's group and key suggestions). Other argv unchanged."""
+    if not any(a.startswith("query=") for a in argv) or "COMP_LINE" not in env:
+        return argv
+    line = str(env["COMP_LINE"])
+    program, _, rest = line.partition(" ")
+    words = rest.split(" ")
+    if len(words) > 1 and words[0] in COMMANDS:  # the command's name is complete
+        cut = len(words[0]) + 1
+        env["COMP_LINE"] = f"{program} {rest[cut:]}"
+        if str(env.get("COMP_POINT", "")).isdigit():
+            env["COMP_POINT"] = str(max(0, int(env["COMP_POINT"]) - cut))
+        return ["-cn", words[0], *argv]
+    if len(words) == 1 and "=" not in words[0]:  # the first word: a command, or a key
+        matching = [c for c in COMMANDS if c.startswith(words[0])]
+        if matching:
+            print(" ".join(matching), end=" ")
+    return argv
+
+
 LM_EVAL_FLAGS = (
     "--tasks",
     "--model",
@@ -307,7 +331,7 @@ def main() -> None:
     from mill.instantiate import checked_composition
 
     try:
-        sys.argv[1:] = argv = command_line(sys.argv[1:])
+        sys.argv[1:] = argv = command_line(completion(sys.argv[1:], os.environ))
     except MillError as err:  # `mill comapre ...`: one line, before Hydra says more
         _say(str(err))
         raise SystemExit(2) from None

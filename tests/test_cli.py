@@ -322,3 +322,24 @@ def test_lm_eval_flags_are_one_line_exit_2(tmp_path: Path) -> None:
         "run is: mill task=arc_easy task.limit=5 (mill --help lists the settings)"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("line", "offered"),
+    [
+        ("mill report ru", ["runs="]),
+        ("mill compare ", ["a=", "b=", "iters="]),
+        ("mill runs ", ["tasks=", "models=", "open="]),
+        ("mill r", ["report", "runs", "runner="]),
+        ("mill ", ["compare", "judge", "task=", "model="]),
+        ("mill task=arc_easy mo", ["model="]),
+    ],
+)
+def test_shell_completion_offers_commands_and_their_keys(line: str, offered: list[str]) -> None:
+    """What Hydra's installed bash completion runs (``mill -sc query=bash`` with the line
+    in COMP_LINE): a command's keys after its name, the commands at the first word."""
+    proc = run_mill("-sc", "query=bash", env={"COMP_LINE": line, "COMP_POINT": str(len(line))})
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    for word in offered:
+        assert word in proc.stdout.split(), (word, proc.stdout)
