@@ -200,6 +200,9 @@ class HFCausalLM(TokenizingLM):
         if _loaded is None:  # a path that is no folder: said before torch is imported
             for setting, value in (("pretrained", pretrained), ("tokenizer", tokenizer)):
                 _check_local(setting, value)
+        from mill.progress import loading_step
+
+        loading_step("importing torch and transformers")
         import torch
         import transformers
 
@@ -236,6 +239,7 @@ class HFCausalLM(TokenizingLM):
             try:
                 # model.tokenizer: a checkpoint saved without its tokenizer (lm-eval's
                 # tokenizer=); the hub revision is the model's, so it applies to neither
+                loading_step("tokenizer")
                 own = tokenizer is None
                 source = self.pretrained if own else str(tokenizer)
                 where_tok = Path(os.path.expanduser(source))
@@ -244,6 +248,7 @@ class HFCausalLM(TokenizingLM):
                     revision=revision if own else None,
                     trust_remote_code=trust_remote_code,
                 )
+                loading_step("weights")
                 self.model = transformers.AutoModelForCausalLM.from_pretrained(
                     str(local) if local.is_dir() else self.pretrained,
                     revision=revision,
@@ -293,6 +298,7 @@ class HFCausalLM(TokenizingLM):
             self.cache_budget = self._auto_cache_budget()
         self._init_tokenizer()
         commit = getattr(self.model.config, "_commit_hash", None)
+        loading_step("fingerprint of the weights")
         self._identity = {
             "backend": "hf",
             "pretrained": self.pretrained,
