@@ -108,7 +108,7 @@ class LoadingLine:
         if kind is not None:
             return
         end = time.monotonic()
-        times = [*(t for _, t in self._steps[1:]), end]
+        times = [*(t for _, t in self._steps[1:]), end] if self._steps else []
         parts = [f"{what} {t - s:.1f}s" for (what, s), t in zip(self._steps, times, strict=True)]
         said = f": {', '.join(parts)}" if parts else ""
         line = f"[mill] loaded model {self.name} in {end - self._start:.1f}s{said}"

@@ -33,3 +33,10 @@ def test_the_hf_loader_says_its_steps_in_order() -> None:
 
 def test_without_a_line_the_steps_go_nowhere() -> None:
     HFCausalLM(DEMO, name="demo")  # no loading_steps: nothing to report to, no error
+
+
+def test_a_model_without_steps_gets_the_total_alone() -> None:
+    console = Console(record=True, width=200, no_color=True, markup=False, highlight=False)
+    with LoadingLine(console, False, "fake"):
+        pass
+    assert console.export_text().splitlines()[-1].startswith("[mill] loaded model fake in ")
