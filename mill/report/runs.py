@@ -144,14 +144,11 @@ def read_entry(folder: Path) -> RunEntry:
 
 
 def _folders(root: Path) -> list[Path]:
-    """Run folders under ``root``: outputs/runs/<date>/<run> and each job of
-    outputs/multiruns/<date>/<time>/<job> (a folder with a mill.log or a manifest)."""
-    found = []
-    for pattern in ("runs/*/*", "multiruns/*/*/*"):
-        for path in root.glob(pattern):
-            if path.is_dir() and any((path / f).is_file() for f in ("manifest.json", "mill.log")):
-                found.append(path)
-    return found
+    """Run folders under ``root`` (outputs/runs/<date>/<run>, each job of
+    outputs/multiruns/<date>/<time>/, a folder named by hydra.run.dir): every folder with
+    a ``manifest.json`` or a ``mill.log`` (a run refused before its manifest)."""
+    found = {p.parent for name in ("manifest.json", "mill.log") for p in root.rglob(name)}
+    return sorted(found)
 
 
 def list_runs(
