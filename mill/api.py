@@ -40,13 +40,15 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
 
+    from mill.cli import task_lists
     from mill.instantiate import checked_composition
 
     _register_resolvers()
     GlobalHydra.instance().clear()
     try:
         with checked_composition(), initialize_config_module("mill.conf", version_base="1.3"):
-            return hydra_compose("mill", overrides=list(overrides))
+            # task=[a,b] as the command line reads it (several tasks, not merged configs)
+            return hydra_compose("mill", overrides=task_lists(list(overrides)))
     except HydraException as err:
         from mill.runner.config_errors import describe
 
@@ -97,12 +99,10 @@ def compose_tasks(tasks: Sequence[str], overrides: Sequence[str] = ()) -> DictCo
     ``task=[a,b]`` (:func:`mill.cli.task_lists`): a task group of them (reported per task
     and together), ``task.limit``/``task.num_fewshot`` reaching every member and
     ``task.<name>.*`` one of them."""
-    from mill.cli import task_lists
-
     names = list(tasks)
     if len(names) <= 1:
         return compose([*(f"task={n}" for n in names), *overrides])
-    return compose(task_lists([f"task=[{','.join(names)}]", *overrides]))
+    return compose([f"task=[{','.join(names)}]", *overrides])
 
 
 def evaluate(
