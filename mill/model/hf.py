@@ -197,9 +197,6 @@ class HFCausalLM(TokenizingLM):
         tokenizer: str | None = None,
         _loaded: tuple[Any, Any] | None = None,
     ) -> None:
-        if _loaded is None:  # a path that is no folder: said before torch is imported
-            for setting, value in (("pretrained", pretrained), ("tokenizer", tokenizer)):
-                _check_local(setting, value)
         from mill.progress import loading_step
 
         loading_step("importing torch and transformers")
@@ -210,6 +207,9 @@ class HFCausalLM(TokenizingLM):
         if dtype not in _DTYPES:
             raise ModelError(f"model.dtype={dtype!r} is unknown; choose one of {_DTYPES}")
         _check_budgets(batch_size, token_budget, cache_budget, int(max_gen_toks))
+        if _loaded is None:  # a path that is no folder: said before anything loads
+            for setting, value in (("pretrained", pretrained), ("tokenizer", tokenizer)):
+                _check_local(setting, value)
         self.pretrained = str(pretrained)
         self.revision = revision
         self.name = name or Path(self.pretrained).name
