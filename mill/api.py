@@ -40,13 +40,15 @@ def compose(overrides: Sequence[str] = ()) -> DictConfig:
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
 
+    from mill.cli import task_lists
     from mill.instantiate import checked_composition
 
     _register_resolvers()
     GlobalHydra.instance().clear()
     try:
         with checked_composition(), initialize_config_module("mill.conf", version_base="1.3"):
-            return hydra_compose("mill", overrides=list(overrides))
+            # task=[a,b] as the command line reads it (several tasks, not merged configs)
+            return hydra_compose("mill", overrides=task_lists(list(overrides)))
     except HydraException as err:
         from mill.runner.config_errors import describe
 
@@ -93,27 +95,14 @@ def _wrap(model: Any, tokenizer: Any) -> Any:
 
 
 def compose_tasks(tasks: Sequence[str], overrides: Sequence[str] = ()) -> DictConfig:
-    """:func:`compose` for several task configs evaluated together: a task group of them
-    (reported per task and together), with the ``task.*`` overrides applied to the group
-    (``task.limit``, ``task.num_fewshot`` reach every member)."""
+    """:func:`compose` for several task configs evaluated together, as the command line's
+    ``task=[a,b]`` (:func:`mill.cli.task_lists`): a task group of them (reported per task
+    and together), ``task.limit``/``task.num_fewshot`` reaching every member and
+    ``task.<name>.*`` one of them."""
     names = list(tasks)
     if len(names) <= 1:
         return compose([*(f"task={n}" for n in names), *overrides])
-    own = [o for o in overrides if o.lstrip("+").startswith("task.")]
-    cfg = compose([f"task={names[0]}", *(o for o in overrides if o not in own)])
-    members = []
-    for name in names:
-        node = compose([f"task={name}"]).task
-        if node.get("tasks") is not None:
-            raise ConfigError(
-                f"task {name!r} is a group of tasks; list its members in tasks=[...] instead"
-            )
-        members.append(node)
-    group = OmegaConf.create({"_target_": "mill.task.TaskGroup", "name": "+".join(names)})
-    group.tasks = members
-    OmegaConf.set_struct(cfg, False)
-    cfg.task = OmegaConf.merge(group, OmegaConf.from_dotlist([o.lstrip("+")[5:] for o in own]))
-    return cfg
+    return compose([f"task=[{','.join(names)}]", *overrides])
 
 
 def evaluate(

@@ -1,6 +1,6 @@
 """``mill``: the Hydra entry point. Thin: compose the config, run one job, report errors.
 
-``mill report|compare|judge ...`` are the commands of the other primary configs
+``mill report|compare|judge|runs ...`` are the commands of the other primary configs
 (``conf/<command>.yaml``), the same as Hydra's ``mill -cn <command> ...``; ``mill --help``
 is ``conf/hydra/help/mill.yaml``.
 
@@ -26,7 +26,7 @@ from mill.redact import redact_logs, redact_text, sweep_job_config
 from mill.runner.dist import launched_rank, launched_world_size
 from mill.runner.logs import to_file
 
-COMMANDS = ("report", "compare", "judge")
+COMMANDS = ("report", "compare", "judge", "runs")
 """``mill <command> ...`` is ``mill -cn <command> ...`` (conf/<command>.yaml); any other
 first word is an override of a run (``report=console`` is the ``report`` config group)."""
 
@@ -135,6 +135,11 @@ def _job(cfg: DictConfig) -> float | None:
         return None
     if results is None:  # a rank other than 0 under the user's own launcher
         return None
+    # where the run went, the last thing it says (mill runs lists it later)
+    print(
+        f"[mill] results: {output_dir}\n[mill] report: {output_dir / 'report.html'}",
+        file=sys.stderr,
+    )
     return _first_value(results)
 
 
@@ -166,6 +171,8 @@ def command_line(argv: list[str]) -> list[str]:
     commands). ``report=console`` is an override: the ``report`` config group of a run."""
     from mill.errors import ConfigError
 
+    if any(a.split("=", 1)[0] in LM_EVAL_FLAGS for a in argv):
+        raise ConfigError(lm_eval_flags(argv))
     first = argv[0] if argv else ""
     if first in COMMANDS:
         rest = argv[1:]
@@ -176,7 +183,130 @@ def command_line(argv: list[str]) -> list[str]:
         return ["-cn", first, *rest]
     if first and not first.startswith(("-", "~", "+")) and "=" not in first:
         raise ConfigError(_unknown_command(first))
+    return task_lists(argv)
+
+
+def task_lists(argv: list[str]) -> list[str]:
+    """``task=[arc_easy,piqa,gsm8k]``, several tasks in one run, as the overrides Hydra
+    composes: ``task=tasks`` (conf/task/tasks.yaml, a :class:`mill.task.TaskGroup`) with
+    each member's own config under ``task.<name>`` (``+task@task.<name>=<name>``). A
+    ``task.<key>=...`` for no member (``task.limit=5``) becomes ``task.<name>.<key>=...``
+    for every member, ahead of the ``task.<name>.*`` ones, so ``task.piqa.limit=3`` beats
+    it whatever the order. Hydra alone would merge the listed configs into one (the last
+    one wins); a sweep over lists (``-m task=[a,b],[c]``) is refused for the same reason.
+    A list of one name is ``task=<name>``; argv without a task list is returned as it is."""
+    from mill.errors import ConfigError
+
+    at = next((i for i, a in enumerate(argv) if a.startswith("task=") and "[" in a), None)
+    if at is None:
+        return argv
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    arg = argv[at]
+    value = OverridesParser.create().parse_overrides([arg])[0].value()
+    if not isinstance(value, list):
+        raise ConfigError(
+            f"{arg}: a sweep over lists of tasks is not supported; sweep single tasks "
+            "(mill -m task=arc_easy,piqa: a folder each) or run each list as its own "
+            "mill task=[...]"
+        )
+    names = [str(n) for n in value]
+    if not names or len(set(names)) != len(names):
+        raise ConfigError(f"{arg}: list each task once, at least one (task=[arc_easy,piqa])")
+    if len(names) == 1:
+        return [*argv[:at], f"task={names[0]}", *argv[at + 1 :]]
+    rest = [a for i, a in enumerate(argv) if i != at]
+    every, own, other = [], [], []
+    for a in rest:
+        plus, key = a[: len(a) - len(a.lstrip("+"))], a.lstrip("+")
+        if not key.startswith("task.") or "=" not in key:
+            other.append(a)
+        elif key.split("=")[0].split(".")[1] in [*names, "name"]:
+            own.append(a)
+        else:  # a setting of every member
+            every += [f"{plus}task.{n}.{key[5:]}" for n in names]
+    members = ["task=tasks", *(f"+task@task.{n}={n}" for n in names)]
+    return [*other, *members, f"task.name={'+'.join(names)}", *every, *own]
+
+
+def completion(argv: list[str], env: dict[str, str] | Any) -> list[str]:
+    """Shell completion (``mill -sc query=bash``, which Hydra's installed completion runs
+    with the line typed so far in ``COMP_LINE``): after a command's name (``mill report
+    ru<TAB>``, ``mill compare <TAB>``) the keys of that command's config, as
+    ``-cn <command>`` with the name taken off the line; at the first word, the commands
+    too (printed here, beside Hydra's group and key suggestions). Other argv unchanged."""
+    if not any(a.startswith("query=") for a in argv) or "COMP_LINE" not in env:
+        return argv
+    line = str(env["COMP_LINE"])
+    program, _, rest = line.partition(" ")
+    words = rest.split(" ")
+    if len(words) > 1 and words[0] in COMMANDS:  # the command's name is complete
+        cut = len(words[0]) + 1
+        env["COMP_LINE"] = f"{program} {rest[cut:]}"
+        if str(env.get("COMP_POINT", "")).isdigit():
+            env["COMP_POINT"] = str(max(0, int(env["COMP_POINT"]) - cut))
+        return ["-cn", words[0], *argv]
+    if len(words) == 1 and "=" not in words[0]:  # the first word: a command, or a key
+        matching = [c for c in COMMANDS if c.startswith(words[0])]
+        if matching:
+            print(" ".join(matching), end=" ")
     return argv
+
+
+LM_EVAL_FLAGS = (
+    "--tasks",
+    "--model",
+    "--model_args",
+    "--limit",
+    "--num_fewshot",
+    "--output_path",
+    "--batch_size",
+    "--device",
+)
+"""lm-eval's flags, typed out of habit: answered with the equivalent Mill command."""
+
+
+def lm_eval_flags(argv: list[str]) -> str:
+    """The one line for lm-eval's flags (``--tasks arc_easy --limit 10``): Mill's command
+    with the same settings (Mill's own task configs where every task is one, else the
+    lm-eval bridge ``task=lm_eval task.tasks=[...]``); other words are kept as they are."""
+    from mill.runner.config_errors import group_options
+
+    words: list[str] = []
+    i = 0
+    while i < len(argv):
+        flag, eq, value = argv[i].partition("=")
+        if flag in LM_EVAL_FLAGS and not eq and i + 1 < len(argv):
+            i, value = i + 1, argv[i + 1]
+        i += 1
+        if flag not in LM_EVAL_FLAGS:
+            words.append(argv[i - 1])
+        elif flag == "--tasks":
+            names = [n for n in value.split(",") if n]
+            if set(names) <= set(group_options("task", [])) - {"tasks", "lm_eval"}:
+                words.append(f"task={names[0]}" if len(names) == 1 else f"task=[{value}]")
+            else:
+                words += ["task=lm_eval", f"task.tasks=[{value}]"]
+        elif flag == "--model_args":
+            for pair in value.split(","):
+                key, _, v = pair.partition("=")
+                words.append(f"model.{key}={v}")
+        else:
+            key = {
+                "--model": "model",
+                "--limit": "task.limit",
+                "--num_fewshot": "task.num_fewshot",
+                "--output_path": "hydra.run.dir",
+                "--batch_size": "model.batch_size",
+                "--device": "model.device",
+            }[flag]
+            words.append(f"{key}={value}")
+    import shlex
+
+    return (
+        "mill takes Hydra overrides (key=value), not lm-eval's flags; the same run is: "
+        f"{shlex.join(['mill', *words])} (mill --help lists the settings)"
+    )
 
 
 def _unknown_command(word: str) -> str:
@@ -210,7 +340,7 @@ def main() -> None:
     from mill.instantiate import checked_composition
 
     try:
-        sys.argv[1:] = argv = command_line(sys.argv[1:])
+        sys.argv[1:] = argv = command_line(completion(sys.argv[1:], os.environ))
         contain_library_caches()  # matplotlib's cache into Mill's (MILL_CACHE writable)
     except MillError as err:  # `mill comapre ...`: one line, before Hydra says more
         _say(str(err))

@@ -8,6 +8,9 @@ and everything that must stay silent (ranks other than 0, scripts, tests) uses
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol
 
 
@@ -30,3 +33,25 @@ class NullProgress:
 
     def done(self) -> None:
         return None
+
+
+_LOADING: ContextVar[Callable[[str], None] | None] = ContextVar("mill_loading", default=None)
+
+
+@contextmanager
+def loading_steps(report: Callable[[str], None]) -> Iterator[None]:
+    """While a model loads, :func:`loading_step` calls ``report`` with each step's name
+    (the runner shows them on the loading line)."""
+    token = _LOADING.set(report)
+    try:
+        yield
+    finally:
+        _LOADING.reset(token)
+
+
+def loading_step(what: str) -> None:
+    """A model's loader says what it starts doing (``importing torch``, ``tokenizer``,
+    ``weights``); nothing happens outside :func:`loading_steps`."""
+    report = _LOADING.get()
+    if report is not None:
+        report(what)

@@ -291,3 +291,9 @@ def test_in_memory_run_reports_usage_as_the_folder_run(tmp_path: Path) -> None:
     assert without.usage["arc_easy"]["requests"] == 12  # 3 docs x 4 choices
     assert mill.load(out).results.usage == without.usage
     assert "served model usage" in (out / "report.txt").read_text()
+
+
+def test_compose_reads_a_task_list_as_the_command_line_does() -> None:
+    cfg = mill.compose(["task=[arc_easy,piqa]", "task.piqa.limit=2"])
+    assert cfg.task.name == "arc_easy+piqa" and cfg.task.piqa.limit == 2
+    assert cfg.task.arc_easy._target_.endswith("ArcEasy")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -170,6 +171,21 @@ def test_help_lists_groups_and_never_imports_torch() -> None:
         (["+metrics=[acc]", "report"], ["+metrics=[acc]", "report"]),
         (["~judge"], ["~judge"]),
         (["-m", "task=arc_easy,piqa"], ["-m", "task=arc_easy,piqa"]),
+        # several tasks in one run: the tasks config and each member under task.<name>
+        (
+            ["task.piqa.limit=3", "task=[arc_easy,piqa]", "+metrics=[acc]", "task.limit=4"],
+            [
+                "+metrics=[acc]",
+                "task=tasks",
+                "+task@task.arc_easy=arc_easy",
+                "+task@task.piqa=piqa",
+                "task.name=arc_easy+piqa",
+                "task.arc_easy.limit=4",
+                "task.piqa.limit=4",
+                "task.piqa.limit=3",
+            ],
+        ),
+        (["task=[piqa]"], ["task=piqa"]),
         (["--help"], ["--help"]),
         ([], []),
     ],
@@ -178,13 +194,26 @@ def test_a_first_word_naming_a_command_is_its_config(argv, hydra_argv) -> None:
     assert command_line(argv) == hydra_argv
 
 
+@pytest.mark.parametrize(
+    ("arg", "said"),
+    [
+        ("task=[a,b],[c]", "a sweep over lists of tasks is not supported"),
+        ("task=[]", "list each task once"),
+        ("task=[piqa,piqa]", "list each task once"),
+    ],
+)
+def test_a_task_list_that_is_no_list_of_tasks_is_one_line(arg: str, said: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        command_line(["-m", arg])
+
+
 def test_a_first_word_that_is_no_command_nor_override_is_one_line() -> None:
     with pytest.raises(ConfigError) as err:
         command_line(["comapre", "a=x", "b=y"])
     said = str(err.value)
     assert said.startswith("'comapre' is neither a command nor an override")
     assert "did you mean 'mill compare'" in said and "\n" not in said
-    assert "the commands are mill report, mill compare, mill judge" in said
+    assert "the commands are mill report, mill compare, mill judge, mill runs" in said
     with pytest.raises(ConfigError, match=r"to choose a task, write task=<option> \(arc, "):
         command_line(["task", "arc"])
 
@@ -265,3 +294,86 @@ def test_the_wrong_setting_is_named(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     (line,) = [x for x in proc.stderr.splitlines() if x.startswith("mill: error:")]
     assert line.startswith(f"mill: error: MILL_CACHE={cache} is not a folder Mill can write")
+
+
+@pytest.mark.slow
+def test_several_tasks_run_once_with_each_tasks_own_numbers(tmp_path: Path) -> None:
+    """``task=[arc_easy,piqa,gsm8k]``: one process, one folder, one manifest, one table,
+    one report with a section per task; ``task.<name>.*`` sets one member; every number
+    equals the task's own run (before, Hydra merged the configs and only the last ran)."""
+    import mill
+
+    out = tmp_path / "run"
+    proc = run_mill(
+        "task=[arc_easy,piqa,gsm8k]",
+        "model=fake",
+        "task.limit=4",
+        "task.piqa.limit=3",
+        f"hydra.run.dir={out}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = _results(out)
+    assert list(results["tasks"]) == ["arc_easy", "piqa", "gsm8k"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "succeeded" and list(manifest["tasks"]) == list(results["tasks"])
+    assert proc.stdout.count("arc_easy+piqa+gsm8k | fake") == 1  # one table
+    for name in ("arc_easy", "piqa", "gsm8k"):
+        assert f"| {name} " in proc.stdout
+    html = (out / "report.html").read_text()
+    for name in results["tasks"]:
+        assert f"<section id='task-{name}'>" in html
+    for name, limit in (("arc_easy", 4), ("piqa", 3), ("gsm8k", 4)):
+        alone = mill.evaluate(name, "fake", limit=limit)
+        got = results["tasks"][name]["metrics"]
+        assert {k: got[k]["n"] for k in got} == {k: limit for k in got}
+        for metric, row in alone.tasks[name].metrics.items():
+            assert (got[metric]["value"], got[metric]["stderr"]) == (row.value, row.stderr)
+
+
+def test_lm_eval_flags_get_the_equivalent_mill_command() -> None:
+    argv = "--model hf --model_args pretrained=/m/x,dtype=float32 --tasks arc_easy,piqa"
+    argv += " --limit 10 --num_fewshot=5 --output_path out"
+    with pytest.raises(ConfigError) as err:
+        command_line(argv.split())
+    said = str(err.value)
+    assert "\n" not in said and "not lm-eval's flags" in said
+    assert (
+        "mill model=hf model.pretrained=/m/x model.dtype=float32 'task=[arc_easy,piqa]' "
+        "task.limit=10 task.num_fewshot=5 hydra.run.dir=out" in said
+    )
+
+    with pytest.raises(ConfigError, match=r"mill task=lm_eval 'task.tasks=\[mmlu_pro,piqa\]'"):
+        command_line(["--tasks", "mmlu_pro,piqa"])  # not every one is a Mill task
+
+
+@pytest.mark.slow
+def test_lm_eval_flags_are_one_line_exit_2(tmp_path: Path) -> None:
+    proc = run_mill("--tasks", "arc_easy", "--limit", "5", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "mill: error: mill takes Hydra overrides (key=value), not lm-eval's flags; the same "
+        "run is: mill task=arc_easy task.limit=5 (mill --help lists the settings)"
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("line", "offered"),
+    [
+        ("mill report ru", ["runs="]),
+        ("mill compare ", ["a=", "b=", "iters="]),
+        ("mill runs ", ["tasks=", "models=", "open="]),
+        ("mill r", ["report", "runs", "runner="]),
+        ("mill ", ["compare", "judge", "task=", "model="]),
+        ("mill task=arc_easy mo", ["model="]),
+    ],
+)
+def test_shell_completion_offers_commands_and_their_keys(line: str, offered: list[str]) -> None:
+    """What Hydra's installed bash completion runs (``mill -sc query=bash`` with the line
+    in COMP_LINE): a command's keys after its name, the commands at the first word."""
+    proc = run_mill("-sc", "query=bash", env={"COMP_LINE": line, "COMP_POINT": str(len(line))})
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    for word in offered:
+        assert word in proc.stdout.split(), (word, proc.stdout)

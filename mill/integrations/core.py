@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -276,7 +277,8 @@ class TrainingEvaluator:
                     cfg.runner.cache = str(Path(output_dir) / "mill" / "cache")
                 else:
                     cfg.runner.cache = False
-                results = run_job(cfg, folder, None, model=lm, dist=dist)
+                with above_progress_bars():  # the trainer's tqdm bar stays whole
+                    results = run_job(cfg, folder, None, model=lm, dist=dist)
         finally:
             if training is not None:
                 trained.train(training)
@@ -292,6 +294,22 @@ class TrainingEvaluator:
         root = Path(output_dir) / "mill"
         history = step_results(root)
         return write_curves(root, history, self.data_source) if history else None
+
+
+@contextmanager
+def above_progress_bars() -> Iterator[None]:
+    """Mill's lines (progress, the results table) printed above the training loop's tqdm
+    bars (the Trainer's, Lightning's, a loop's own) instead of into them: the bars on
+    stdout and stderr are cleared for the evaluation and drawn again after it (tqdm's
+    ``external_write_mode``, what ``tqdm.write`` does for one line)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # no tqdm, no bars
+        yield
+        return
+    # nolock: the evaluation's own threads and helpers must not wait for tqdm's lock
+    with tqdm.external_write_mode(file=sys.stderr, nolock=True):
+        yield
 
 
 def to_log(results: Results) -> dict[str, float]:

@@ -42,12 +42,22 @@ def series(history: Sequence[tuple[int, Results]]) -> dict[str, dict[str, list]]
     return out
 
 
+def _step_page(folder: Path, step: int) -> str:
+    """A link to ``step-<N>/report.html`` (relative: the folder moves as a whole), or the
+    step's name when the page is missing."""
+    page = folder / f"step-{step}" / "report.html"
+    if not page.is_file():
+        return f"step {step}"
+    return f"<a href='step-{step}/report.html'>step {step}</a>"
+
+
 def write_curves(folder: Path, history: Sequence[tuple[int, Results]], source: str) -> Path:
     """``<folder>/curves.html`` and ``<folder>/curves/<metric>.png``; returns the page."""
     from mill.report.plots import curve_png
 
     drawn = series(history)
     (folder / "curves").mkdir(parents=True, exist_ok=True)
+    pages = {step: _step_page(folder, step) for step, _ in history}
     parts = [
         "<h1>Evaluation during training</h1>",
         chips(
@@ -57,6 +67,9 @@ def write_curves(folder: Path, history: Sequence[tuple[int, Results]], source: s
                 (f"data: {source}", ""),
             ]
         ),
+        "<p>Each step's report: "
+        + " · ".join(pages[s] for s, _ in sorted(history, key=lambda h: h[0]))
+        + "</p>",
         (
             '<p class="note"><b>Bundled sample data.</b> These numbers come from the small '
             "excerpts shipped with Mill (data=bundled); they are not benchmark scores.</p>"
@@ -77,6 +90,7 @@ def write_curves(folder: Path, history: Sequence[tuple[int, Results]], source: s
                 [esc(task)]
                 + [value_pm_stderr(at[s].value, at[s].stderr) if s in at else "" for s in steps]
             )
+        rows.append(["report", *(pages.get(s, "") for s in steps)])
         parts.append(table(["task", *(f"step {s}" for s in steps)], rows, range(1, len(steps) + 1)))
     html = page(
         "Evaluation during training — Mill",

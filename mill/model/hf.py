@@ -114,6 +114,33 @@ def _input_device(model: Any) -> Any:
     return torch.device("cpu" if first in ("cpu", "disk") else str(first))
 
 
+def _check_local(setting: str, value: str | None) -> None:
+    """ModelError when ``value`` is written as a path (``/``, ``./``, ``../``, ``~`` or more
+    than one ``/``: never a hub id, which is ``name`` or ``org/name``) and no such folder
+    exists, instead of a failed hub download."""
+    if value is None:
+        return
+    text = str(value)
+    if not (text.startswith(("/", "./", "../", "~")) or text.count("/") > 1):
+        return
+    folder = Path(os.path.expanduser(text))
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise ModelError(
+            f"model.{setting}={text!r}: the folder {folder} {what}; give the folder of a saved "
+            "model (config.json, weights, tokenizer files) or a hub id (org/name)"
+        )
+
+
+def _tokenizer_identity(tokenizer: str) -> dict[str, Any]:
+    """model.tokenizer in the model's identity: the id or folder and its files' digest (a
+    folder) or its hub commit, so a cached score is never served for another tokenizer."""
+    from mill.model.identity import weights_identity
+
+    found = weights_identity(tokenizer, None, None)
+    return {"source": tokenizer, "fingerprint": found.get("weights_fingerprint")}
+
+
 class HFCausalLM(TokenizingLM):
     """A ``transformers`` causal LM from the hub (id + revision) or a local folder.
 
@@ -144,6 +171,9 @@ class HFCausalLM(TokenizingLM):
         offload_folder: where ``device_map`` may put weights that fit nowhere else.
         fused_gelu: run tanh-GELU activations (GPT-2 family) with torch's fused kernel
             (:mod:`mill.model.kernels`; equal to rounding); false keeps the model's modules.
+        tokenizer: the tokenizer's folder or hub id when ``pretrained`` has none (a
+            Trainer checkpoint saved without ``processing_class``; lm-eval's ``tokenizer=``);
+            it is part of the model's identity.
     """
 
     def __init__(
@@ -164,8 +194,12 @@ class HFCausalLM(TokenizingLM):
         max_memory: dict[Any, str] | None = None,
         offload_folder: str | None = None,
         fused_gelu: bool = True,
+        tokenizer: str | None = None,
         _loaded: tuple[Any, Any] | None = None,
     ) -> None:
+        from mill.progress import loading_step
+
+        loading_step("importing torch and transformers")
         import torch
         import transformers
 
@@ -173,6 +207,9 @@ class HFCausalLM(TokenizingLM):
         if dtype not in _DTYPES:
             raise ModelError(f"model.dtype={dtype!r} is unknown; choose one of {_DTYPES}")
         _check_budgets(batch_size, token_budget, cache_budget, int(max_gen_toks))
+        if _loaded is None:  # a path that is no folder: said before anything loads
+            for setting, value in (("pretrained", pretrained), ("tokenizer", tokenizer)):
+                _check_local(setting, value)
         self.pretrained = str(pretrained)
         self.revision = revision
         self.name = name or Path(self.pretrained).name
@@ -200,11 +237,18 @@ class HFCausalLM(TokenizingLM):
             self.model, self.tokenizer = _loaded
         else:
             try:
+                # model.tokenizer: a checkpoint saved without its tokenizer (lm-eval's
+                # tokenizer=); the hub revision is the model's, so it applies to neither
+                loading_step("tokenizer")
+                own = tokenizer is None
+                source = self.pretrained if own else str(tokenizer)
+                where_tok = Path(os.path.expanduser(source))
                 self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-                    str(local) if local.is_dir() else self.pretrained,
-                    revision=revision,
+                    str(where_tok) if where_tok.is_dir() else source,
+                    revision=revision if own else None,
                     trust_remote_code=trust_remote_code,
                 )
+                loading_step("weights")
                 self.model = transformers.AutoModelForCausalLM.from_pretrained(
                     str(local) if local.is_dir() else self.pretrained,
                     revision=revision,
@@ -215,7 +259,13 @@ class HFCausalLM(TokenizingLM):
             except (OSError, ValueError) as err:
                 where = "local folder" if local.is_dir() else "hub model"
                 if local.is_dir():
-                    hint = " Check that the folder holds config.json, weights and tokenizer files."
+                    hint = " Check that the folder holds config.json, weights and tokenizer files"
+                    hint += (
+                        " (a checkpoint saved without its tokenizer: model.tokenizer=<folder "
+                        "or hub id>)."
+                        if tokenizer is None
+                        else f", and model.tokenizer={tokenizer!r} a tokenizer."
+                    )
                 elif offline:
                     hint = (
                         " HF_HUB_OFFLINE is set and the model is not in the Hugging Face cache: "
@@ -248,6 +298,7 @@ class HFCausalLM(TokenizingLM):
             self.cache_budget = self._auto_cache_budget()
         self._init_tokenizer()
         commit = getattr(self.model.config, "_commit_hash", None)
+        loading_step("fingerprint of the weights")
         self._identity = {
             "backend": "hf",
             "pretrained": self.pretrained,
@@ -259,6 +310,7 @@ class HFCausalLM(TokenizingLM):
             "max_gen_toks": self.max_gen_toks,
             "trust_remote_code": bool(trust_remote_code),
             "fused_gelu": fused > 0,
+            **({} if tokenizer is None else {"tokenizer": _tokenizer_identity(str(tokenizer))}),
             "class": type(self.model).__name__,
             "num_parameters": sum(p.numel() for p in self.model.parameters()),
         }

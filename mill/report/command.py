@@ -4,6 +4,7 @@ Hydra's ``-cn compare``, so both spellings work):
 
     mill compare a=<run dir> b=<run dir>
     mill report runs=[<run or sweep dir>,...]
+    mill runs [task=...] [model=...] [open=N]
 
 Each config sets ``command``; :func:`run_command` dispatches on it. Neither command loads a
 model.
@@ -17,15 +18,21 @@ from mill.errors import ConfigError
 
 
 def run_command(cfg: Any) -> None:
-    """Run ``cfg.command`` (``compare`` or ``report``)."""
+    """Run ``cfg.command`` (``compare``, ``report`` or ``runs``)."""
     command = str(cfg.command)
     if command == "compare":
         from mill.report.compare import compare_command
 
         compare_command(cfg)
+    elif command == "runs":
+        from mill.report.runs import runs_command
+
+        runs_command(cfg)
     elif command == "report":
         from mill.report.rebuild import report_command
 
         report_command(cfg)
     else:
-        raise ConfigError(f"command={command!r} is unknown; use mill compare or mill report")
+        raise ConfigError(
+            f"command={command!r} is unknown; use mill compare, mill report or mill runs"
+        )

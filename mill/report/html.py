@@ -298,6 +298,25 @@ def instruction_types_section(
     return "".join(parts)
 
 
+def task_sections(run: RunFolder) -> str:
+    """A run of several tasks (``task=[a,b]``, a group): a section per task, its scores
+    and settings, linked from a list at the top of the section; empty for one task."""
+    names = run.task_names
+    if len(names) < 2:
+        return ""
+    scores = run.scores()
+    links = " · ".join(f"<a href='#task-{esc(t)}'>{esc(t)}</a>" for t in names)
+    parts = [f"<h2>Tasks</h2><p>{links}</p>"]
+    for task in names:
+        mine = [s for s in scores if s.kind == "task" and s.task == task]
+        parts.append(
+            f"<section id='task-{esc(task)}'><h3>{esc(task)}</h3>{scores_table(mine)}"
+            f"<details><summary>Settings</summary>{kv_table(run.settings(task))}</details>"
+            "</section>"
+        )
+    return "".join(parts)
+
+
 def run_page(
     run: RunFolder,
     scores_png: bytes,
@@ -324,6 +343,7 @@ def run_page(
         "<h2>Results</h2>",
         scores_table(run.scores()),
         figure(scores_png, "scores with standard errors", "Scores with ±1 SE and 95% CIs."),
+        task_sections(run),
         calibration_section(calibration),
         instruction_types_section(instruction),
         programs_section(run),

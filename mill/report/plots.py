@@ -342,9 +342,20 @@ def curve_png(metric: str, series: dict[str, Sequence[tuple[int, Score]]]) -> by
             lows, highs = [lo for lo, _ in bands], [hi for _, hi in bands]
             ax.fill_between(steps, lows, highs, color=color, alpha=alpha, linewidth=0)
         ax.plot(steps, values, marker="o", markersize=4, color=color, label=task)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     ax.set_xlabel("training step", fontsize=9)
     ax.set_ylabel(_metric_label(metric, higher), fontsize=9)
-    ax.legend(fontsize=8.5, frameon=False, title="band: ±1 SE · light: 95% CI", title_fontsize=8)
+    ax.legend(  # beside the axes, never over the lines
+        fontsize=8.5,
+        frameon=False,
+        title="band: ±1 SE · light: 95% CI",
+        title_fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        borderaxespad=0.0,
+    )
     _style(ax)
     ax.grid(axis="y", color="#eeeeee", linewidth=0.8)
     return to_png(fig)

@@ -74,3 +74,42 @@ class PhaseProgress:
                 f"[mill] {self._name}: {self._count}/{self._total} in {elapsed:.1f}s"
             )
         self._name = ""
+
+
+class LoadingLine:
+    """What a model's loading is doing (:func:`mill.progress.loading_step`): on a terminal
+    one status line with a spinner and the seconds so far; otherwise a line per step. Ends
+    with the seconds of each step (``loaded model x in 6.1s: importing ... 4.2s, ...``)."""
+
+    def __init__(self, console: Console, interactive: bool, name: str) -> None:
+        self.console = console
+        self.name = name
+        self._status = console.status(f"[mill] loading model {name}") if interactive else None
+        self._steps: list[tuple[str, float]] = []
+        self._start = time.monotonic()
+
+    def __enter__(self) -> LoadingLine:
+        if self._status is not None:
+            self._status.start()
+        else:
+            self.console.print(f"[mill] loading model {self.name}")
+        return self
+
+    def step(self, what: str) -> None:
+        self._steps.append((what, time.monotonic()))
+        if self._status is not None:
+            self._status.update(f"[mill] loading model {self.name}: {what}")
+        else:
+            self.console.print(f"[mill] loading model {self.name}: {what}")
+
+    def __exit__(self, kind: object, err: object, trace: object) -> None:
+        if self._status is not None:
+            self._status.stop()
+        if kind is not None:
+            return
+        end = time.monotonic()
+        times = [*(t for _, t in self._steps[1:]), end] if self._steps else []
+        parts = [f"{what} {t - s:.1f}s" for (what, s), t in zip(self._steps, times, strict=True)]
+        said = f": {', '.join(parts)}" if parts else ""
+        line = f"[mill] loaded model {self.name} in {end - self._start:.1f}s{said}"
+        self.console.print(line, soft_wrap=True)

@@ -9,10 +9,13 @@ from mill.report.load import Score
 from mill.report.numbers import number
 from mill.results import Results
 
+MARKERS = "^ higher is better, v lower is better"
+"""The footer of a table whose metrics carry the markers."""
+
 
 def results_table(results: Results, title: str) -> Table:
     """Rows per task and metric, then group rows (micro and macro)."""
-    table = Table(title=title, box=box.ASCII, safe_box=True)
+    table = Table(title=title, caption=MARKERS, box=box.ASCII, safe_box=True)
     table.add_column("task")
     table.add_column("metric")
     for col in ("value", "stderr", "n"):
@@ -58,7 +61,7 @@ def sweep_table(entries: list[tuple[str, Score]], title: str) -> Table:
     """Several runs: one row per task x model (x metric), models of a task next to each other.
 
     ``entries``: (model label, score) pairs, in run order."""
-    table = Table(title=title, box=box.ASCII, safe_box=True)
+    table = Table(title=title, caption=MARKERS, box=box.ASCII, safe_box=True)
     for col in ("task", "metric", "model"):
         table.add_column(col)
     for col in ("value", "stderr", "n"):

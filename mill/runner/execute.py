@@ -64,6 +64,24 @@ def _model_node(cfg: DictConfig, dist: Dist) -> DictConfig:
     return node
 
 
+def _load_model(
+    cfg: DictConfig, dist: Dist, allow: list[str], console: Any, show: bool, mode: str
+) -> LanguageModel:
+    """The configured model, its loading steps (imports, tokenizer, weights) on one line
+    of the terminal when ``show``."""
+    from mill.instantiate import instantiate
+
+    if not show:
+        return instantiate(_model_node(cfg, dist), allow)
+    from mill.progress import loading_steps
+    from mill.report.console import interactive
+    from mill.report.progress import LoadingLine
+
+    with LoadingLine(console, interactive(mode), str(cfg.model.get("name", ""))) as line:
+        with loading_steps(line.step):
+            return instantiate(_model_node(cfg, dist), allow)
+
+
 def _open_store(cache_dir: Path, identity: dict[str, Any]) -> Any:
     """The response cache, or a ConfigError naming a cache file that is not a database."""
     from mill.runner.cache import ResponseStore
@@ -200,7 +218,6 @@ def execute(
     manifest failed.
     """
     from mill.evaluator import evaluate, require_judge, to_results
-    from mill.instantiate import instantiate
     from mill.report.background import ReportHelper
     from mill.report.console import interactive, make_console
     from mill.report.progress import PhaseProgress
@@ -281,11 +298,11 @@ def execute(
             ", ".join(f"{t.name} ({t.describe()['num_fewshot']}-shot)" for t in tasks),
             source.source,
         )
-        if show:
-            err_console.print(f"[mill] loading model {cfg.model.get('name', '')}")
         log.info("loading model %s", cfg.model.get("name", ""))
         if model is None:
-            model = agree(dist, lambda: instantiate(_model_node(cfg, dist), allow))
+            model = agree(dist, lambda: _load_model(cfg, dist, allow, err_console, show, mode))
+        elif show:
+            err_console.print(f"[mill] model {cfg.model.get('name', '')} (in memory)")
         fault("model_loaded")
         identity = model.identity()
         log.info("model loaded: %s", identity.get("class") or type(model).__name__)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 from mill.data.load import DatasetSpec, DataSource, load_rows
-from mill.errors import TaskError
+from mill.errors import ConfigError, TaskError
 from mill.task.chat import Message, join_delimited, render_chat, render_text, single_turn
 from mill.task.fewshot import choose_shots
 from mill.task.rows import Unusable, explain, strict
@@ -706,6 +706,19 @@ class Task:
         }
 
 
+def _member(key: str, member: Any) -> Task:
+    """A task of ``task=[...]`` (configured under ``task.<key>``), or ConfigError."""
+    if isinstance(member, TaskGroup):
+        names = ",".join(t.name for t in member.tasks)
+        raise ConfigError(
+            f"task {key!r} is a group of tasks ({names}); list its members instead: "
+            f"task=[{names},...]"
+        )
+    if not isinstance(member, Task):
+        raise ConfigError(f"task.{key} builds a {type(member).__name__}, not a mill Task")
+    return member
+
+
 class TaskGroup:
     """Several tasks evaluated together and aggregated (e.g. ``arc`` = easy + challenge).
 
@@ -715,13 +728,16 @@ class TaskGroup:
     def __init__(
         self,
         name: str,
-        tasks: list[Task],
+        tasks: list[Task] | None = None,
         num_fewshot: int | None = None,
         limit: int | None = None,
         chat_template: bool | None = None,
         system_prompt: str | None = None,
         fewshot_as_multiturn: bool | None = None,
+        **members: Any,
     ) -> None:
+        # task=[a,b] on the command line: each member's config is under task.<name>
+        tasks = [*(tasks or []), *(_member(key, m) for key, m in members.items())]
         if not tasks:
             raise TaskError(f"task group {name!r} has no tasks")
         names = [t.name for t in tasks]

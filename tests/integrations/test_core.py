@@ -197,6 +197,9 @@ def test_curves_from_the_step_folders(tmp_path: Path, stories) -> None:
     assert page == tmp_path / "mill" / "curves.html"
     html = page.read_text()
     assert "step 2" in html and "step 4" in html and "Bundled sample data" in html
+    for step in (2, 4):  # each step's report, linked relative to the page
+        assert f"<a href='step-{step}/report.html'>step {step}</a>" in html
+        assert (tmp_path / "mill" / f"step-{step}" / "report.html").is_file()
     assert (tmp_path / "mill" / "curves" / "acc.png").read_bytes().startswith(b"\x89PNG")
     assert "data=bundled" in evaluator.banner() and "every" not in evaluator.banner()
 
@@ -290,3 +293,34 @@ def test_fsdp1_flat_parameters_are_gathered_whole(tmp_path: Path) -> None:
     # "rank 0: fsdp True Falserank 1: fsdp True False"), so the lines are found, not split
     said = sorted(re.findall(r"rank \d: \w+ (?:True|False) (?:True|False)", done.stdout))
     assert said == ["rank 0: fsdp True False", "rank 1: fsdp True False"]
+
+
+def _shown(text: str) -> list[str]:
+    """What a terminal shows of ``text``: each line from its last carriage return."""
+    return [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
+
+
+@pytest.mark.slow  # evaluates or trains in process: seconds, not ms
+def test_mill_prints_above_the_training_bar_not_into_it(
+    tmp_path: Path, stories, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Trainer's tqdm bar on stderr mid-epoch: Mill's progress lines and table (stderr,
+    stdout) each start on a line of their own, and the bar is drawn again afterwards."""
+    import io
+
+    from tqdm import tqdm
+
+    model, tokenizer = stories
+    screen = io.StringIO()  # stdout and stderr, as a terminal shows them, interleaved
+    monkeypatch.setattr(sys, "stdout", screen)
+    monkeypatch.setattr(sys, "stderr", screen)
+    bar = tqdm(total=10, file=sys.stderr, desc="training", mininterval=0)
+    bar.update(3)
+    TrainingEvaluator("arc_easy", limit=3).evaluate(model, tokenizer, 3, tmp_path)
+    bar.update(1)
+    bar.close()
+    shown = _shown(screen.getvalue())
+    mill_lines = [x for x in shown if "[mill]" in x or "arc_easy" in x]
+    assert any(x.startswith("[mill] building requests") for x in mill_lines), shown
+    assert all("training" not in x for x in mill_lines), shown  # never inside the bar
+    assert any(x.startswith("training:  40%") for x in shown), shown  # drawn again

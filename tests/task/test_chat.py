@@ -19,7 +19,8 @@ BUNDLED = DataSource("bundled")
 TASKS = sorted(
     p.name.removesuffix(".yaml")
     for p in resources.files("mill.conf").joinpath("task").iterdir()
-    if p.name.endswith(".yaml") and p.name != "lm_eval.yaml"  # lm-eval's own renderer
+    # lm-eval's own renderer; tasks.yaml is task=[...] (its members are these tasks)
+    if p.name.endswith(".yaml") and p.name not in ("lm_eval.yaml", "tasks.yaml")
 )
 
 
