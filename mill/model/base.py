@@ -1,4 +1,4 @@
-"""The model interface: one method per output type (seed 000)."""
+"""The model interface: one method per output type (log-likelihood, rolling, generation)."""
 
 from __future__ import annotations
 
