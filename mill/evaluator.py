@@ -1,7 +1,7 @@
 """Tasks -> requests -> model -> responses -> metrics.
 
 The evaluator builds every doc's requests, groups them by output type across tasks,
-dispatches each group to the model method for that type (seed 000), folds the responses
+dispatches each group to the model method for that type, folds the responses
 of each doc into a :class:`~mill.record.SampleRecord` as soon as the doc is complete, and
 aggregates metrics per task and per task group.
 

@@ -28,7 +28,7 @@ def strip_reasoning(text: str, tag: str = "think") -> str:
 
 
 class OutputType(str, Enum):
-    """How a task queries the model (seed 000)."""
+    """How a task queries the model: log-likelihood, rolling log-likelihood or generation."""
 
     GENERATIVE = "generative"
     """``generate_until`` -> str."""
@@ -112,7 +112,7 @@ class Request:
 
 @dataclass
 class Response:
-    """A model's answer to one :class:`Request` (the per-request part of seed 002)."""
+    """A model's answer to one :class:`Request` (the per-request part of the results)."""
 
     request_id: str
     input_tokens: list[int] = field(default_factory=list)

@@ -1,4 +1,4 @@
-"""\"I don't know\" variants (seed 001, pattern 4) of ARC-Easy, ARC-Challenge, MMLU, PIQA.
+"""\"I don't know\" variants of ARC-Easy, ARC-Challenge, MMLU and PIQA.
 
 Each variant prepends an instruction that mistakes may be penalised and abstaining scores
 0, adds the choice ``I don't know.``, and marks its index on the doc

@@ -53,7 +53,7 @@ class APIError(ModelError):
 
 
 @dataclass
-class _Failure:
+class Failure:
     """One failed attempt: whether it may be retried, and after how long at least."""
 
     message: str
@@ -246,8 +246,8 @@ class JSONClient:
 
     def attempt(
         self, method: str, path: str, payload: Any = None, at_root: bool = False
-    ) -> Any | _Failure:
-        """One HTTP exchange: the decoded JSON body, or a :class:`_Failure`. ``path`` is
+    ) -> Any | Failure:
+        """One HTTP exchange: the decoded JSON body, or a :class:`Failure`. ``path`` is
         under ``base_url``, or under the server's root with ``at_root``. The whole exchange
         takes at most ``timeout_s`` (plus the connect's own ``timeout_s`` at worst)."""
         body = None if payload is None else json.dumps(payload).encode()
@@ -265,18 +265,18 @@ class JSONClient:
         except _TooLarge as err:
             self._drop_connection()
             size = f" ({err.args[0] / 1048576:.1f} MB announced)" if err.args[0] else ""
-            return _Failure(
+            return Failure(
                 f"the answer is larger than model.max_response_mb={self.max_response_mb:g}"
                 f"{size}; raise model.max_response_mb if the server's answers are that large",
                 False,
             )
         except TimeoutError:
             self._drop_connection()
-            return _Failure(f"no complete answer within model.timeout_s={self.timeout_s:g} s", True)
+            return Failure(f"no complete answer within model.timeout_s={self.timeout_s:g} s", True)
         except (OSError, http.client.HTTPException) as err:
             self._drop_connection()
             reason = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-            return _Failure(f"cannot reach the server ({self._clean(reason)})", True)
+            return Failure(f"cannot reach the server ({self._clean(reason)})", True)
         if resp.getheader("Connection", "").lower() == "close":
             self._drop_connection()
         status = resp.status
@@ -284,13 +284,13 @@ class JSONClient:
             try:
                 return json.loads(data)
             except ValueError:
-                return _Failure(f"HTTP {status} with a body that is not JSON", True)
+                return Failure(f"HTTP {status} with a body that is not JSON", True)
         message = self._clean(f"HTTP {status}: {_excerpt(data)}")
         if status == 429:
-            return _Failure(message, True, _retry_after(resp.getheader("Retry-After")))
-        return _Failure(message, status >= 500)
+            return Failure(message, True, _retry_after(resp.getheader("Retry-After")))
+        return Failure(message, status >= 500)
 
-    def delay(self, attempt: int, failure: _Failure) -> float:
+    def delay(self, attempt: int, failure: Failure) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
         wait = self.backoff_s * 2 ** (attempt - 1)
         if failure.retry_after is not None:
@@ -299,17 +299,17 @@ class JSONClient:
 
     def settle(
         self, method: str, path: str, payload: Any = None, what: str = "", at_root: bool = False
-    ) -> tuple[Any | _Failure, int]:
+    ) -> tuple[Any | Failure, int]:
         """A request retried through transient failures (5xx, 429, a dropped connection, a
         timeout) as every request is, from the calling thread: ``(the decoded body or the
-        server's definite refusal, a 4xx other than 429, as a _Failure; attempts made)``.
+        server's definite refusal, a 4xx other than 429, as a Failure; attempts made)``.
         Transient failures past ``max_retries`` raise :class:`APIError`: a caller that asks
         the server what it supports never concludes anything from them."""
         attempt = 0
         while True:
             result = self.attempt(method, path, payload, at_root)
             attempt += 1
-            if not isinstance(result, _Failure) or not result.retry:
+            if not isinstance(result, Failure) or not result.retry:
                 return result, attempt
             if attempt > self.max_retries:
                 raise self.error(result, what or f"{method} {path}", attempt)
@@ -321,11 +321,11 @@ class JSONClient:
     ) -> Any:
         """A request with retries, from the calling thread (start-up queries)."""
         result, attempts = self.settle(method, path, payload, what, at_root)
-        if isinstance(result, _Failure):
+        if isinstance(result, Failure):
             raise self.error(result, what or f"{method} {path}", attempts)
         return result
 
-    def error(self, failure: _Failure, what: str, attempts: int) -> APIError:
+    def error(self, failure: Failure, what: str, attempts: int) -> APIError:
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         hint = (
             f"; is the server up at {self.setting}={self.base_url}?"
@@ -360,7 +360,7 @@ class JSONClient:
         errors: list[BaseException] = []
         with ThreadPoolExecutor(self.num_concurrent, thread_name_prefix="mill-api") as pool:
 
-            async def call(method: str, path: str, payload: Any) -> Any | _Failure:
+            async def call(method: str, path: str, payload: Any) -> Any | Failure:
                 return await loop.run_in_executor(pool, self.attempt, method, path, payload)
 
             async def worker() -> None:
@@ -387,7 +387,7 @@ class JSONClient:
 
     async def _with_retries(
         self,
-        call: Callable[[str, str, Any], Awaitable[Any | _Failure]],
+        call: Callable[[str, str, Any], Awaitable[Any | Failure]],
         method: str,
         path: str,
         payload: Any,
@@ -396,7 +396,7 @@ class JSONClient:
         attempt = 0
         while True:
             result = await call(method, path, payload)
-            if not isinstance(result, _Failure):
+            if not isinstance(result, Failure):
                 return result
             attempt += 1
             if not result.retry or attempt > self.max_retries:

@@ -1,4 +1,4 @@
-"""The model interface: one method per output type (seed 000)."""
+"""The model interface: one method per output type (log-likelihood, rolling, generation)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 from mill.types import ChatTemplate, OnResponse, OutputType, Request, Response
 
 
-def _ignore(request: Request, response: Response) -> None:
+def ignore_response(request: Request, response: Response) -> None:
+    """The default ``on_response`` of every backend: a finished response nobody watches."""
     return None
 
 
@@ -55,19 +56,19 @@ class LanguageModel(ABC):
 
     @abstractmethod
     def loglikelihood(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         """LOGPROBS: (log P(continuation | context), is_greedy) per request."""
 
     @abstractmethod
     def loglikelihood_rolling(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         """PERPLEXITY: total log-probability of each request's whole text."""
 
     @abstractmethod
     def generate_until(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         """GENERATIVE: greedy continuation of each context until a stop string or EOS."""
 

@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from mill.model.base import LanguageModel, _ignore, answer_each
+from mill.model.base import LanguageModel, answer_each, ignore_response
 from mill.types import OnResponse, Request, Response
 
 
@@ -62,17 +62,17 @@ class FakeLM(LanguageModel):
         return answer_each(requests, on_response, fn)
 
     def loglikelihood(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         return self._answer(requests, on_response, lambda r: self._score(r, r.context))
 
     def loglikelihood_rolling(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         return self._answer(requests, on_response, lambda r: self._score(r, ""))
 
     def generate_until(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         def generate(request: Request) -> Response:
             args = request.generation

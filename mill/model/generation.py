@@ -517,7 +517,7 @@ class SeededSampler:
     step to step (a fresh ``[rows, vocab]`` float64 block per step costs its page faults
     again); each row draws one number per step. ``torch.multinomial`` without replacement
     draws one exponential variate per vocabulary entry and row instead: for GPT-2's
-    50,257 tokens that took as long as the model's forward passes (docs/benchmark.md).
+    50,257 tokens that took as long as the model's forward passes (docs/benchmark-history.md).
     """
 
     def __init__(self, seeds: Sequence[int], temperature: float) -> None:

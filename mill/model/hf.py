@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ModelError
-from mill.model.base import _ignore, request_seed
+from mill.model.base import ignore_response, request_seed
 from mill.model.identity import start_weights_identity
 from mill.model.tokenizing import GenerationJob, RollingPlan, TokenizingLM, WindowDone
 from mill.types import ChatTemplate, OnResponse, Request, Response
@@ -410,7 +410,7 @@ class HFCausalLM(TokenizingLM):
         return self._prefill_tokens if self.batch_size == "auto" else None
 
     def loglikelihood(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         from mill.model.scoring import score_continuations
 
@@ -444,7 +444,7 @@ class HFCausalLM(TokenizingLM):
         return [r for r in responses if r is not None]
 
     def loglikelihood_rolling(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         from mill.model.scoring import score_continuations
 
@@ -464,7 +464,7 @@ class HFCausalLM(TokenizingLM):
         return self.score_rolling(requests, on_response, score)
 
     def generate_until(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         from mill.model.generation import generate_batch, shared_prefix_length
 

@@ -80,7 +80,7 @@ class HFForward(Forward, Stepper):
         ``few_rows`` (a decoding step's last positions on CPU): the product is taken as
         ``weight @ hidden.T``, a vocabulary tile at a time
         (:func:`~mill.model.head.rows_of_product`): 1.5-2x faster for 4-100 rows of
-        GPT-2's head on 2 cores (docs/benchmark.md), the same sums (differences of a few
+        GPT-2's head on 2 cores (docs/benchmark-history.md), the same sums (differences of a few
         1e-7 relative)."""
         # a model dispatched with device_map: the head may sit on another GPU, or be
         # offloaded (accelerate's hook loads its weights for the call and drops them after)
@@ -206,7 +206,7 @@ class HFForward(Forward, Stepper):
     def next_argmax(self, input_ids, attention_mask, position_ids, past):  # type: ignore[override]
         """A greedy step: on CPU with at least :data:`~mill.model.head.CPU_GREEDY_MIN_ROWS`
         rows the head runs tile by tile into a running argmax (32-36 ms instead of 50-58 ms
-        for 50-64 rows of GPT-2's head, docs/benchmark.md); else the argmax of the
+        for 50-64 rows of GPT-2's head, docs/benchmark-history.md); else the argmax of the
         logits."""
         if self._device.type != "cpu" or input_ids.shape[0] < CPU_GREEDY_MIN_ROWS:
             return super().next_argmax(input_ids, attention_mask, position_ids, past)

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, ModelError
-from mill.model.api_client import JSONClient, _Failure
-from mill.model.base import OnResponse, _ignore, server_seed
+from mill.model.api_client import Failure, JSONClient
+from mill.model.base import OnResponse, ignore_response, server_seed
 from mill.model.tokenizing import (
     GenerationJob,
     RollingPlan,
@@ -366,7 +366,7 @@ class OpenAICompletions(TokenizingLM):
         """The server's ``/v1/models`` entry of the served model; fails fast on a dead or
         wrong URL."""
         result = self.client.attempt("GET", "/models")
-        if isinstance(result, _Failure):
+        if isinstance(result, Failure):
             raise self.client.error(result, "listing the served models (GET /models)", 1)
         entries = result.get("data") if isinstance(result, dict) else None
         if not isinstance(entries, list):
@@ -430,7 +430,7 @@ class OpenAICompletions(TokenizingLM):
             # definite refusal (a 4xx) says it takes text prompts
             what = "model.prompt_ids=auto: a one-token token-id prompt"
             result, _ = self.client.settle("POST", self.endpoint, probe, what)
-            self._prompt_ids = not isinstance(result, _Failure)
+            self._prompt_ids = not isinstance(result, Failure)
             log.info(
                 "%s takes %s prompts", self.base_url, "token-id" if self._prompt_ids else "text"
             )
@@ -561,7 +561,7 @@ class OpenAICompletions(TokenizingLM):
         self._send(calls, finish)
 
     def loglikelihood(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         pairs = self.encode_requests(requests)
         # the text the server tokenizes: context + continuation as the task wrote them
@@ -586,7 +586,7 @@ class OpenAICompletions(TokenizingLM):
         return [r for r in responses if r is not None]
 
     def loglikelihood_rolling(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         def score(plan: RollingPlan, done: WindowDone) -> None:
             if not self._ids_accepted():
@@ -644,7 +644,7 @@ class OpenAICompletions(TokenizingLM):
         return self._encode(raw, add_special_tokens=False)  # a token spans the boundary
 
     def generate_until(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         jobs = self.plan_generation(requests)
         use_ids = bool(jobs) and self._ids_accepted()
@@ -802,12 +802,12 @@ class OpenAIChat(OpenAICompletions):
         )
 
     def loglikelihood(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         raise ModelError(str(self.refusal(OutputType.LOGPROBS)))
 
     def loglikelihood_rolling(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         raise ModelError(str(self.refusal(OutputType.PERPLEXITY)))
 
@@ -815,7 +815,7 @@ class OpenAIChat(OpenAICompletions):
         return {"model": self.model, "messages": call.prompts[0], **call.payload}
 
     def generate_until(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         eos = self.eos_text() if self.tokenizer is not None else None
         unique: dict[str, _Call] = {}

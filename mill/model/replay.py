@@ -29,7 +29,7 @@ from typing import Any
 
 from mill.errors import ConfigError
 from mill.files import sha256_file
-from mill.model.base import LanguageModel, _ignore, answer_each
+from mill.model.base import LanguageModel, answer_each, ignore_response
 from mill.types import OnResponse, OutputType, Request, Response
 
 PROMPT = "prompt:"
@@ -150,7 +150,7 @@ class ReplayLM(LanguageModel):
                 )
 
     def generate_until(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         self._check(requests)  # every request answerable before the first answer
 
@@ -162,12 +162,12 @@ class ReplayLM(LanguageModel):
         return answer_each(requests, on_response, answer)
 
     def loglikelihood(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         raise ConfigError(str(self.refusal(OutputType.LOGPROBS)))
 
     def loglikelihood_rolling(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         raise ConfigError(str(self.refusal(OutputType.PERPLEXITY)))
 

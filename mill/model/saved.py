@@ -17,7 +17,7 @@ from typing import Any
 
 from mill.errors import ModelError
 from mill.files import sha256_file
-from mill.model.base import LanguageModel, _ignore
+from mill.model.base import LanguageModel, ignore_response
 from mill.types import OnResponse, OutputType, Request, Response
 
 
@@ -53,7 +53,7 @@ class SavedAnswers(LanguageModel):
         )
 
     def generate_until(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         out = []
         for request in requests:
@@ -75,12 +75,12 @@ class SavedAnswers(LanguageModel):
         return "a finished run's saved answers can only be judged (generative tasks)"
 
     def loglikelihood(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         raise ModelError(self.refusal(OutputType.LOGPROBS) or "")
 
     def loglikelihood_rolling(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         raise ModelError(self.refusal(OutputType.PERPLEXITY) or "")
 

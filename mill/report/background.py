@@ -50,7 +50,7 @@ class ReportHelper:
     def render(self, path: Path) -> None:
         """Write ``path``'s plots and ``report.html`` (a warning on failure, never an
         error: the results are complete), then stop the child."""
-        from mill.report.rebuild import _warn, report_after_run
+        from mill.report.rebuild import report_after_run, warn_not_written
 
         proc, self._proc = self._proc, None
         answer = None
@@ -69,7 +69,7 @@ class ReportHelper:
             report_after_run(path)
         elif answer.get("error"):
             name, _, message = str(answer["error"]).partition(": ")
-            _warn("report.html", type(name, (Exception,), {})(message), path)
+            warn_not_written("report.html", type(name, (Exception,), {})(message), path)
 
     def close(self) -> None:
         """Stop the child without drawing (the run failed or was interrupted): it has

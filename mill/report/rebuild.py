@@ -181,7 +181,8 @@ def _sweep_title(path: Path) -> str:
     return f"sweep {path.parent.name}/{path.name}"
 
 
-def _warn(what: str, err: Exception, path: Path) -> None:
+def warn_not_written(what: str, err: Exception, path: Path) -> None:
+    """Say on stderr (and in the log) that ``what`` was not written, and how to rebuild it."""
     log.warning("%s not written: %s: %s", what, type(err).__name__, err)
     print(
         f"mill: warning: {what} not written ({type(err).__name__}: {err}); the results are "
@@ -197,7 +198,7 @@ def report_after_run(path: Path) -> None:
     try:
         write_run_report(path, finished=False)
     except Exception as err:  # noqa: BLE001 - the run's results are already complete
-        _warn("report.html", err, path)
+        warn_not_written("report.html", err, path)
 
 
 def report_after_sweep(path: Path, mode: str = "auto") -> None:
@@ -207,7 +208,7 @@ def report_after_sweep(path: Path, mode: str = "auto") -> None:
     try:
         write_sweep_report(open_sweep(path), make_console(stderr=False, mode=mode, record=True))
     except Exception as err:  # noqa: BLE001 - every job's results are already complete
-        _warn("sweep report", err, path)
+        warn_not_written("sweep report", err, path)
 
 
 def _expand(path: Path, trust_edited: bool) -> tuple[list[RunFolder], Sweep | None]:

@@ -37,7 +37,7 @@ from typing import Any
 from mill.errors import ConfigError, StorageError
 from mill.evaluator import JUDGE_ROLE
 from mill.files import sha256_json
-from mill.model.base import LanguageModel, _ignore
+from mill.model.base import LanguageModel, ignore_response
 from mill.redact import redact
 from mill.types import OnResponse, OutputType, Request, Response
 
@@ -332,16 +332,47 @@ class CachedModel(LanguageModel):
         return [r for r in out if r is not None]
 
     def loglikelihood(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         return self._answer("loglikelihood", requests, on_response)
 
     def loglikelihood_rolling(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         return self._answer("loglikelihood_rolling", requests, on_response)
 
     def generate_until(
-        self, requests: Sequence[Request], on_response: OnResponse = _ignore
+        self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         return self._answer("generate_until", requests, on_response)
+
+
+def open_store(cache_dir: Path, identity: dict[str, Any]) -> ResponseStore:
+    """The response cache, or a ConfigError naming a cache file that is not a database."""
+    try:
+        return ResponseStore(cache_dir, identity)
+    except Exception as err:
+        corrupt = corrupt_cache_error(err, cache_dir)
+        if corrupt is None:
+            raise
+        raise corrupt from err
+
+
+def corrupt_cache_error(err: BaseException, cache_dir: Path | None) -> ConfigError | None:
+    """A one-line error naming the cache files SQLite cannot read, if ``err`` is SQLite's
+    "not a database"/"malformed" (not "locked" or an I/O error)."""
+    if cache_dir is None or not isinstance(err, sqlite3.DatabaseError):
+        return None
+    if isinstance(err, sqlite3.OperationalError):
+        return None
+    bad = []
+    for path in sorted(cache_dir.glob("responses-*.sqlite")):
+        try:
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError:
+            bad.append(str(path))
+    return ConfigError(
+        f"the response cache {' and '.join(bad) or cache_dir} is corrupt ({err}); delete "
+        "the file (it only holds cached responses) or run with runner.cache=false"
+    )

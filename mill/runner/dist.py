@@ -113,11 +113,13 @@ def init_dist(cpu: bool, timeout_s: int = 1800) -> Dist:
     )
 
 
-def _encode(err: MillError) -> tuple[str, str]:
+def encode_error(err: MillError) -> tuple[str, str]:
+    """A user error as (class name, message), to send to the other ranks or processes."""
     return type(err).__name__, str(err)
 
 
-def _decode(encoded: tuple[str, str]) -> MillError:
+def decode_error(encoded: tuple[str, str]) -> MillError:
+    """The error :func:`encode_error` sent, rebuilt as its class (MillError if unknown)."""
     name, message = encoded
     cls = getattr(errors, name, None)
     if not (isinstance(cls, type) and issubclass(cls, MillError)):
@@ -138,9 +140,9 @@ def agree(dist: Dist, step: Callable[[], T]) -> T:
     except MillError as err:
         if dist.world_size == 1:
             raise
-        failure = _encode(err)
+        failure = encode_error(err)
     if dist.world_size > 1:
         failures = [f for f in dist.all_gather(failure) if f is not None]
         if failures:
-            raise _decode(failures[0])
+            raise decode_error(failures[0])
     return value  # type: ignore[return-value]

@@ -19,7 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from mill.errors import ConfigError, storage_error
+from mill.errors import storage_error
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import device_info, record_failure
 from mill.model.base import LanguageModel
@@ -80,41 +80,6 @@ def _load_model(
     with LoadingLine(console, interactive(mode), str(cfg.model.get("name", ""))) as line:
         with loading_steps(line.step):
             return instantiate(_model_node(cfg, dist), allow)
-
-
-def _open_store(cache_dir: Path, identity: dict[str, Any]) -> Any:
-    """The response cache, or a ConfigError naming a cache file that is not a database."""
-    from mill.runner.cache import ResponseStore
-
-    try:
-        return ResponseStore(cache_dir, identity)
-    except Exception as err:
-        corrupt = _corrupt_cache(err, cache_dir)
-        if corrupt is None:
-            raise
-        raise corrupt from err
-
-
-def _corrupt_cache(err: BaseException, cache_dir: Path | None) -> ConfigError | None:
-    """A one-line error naming the cache files SQLite cannot read, if ``err`` is SQLite's
-    "not a database"/"malformed" (not "locked" or an I/O error)."""
-    import sqlite3
-
-    if cache_dir is None or not isinstance(err, sqlite3.DatabaseError):
-        return None
-    if isinstance(err, sqlite3.OperationalError):
-        return None
-    bad = []
-    for path in sorted(cache_dir.glob("responses-*.sqlite")):
-        try:
-            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        except sqlite3.DatabaseError:
-            bad.append(str(path))
-    return ConfigError(
-        f"the response cache {' and '.join(bad) or cache_dir} is corrupt ({err}); delete "
-        "the file (it only holds cached responses) or run with runner.cache=false"
-    )
 
 
 def truncation_warning(truncation: dict[str, Any], total: int, max_length: Any) -> str | None:
@@ -223,7 +188,7 @@ def execute(
     from mill.report.progress import PhaseProgress
     from mill.report.text import print_run_report, skipped_warning
     from mill.runner.build import build_run
-    from mill.runner.cache import CachedModel
+    from mill.runner.cache import CachedModel, corrupt_cache_error, open_store
     from mill.runner.shard import ShardedDispatch
     from mill.sinks import build_sinks, send
 
@@ -310,7 +275,7 @@ def execute(
         if cache_dir is not None:
             for turn in (True, False):  # rank 0 creates the database, then the others
                 opened = agree(
-                    dist, lambda t=turn: _open_store(cache_dir, identity) if main is t else None
+                    dist, lambda t=turn: open_store(cache_dir, identity) if main is t else None
                 )
                 store = opened or store
             model = CachedModel(model, store)
@@ -446,7 +411,7 @@ def execute(
         return results
     except BaseException as caught:
         # a corrupt cache file, a full disk or a read-only folder: one line
-        err = _corrupt_cache(caught, cache_dir) or storage_error(caught, folder_path) or caught
+        err = corrupt_cache_error(caught, cache_dir) or storage_error(caught, folder_path) or caught
         if main:
             record_failure(manifest, err)
             status = manifest.status

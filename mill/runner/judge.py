@@ -159,7 +159,7 @@ def build_judging(
 ) -> tuple[Judging, JudgeRecord]:
     """The run's :class:`Judging` (its ``load`` releases the candidate, builds the judge
     behind its own response cache) and the record the manifest keeps of it."""
-    from mill.runner.cache import CachedModel
+    from mill.runner.cache import CachedModel, open_store
 
     body, settings = judge_settings(cfg.judge)
     record = JudgeRecord(
@@ -174,8 +174,6 @@ def build_judging(
     )
 
     def load() -> Any:
-        from mill.runner.execute import _open_store
-
         release_candidate()
         if console is not None:
             console.print(f"[mill] loading judge {body.get('name', '')}")
@@ -194,7 +192,7 @@ def build_judging(
             for turn in (True, False):  # rank 0 creates the database, then the others
                 opened = agree(
                     dist,
-                    lambda t=turn: _open_store(folder, identity) if dist.is_main is t else None,
+                    lambda t=turn: open_store(folder, identity) if dist.is_main is t else None,
                 )
                 store = opened or store
             record.store = store
@@ -281,55 +279,3 @@ def write_fastchat_judgments(
         for name, lines in by_metric.items():
             text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
             folder.write_text(f"model_judgment/{task.name}_{name}.jsonl", text)
-
-
-def rejudge_config(run: str, judge: DictConfig) -> dict[str, Any]:
-    """The config that judges the finished run in ``run`` with ``judge``: the run's own
-    resolved config, its model replaced by the run's saved answers
-    (:class:`mill.model.saved.SavedAnswers`), its judge by ``judge``. ReportInputError
-    (one line) for a folder that is not a finished run or whose answers are missing."""
-    from mill.report.load import ReportInputError, RunFolder
-
-    source = RunFolder.open(run)
-    if not source.config:
-        raise ReportInputError(f"{run} has no resolved.yaml; judge a run Mill wrote")
-    missing = [
-        t for t in source.task_names if not (source.path / "samples" / f"{t}.jsonl").is_file()
-    ]
-    if missing:
-        raise ReportInputError(
-            f"{run}: the answers of {', '.join(missing)} are missing (no samples/"
-            f"{missing[0]}.jsonl); judge a finished run with its samples"
-        )
-    resolved = {k: v for k, v in source.config.items() if k != "hydra"}
-    model = dict(resolved.get("model") or {})
-    resolved["model"] = {
-        "_target_": "mill.model.saved.SavedAnswers",
-        "run": str(source.path.resolve()),
-        "name": str(model.get("name") or "saved"),
-        "model": source.results.model,
-    }
-    resolved["judge"] = OmegaConf.to_container(judge, resolve=True)
-    resolved.setdefault("runner", {})["num_processes"] = 1
-    return resolved
-
-
-def judge_command(cfg: DictConfig, output_dir: Path, hydra_cfg: Any = None) -> Any:
-    """``mill judge run=<finished run> judge=<judge>``: judge the run's saved answers
-    into a new experiment folder (no candidate model loads)."""
-    from mill.runner.job import run_job
-
-    run = cfg.get("run")
-    if OmegaConf.is_missing(cfg, "run") or not run:
-        raise ConfigError(
-            "mill judge needs the finished run: mill judge run=<run dir> judge=<judge>"
-        )
-    if cfg.get("judge") is None:
-        raise ConfigError(f"mill judge needs a judge: mill judge run={run} judge=<judge>")
-    resolved = rejudge_config(str(run), cfg.judge)
-    for key in ("report", "runner"):  # this command's own report and runner settings win
-        if cfg.get(key) is not None:
-            ours = OmegaConf.to_container(cfg[key], resolve=True)
-            resolved[key] = {**resolved.get(key, {}), **ours}
-    resolved["runner"]["num_processes"] = 1
-    return run_job(OmegaConf.create(resolved), output_dir, hydra_cfg)

@@ -21,7 +21,7 @@ from typing import Any
 
 from mill.errors import ConfigError
 from mill.results import Manifest, Results
-from mill.runner.dist import _decode
+from mill.runner.dist import decode_error
 from mill.runner.settings import RunnerSettings
 
 
@@ -126,7 +126,7 @@ def launch_workers(
     error = manifest.error
     if proc.returncode == 0 and error and not manifest.traceback:
         name, _, message = str(error).partition(": ")
-        raise _decode((name, message))
+        raise decode_error((name, message))
     raise WorkersFailed(
         f"the {n} workers exited with code {proc.returncode}"
         + (f" ({error})" if error else "")

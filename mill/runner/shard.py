@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from mill.errors import MillError
 from mill.evaluator import dispatch
 from mill.model.base import LanguageModel
-from mill.runner.dist import Dist, _decode, _encode
+from mill.runner.dist import Dist, decode_error, encode_error
 from mill.types import OnResponse, Request, Response
 
 
@@ -107,13 +107,13 @@ class ShardedDispatch:
         except MillError as err:
             if dist.world_size == 1:
                 raise
-            failure = _encode(err)
+            failure = encode_error(err)
         if dist.world_size == 1:
             return
         gathered = dist.all_gather((failure, kept))
         failures = [f for f, _ in gathered if f is not None]
         if failures:
-            raise _decode(failures[0])
+            raise decode_error(failures[0])
         by_id = {r.id: r for r in requests}
         for _, responses in gathered if not dist.is_main else gathered[1:]:
             for response in responses:

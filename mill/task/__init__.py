@@ -1,4 +1,4 @@
-"""The task API: a base class with the seed-001 hooks, docs, and few-shot samplers."""
+"""The task API: a base class with its ``_get_*`` hooks, docs, and few-shot samplers."""
 
 from mill.task.base import Task, TaskGroup
 from mill.task.yaml_task import YamlTask

@@ -1,4 +1,4 @@
-"""The task API (seed 001): class attributes describe a benchmark, ``_get_*`` hooks format it.
+"""The task API: class attributes describe a benchmark, ``_get_*`` hooks format it.
 
 A subclass sets ``NAME``, ``DATASET_PATH``, ``SAMPLE_SPLIT``, ``FEWSHOT_SPLIT``, ``SUBJECTS``,
 ``METRICS`` and ``OUTPUT_TYPE`` and implements the hooks it needs. Task configs select a
@@ -169,7 +169,7 @@ class Task:
                 raise TaskError(f"task {self.name!r}: limit must be >= 1 (or null for all)")
             self.limit = int(limit)
 
-    # ----- hooks (seed 001) -------------------------------------------------------------
+    # ----- hooks ----------------------------------------------------------------------
     def _get_instruction_text(self, item: dict[str, Any]) -> str:
         """The query for one item, without its answer (lm-eval ``doc_to_text``). For
         MULTIPLE_INPUT tasks: the query completed with the gold choice (few-shot turns)."""

@@ -295,7 +295,7 @@ def _compose_judge(*overrides: str):
 def test_mill_judge_rejudges_saved_answers_and_compare_reports_agreement(compose, tmp_path) -> None:
     from mill.report.compare import agreement, same_answers
     from mill.report.load import ReportInputError, RunFolder
-    from mill.runner.judge import judge_command
+    from mill.runner.rejudge import judge_command
 
     q = _questions(tmp_path)
     source = tmp_path / "source"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mill.runner.job import run_job
-from mill.runner.judge import judge_command
+from mill.runner.rejudge import judge_command
 from tests.runner.judge_server import judge_server
 
 pytestmark = pytest.mark.slow

@@ -18,11 +18,9 @@ import pytest
 from mill.bench.servers import (
     ServerProcess,
     ServerUnavailable,
-    build_chat_model,
     convert_stories_gguf,
     llama_python,
     llama_server_binary,
-    transformers_server,
 )
 from mill.bench.servers import (
     llama_server as make_llama_server,
@@ -30,6 +28,7 @@ from mill.bench.servers import (
 from mill.bench.servers import native_llama_server as make_native_server
 from tests.helpers import run_mill
 from tests.served.runs import GSM8K, ok
+from tests.support.servers import build_chat_model, transformers_server
 
 
 def _require(find: Callable[[], str]) -> None:
@@ -99,7 +98,7 @@ def start_llama_server(
 
 @pytest.fixture(scope="session")
 def chat_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """stories260k with a chat template on its tokenizer (see ``servers.CHAT_TEMPLATE``)."""
+    """stories260k with a chat template on its tokenizer (see ``tests/support/servers.py``)."""
     return build_chat_model(tmp_path_factory.mktemp("chat") / "stories260k-chat")
 
 
