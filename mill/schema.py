@@ -8,10 +8,11 @@ resolved config against it when the run starts, before any data or model loads (
 ``mill -m``'s jobs, :func:`mill.evaluate`): a value that is not finite, out of range, of the
 wrong type or not one of the choices is one line naming the full key, the value and what is
 accepted, exit 2; a list where one value is expected says so, with the sweep that runs each
-value. The subsystems that read numeric settings check them by the same rules
-(:func:`check_number` with the rule of their key: :class:`mill.runner.settings.RunnerSettings`,
-:class:`mill.execution.ExecutionSettings`, the metrics), so a value that reaches them by
-another way (:func:`mill.evaluate`'s Python objects, a test) is held to the same range.
+value. The subsystems read their settings checked and typed by the same declaration
+(:func:`typed`: :meth:`mill.runner.settings.RunnerSettings.parse`,
+:class:`mill.execution.ExecutionSettings`; the metrics by :func:`check_number` with the rule
+of their key) instead of parsing their slice again, so a value that reaches them by another
+way (:func:`mill.evaluate`'s Python objects, a test) is held to the same rules.
 The configuration reference (docs/reference/config.md) shows each rule beside its key
 (``mill.tools.config_reference``), so the page and the checks cannot drift, and
 ``tests/test_schema.py`` fails when a key of a shipped config in ``conf/`` is not declared.
@@ -97,14 +98,15 @@ class Choice:
     each = False
 
     def accepted(self) -> str:
-        names = [_word(c) for c in self.choices] + (["null"] if self.optional else [])
-        return f"one of {', '.join(names)}"
+        names = [_word(c) for c in self.choices]
+        listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+        return f"one of {listed}" + (" (or null)" if self.optional else "")
 
     def _one(self, value: Any) -> Any:
         for choice in self.choices:
             if isinstance(choice, bool):
-                if value is choice:
-                    return value
+                if _boolean(value) is choice:
+                    return choice
             elif isinstance(value, str) and value.lower() == choice:
                 return choice
         return _REFUSED
@@ -122,7 +124,8 @@ class Flag:
         return "true or false" + (" (or null)" if self.optional else "")
 
     def _one(self, value: Any) -> Any:
-        return value if isinstance(value, bool) else _REFUSED
+        found = _boolean(value)
+        return _REFUSED if found is None else found
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,15 @@ def _text(number: float) -> str:
     return str(int(number)) if float(number).is_integer() else f"{number:g}"
 
 
+def _boolean(value: Any) -> bool | None:
+    """A boolean, or the word ``true``/``false`` (any case) as one; else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return None
+
+
 def _word(choice: str | bool) -> str:
     return str(choice).lower() if isinstance(choice, bool) else choice
 
@@ -201,14 +213,26 @@ def check_number(setting: str, value: Any, rule: Rule) -> Any:
         found_one = rule._one(value)
         if found_one is not _REFUSED:
             return found_one
-    message = f"{setting}={value!r} is not allowed: give {rule.accepted()}"
+    unknown = isinstance(rule, Choice) and isinstance(value, str)
+    message = f"{setting}={value!r} is {'unknown' if unknown else 'not allowed'}: give "
+    message += rule.accepted()
     if is_list and value and not rule.each:
         sweep = ",".join(str(v) for v in value)
         message += f"; one value, not a list (a run per value: mill -m {setting}={sweep})"
     raise ConfigError(message)
 
 
-check_value = check_number
+def typed(group: str, node: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of ``node`` (the ``group`` config group's, resolved) checked by their
+    declared rules and typed (whole numbers as int, choices and words in lower case, the
+    words true/false as booleans): what a subsystem reads instead of parsing its slice.
+    Keys not declared come back as they are."""
+    out = dict(node)
+    for key, value in node.items():
+        rule = rule_of(f"{group}.{key}")
+        if rule is not None:
+            out[key] = check_number(f"{group}.{key}", value, rule)
+    return out
 
 
 def _generation(prefix: str) -> dict[str, Rule]:
@@ -259,7 +283,12 @@ _MODEL: dict[str, Rule] = {
     "answer": Text(optional=True, meaning="the fake model's reply"),
     "replies": Nested("mapping", meaning="the fake model's replies by prompt substring"),
     "base_url": Text(meaning="the API root of a served model"),
-    "model": Text(optional=True, meaning="the served model's name"),
+    "model": Nested(
+        "mapping",
+        optional=True,
+        text=True,
+        meaning="the served model's name (mill judge: the answering model's identity)",
+    ),
     "tokenizer": Text(optional=True, meaning="the served model's tokenizer (or remote)"),
     "api_key_env": Text(optional=True, meaning="NAME of the variable holding the API key"),
     "prompt_ids": Choice(("auto", True, False), meaning="send token ids, text, or ask"),
@@ -295,7 +324,7 @@ SETTINGS: dict[str, Rule] = {
     # runner: how an experiment runs
     "runner.num_processes": Number(1, words=("auto",), meaning="data-parallel workers"),
     "runner.launcher": Choice(("auto", "accelerate", "torchrun"), meaning="how workers start"),
-    "runner.cpu": Choice(("auto", True, False), optional=True, meaning="force CPU workers"),
+    "runner.cpu": Choice((True, False, "auto"), optional=True, meaning="force CPU workers"),
     "runner.seed": Number(0, meaning="python/numpy/torch seeds and the bootstrap"),
     "runner.bootstrap_iters": Number(0, meaning="resamples for bootstrap stderrs (0: none)"),
     "runner.resume": Flag(meaning="continue an interrupted run in its folder"),
