@@ -319,3 +319,23 @@ def test_a_wrong_choice_is_refused_at_composition_before_any_model_loads() -> No
         mill.evaluate("arc_easy", "fake", limit=2, overrides=["data.skip_bad_rows=maybe"])
     with pytest.raises(ConfigError, match=r"mill -m task\.limit=1,2\)$"):
         mill.evaluate("arc_easy", "fake", overrides=["task.limit=[1,2]"])
+
+
+def test_the_subsystems_check_their_choices_by_the_declaration() -> None:
+    """One list of choices per setting (mill.schema.SETTINGS): the data source, the HF
+    dtype, the served model's prompt_ids and the few-shot sampler built from Python are
+    refused by the declared choices, naming them."""
+    from mill.data.load import DataSource
+    from mill.model.hf import HFCausalLM
+    from mill.model.openai_api import OpenAICompletions
+    from mill.task.fewshot import choose_shots
+
+    with pytest.raises(ConfigError, match=r"^data\.source='ftp' is unknown: give one of bundled"):
+        DataSource("ftp")
+    with pytest.raises(ConfigError, match=r"^model\.dtype='float8' is unknown: give one of "):
+        HFCausalLM(pretrained="/nowhere", dtype="float8")
+    with pytest.raises(ConfigError, match=r"^model\.prompt_ids='maybe' is unknown: give one of"):
+        OpenAICompletions(base_url="http://127.0.0.1:9/v1", tokenizer="x", prompt_ids="maybe")
+    with pytest.raises(ConfigError, match=r"^task\.fewshot_sampler='last' is unknown: give "):
+        choose_shots("last", 2, 10, task="t", doc_id=0, seed=1)
+    assert choose_shots("first_n", 2, 10, task="t", doc_id=0, seed=1) == [0, 1]
