@@ -226,12 +226,15 @@ def typed(group: str, node: Mapping[str, Any]) -> dict[str, Any]:
     """The settings of ``node`` (the ``group`` config group's, resolved) checked by their
     declared rules and typed (whole numbers as int, choices and words in lower case, the
     words true/false as booleans): what a subsystem reads instead of parsing its slice.
-    Keys not declared come back as they are."""
+    A mapping that is not itself a setting is typed key by key (``judge.generation``);
+    keys not declared come back as they are."""
     out = dict(node)
     for key, value in node.items():
         rule = rule_of(f"{group}.{key}")
         if rule is not None:
             out[key] = check_number(f"{group}.{key}", value, rule)
+        elif isinstance(value, Mapping):
+            out[key] = typed(f"{group}.{key}", value)
     return out
 
 
