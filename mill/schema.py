@@ -1,20 +1,28 @@
-"""Every numeric setting of every config group, declared once: its full key, what it
-accepts (type, range, the words it also takes) and what it means.
+"""Every setting of every config group, declared once: its full key, what it accepts
+(type, range, choices, the words it also takes) and what it means.
 
-:data:`SETTINGS` is the one declaration. :func:`check_config` checks a resolved config
-against it when the run starts, before any data or model loads (``mill``, ``mill -m``'s
-jobs, :func:`mill.evaluate`): a value that is not finite, out of range or of the wrong type
-is one line naming the full key, the value and what is accepted, exit 2. The subsystems
-that read these settings check them by the same rules (:func:`check_number` with the rule
-of their key: :class:`mill.runner.settings.RunnerSettings`,
-:class:`mill.execution.ExecutionSettings`, the metrics), so a value that reaches them by
-another way (:func:`mill.evaluate`'s Python objects, a test) is held to the same range.
+:data:`SETTINGS` is the one declaration: numbers (:class:`Number`, with their range),
+choices (:class:`Choice`, with their allowed values), strings (:class:`Text`), booleans
+(:class:`Flag`) and lists or mappings (:class:`Nested`). :func:`check_config` checks a
+resolved config against it when the run starts, before any data or model loads (``mill``,
+``mill -m``'s jobs, :func:`mill.evaluate`): a value that is not finite, out of range, of the
+wrong type or not one of the choices is one line naming the full key, the value and what is
+accepted, exit 2; a list where one value is expected says so, with the sweep that runs each
+value. The subsystems read their settings checked and typed by the same declaration
+(:func:`typed`: :meth:`mill.runner.settings.RunnerSettings.parse`,
+:class:`mill.execution.ExecutionSettings`; the metrics by :func:`check_number` with the rule
+of their key) instead of parsing their slice again, so a value that reaches them by another
+way (:func:`mill.evaluate`'s Python objects, a test) is held to the same rules.
 The configuration reference (docs/reference/config.md) shows each rule beside its key
-(``mill.tools.config_reference``), so the page and the checks cannot drift.
+(``mill.tools.config_reference``), so the page and the checks cannot drift, and
+``tests/test_schema.py`` fails when a key of a shipped config in ``conf/`` is not declared.
 
-Declaring a new setting: add ``"<group>.<key>": Number(minimum, ..., meaning="...")`` to
-:data:`SETTINGS` (a metric's parameter: ``"metrics.<metric>.<param>"``). A group or key the
-composed config does not have is not checked, so a backend without the key is not affected.
+Declaring a new setting: add ``"<group>.<key>": Number(minimum, ..., meaning="...")`` (or
+``Choice``, ``Text``, ``Flag``, ``Nested``) to :data:`SETTINGS` (a metric's parameter:
+``"metrics.<metric>.<param>"``; ``*`` stands for any metric). The settings of the ``model``
+group are also the judge's (a judge is a model config): declared once, checked under both.
+A group or key the composed config does not have is not checked, so a backend without the
+key is not affected.
 
 Nothing here imports torch, Hydra or OmegaConf.
 """
@@ -28,14 +36,17 @@ from typing import Any
 
 from mill.errors import ConfigError
 
+_REFUSED: Any = object()
+"""What a rule's ``_one`` returns for a value it does not accept."""
+
 
 @dataclass(frozen=True)
 class Number:
     """What a numeric setting accepts: a finite number at least ``minimum`` (above it when
-    ``above``), at most ``maximum``, a whole number when ``whole``, null when ``optional``,
-    the ``words`` listed, and a non-empty list of such numbers when ``each``."""
+    ``above``; any when None), at most ``maximum``, a whole number when ``whole``, null when
+    ``optional``, the ``words`` listed, and a non-empty list of such numbers when ``each``."""
 
-    minimum: float
+    minimum: float | None
     whole: bool = True
     optional: bool = False
     words: tuple[str, ...] = ()
@@ -48,59 +59,284 @@ class Number:
         """``a whole number >= 1 (or auto)``: the accepted range, as messages and the
         configuration reference say it."""
         kind = "a whole number" if self.whole else "a finite number"
-        bound = f"{'>' if self.above else '>='} {_text(self.minimum)}"
+        bound = ""
+        if self.minimum is not None:
+            bound = f" {'>' if self.above else '>='} {_text(self.minimum)}"
         if self.maximum is not None:
-            bound += f" and <= {_text(self.maximum)}"
+            bound += f"{' and' if bound else ''} <= {_text(self.maximum)}"
         also = [*self.words, *(["null"] if self.optional else [])]
         alternatives = f" (or {' or '.join(also)})" if also else ""
         listed = " (or a non-empty list of them)" if self.each else ""
-        return f"{kind} {bound}{alternatives}{listed}"
+        return f"{kind}{bound}{alternatives}{listed}"
+
+    def _one(self, value: Any) -> Any:
+        if isinstance(value, str) and value.lower() in self.words:
+            return value.lower()
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return _REFUSED
+        if not math.isfinite(value):
+            return _REFUSED
+        if self.whole and not float(value).is_integer():
+            return _REFUSED
+        if self.minimum is not None and (
+            (value <= self.minimum) if self.above else (value < self.minimum)
+        ):
+            return _REFUSED
+        if self.maximum is not None and value > self.maximum:
+            return _REFUSED
+        return int(value) if self.whole else value
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of ``choices`` (strings, compared without case, and booleans), or null when
+    ``optional``."""
+
+    choices: tuple[str | bool, ...]
+    optional: bool = False
+    meaning: str = ""
+    each = False
+
+    def accepted(self) -> str:
+        names = [_word(c) for c in self.choices]
+        listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+        return f"one of {listed}" + (" (or null)" if self.optional else "")
+
+    def _one(self, value: Any) -> Any:
+        for choice in self.choices:
+            if isinstance(choice, bool):
+                if _boolean(value) is choice:
+                    return choice
+            elif isinstance(value, str) and value.lower() == choice:
+                return choice
+        return _REFUSED
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A boolean (``true`` or ``false``), or null when ``optional``."""
+
+    optional: bool = False
+    meaning: str = ""
+    each = False
+
+    def accepted(self) -> str:
+        return "true or false" + (" (or null)" if self.optional else "")
+
+    def _one(self, value: Any) -> Any:
+        found = _boolean(value)
+        return _REFUSED if found is None else found
+
+
+@dataclass(frozen=True)
+class Text:
+    """One string (a name, a path, a template; a number written where a name goes is read
+    as its text), ``true``/``false`` too when ``flags``, or null when ``optional``."""
+
+    optional: bool = False
+    flags: bool = False
+    meaning: str = ""
+    each = False
+
+    def accepted(self) -> str:
+        also = [*(["true", "false"] if self.flags else []), *(["null"] if self.optional else [])]
+        return "a string" + (f" (or {' or '.join(also)})" if also else "")
+
+    def _one(self, value: Any) -> Any:
+        if isinstance(value, bool):
+            return value if self.flags else _REFUSED
+        if isinstance(value, str) or (isinstance(value, (int, float)) and math.isfinite(value)):
+            return value
+        return _REFUSED
+
+
+@dataclass(frozen=True)
+class Nested:
+    """A list (``kind="list"``), a mapping (``"mapping"``) or either (``"any"``); one
+    string too when ``text``; null when ``optional``. Its items are the subsystem's to
+    read (task members, templates, file names per split)."""
+
+    kind: str = "list"
+    optional: bool = False
+    text: bool = False
+    meaning: str = ""
+    each = True
+
+    def accepted(self) -> str:
+        kind = {"list": "a list", "mapping": "a mapping", "any": "a list or a mapping"}
+        also = [*(["a string"] if self.text else []), *(["null"] if self.optional else [])]
+        return kind[self.kind] + (f" (or {' or '.join(also)})" if also else "")
+
+    def _one(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return value if self.text else _REFUSED
+        is_list = isinstance(value, Sequence) and not isinstance(value, bytes)
+        if is_list and self.kind in ("list", "any"):
+            return value
+        if isinstance(value, Mapping) and self.kind in ("mapping", "any"):
+            return value
+        return _REFUSED
+
+
+Rule = Number | Choice | Flag | Text | Nested
 
 
 def _text(number: float) -> str:
     return str(int(number)) if float(number).is_integer() else f"{number:g}"
 
 
-def _one(value: Any, rule: Number) -> Any | None:
-    """``value`` as the rule's number, or None when it does not accept it."""
-    if isinstance(value, str) and value.lower() in rule.words:
-        return value.lower()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if not math.isfinite(value):
-        return None
-    if rule.whole and not float(value).is_integer():
-        return None
-    if (value <= rule.minimum) if rule.above else (value < rule.minimum):
-        return None
-    if rule.maximum is not None and value > rule.maximum:
-        return None
-    return int(value) if rule.whole else value
+def _boolean(value: Any) -> bool | None:
+    """A boolean, or the word ``true``/``false`` (any case) as one; else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return None
 
 
-def check_number(setting: str, value: Any, rule: Number) -> Any:
-    """``value`` when ``rule`` accepts it (whole numbers as int), else ConfigError naming
-    ``setting`` (the full key), the value and what is accepted."""
+def _word(choice: str | bool) -> str:
+    return str(choice).lower() if isinstance(choice, bool) else choice
+
+
+def check_number(setting: str, value: Any, rule: Rule) -> Any:
+    """``value`` when ``rule`` accepts it (whole numbers as int, words and choices in lower
+    case), else ConfigError naming ``setting`` (the full key), the value and what is
+    accepted; a list where one value is expected says so."""
     if value is None and rule.optional:
         return value
-    if rule.each and isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        found = [_one(v, rule) for v in value]
-        if found and all(v is not None for v in found):
+    is_list = isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+    if is_list and isinstance(rule, Number) and rule.each:
+        found = [rule._one(v) for v in value]
+        if found and all(v is not _REFUSED for v in found):
             return found
     else:
-        found_one = _one(value, rule)
-        if found_one is not None:
+        found_one = rule._one(value)
+        if found_one is not _REFUSED:
             return found_one
-    raise ConfigError(f"{setting}={value!r} is not allowed: give {rule.accepted()}")
+    unknown = isinstance(rule, Choice) and isinstance(value, str)
+    message = f"{setting}={value!r} is {'unknown' if unknown else 'not allowed'}: give "
+    message += rule.accepted()
+    if is_list and value and not rule.each:
+        sweep = ",".join(str(v) for v in value)
+        message += f"; one value, not a list (a run per value: mill -m {setting}={sweep})"
+    raise ConfigError(message)
 
 
-SETTINGS: dict[str, Number] = {
+def typed(group: str, node: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of ``node`` (the ``group`` config group's, resolved) checked by their
+    declared rules and typed (whole numbers as int, choices and words in lower case, the
+    words true/false as booleans): what a subsystem reads instead of parsing its slice.
+    A mapping that is not itself a setting is typed key by key (``judge.generation``);
+    keys not declared come back as they are."""
+    out = dict(node)
+    for key, value in node.items():
+        rule = rule_of(f"{group}.{key}")
+        if rule is not None:
+            out[key] = check_number(f"{group}.{key}", value, rule)
+        elif isinstance(value, Mapping):
+            out[key] = typed(f"{group}.{key}", value)
+    return out
+
+
+def _generation(prefix: str) -> dict[str, Rule]:
+    """The generation settings a task and a judge share (``generation``)."""
+    return {
+        f"{prefix}.do_sample": Flag(meaning="sample (true) or decode greedily (false)"),
+        f"{prefix}.max_gen_toks": Number(1, meaning="tokens generated at most"),
+        f"{prefix}.temperature": Number(0, whole=False, meaning="sampling temperature"),
+        f"{prefix}.seed": Number(0, optional=True, meaning="sampling seed"),
+        f"{prefix}.until": Nested(text=True, meaning="stop sequences (added to the default)"),
+    }
+
+
+_MODEL: dict[str, Rule] = {
+    "_target_": Text(meaning="the backend's class (allow-listed)"),
+    "name": Text(meaning="label of runs (folders, reports)"),
+    "max_length": Number(1, optional=True, meaning="context window in tokens"),
+    "max_gen_toks": Number(1, meaning="generation length when a task sets none"),
+    "batch_size": Number(1, words=("auto",), meaning="requests per forward pass"),
+    "token_budget": Number(1, optional=True, meaning="tokens per forward pass"),
+    "cache_budget": Number(1, optional=True, meaning="KV-cache tokens"),
+    "num_concurrent": Number(1, meaning="requests in flight at once"),
+    "batch_prompts": Number(1, meaning="prompts per request"),
+    "max_retries": Number(0, meaning="retries per request"),
+    "backoff_s": Number(0, whole=False, maximum=3600, meaning="first retry delay, s"),
+    "timeout_s": Number(
+        0, whole=False, above=True, maximum=86400, meaning="seconds one whole answer may take"
+    ),
+    "max_response_mb": Number(
+        0, whole=False, above=True, maximum=1_000_000, meaning="the largest answer read, MB"
+    ),
+    "seed": Number(0, meaning="the fake or random model's seed"),
+    "n_embd": Number(1, meaning="width of the random GPT-2"),
+    "n_head": Number(1, meaning="attention heads of the random GPT-2"),
+    "n_layer": Number(1, meaning="layers of the random GPT-2"),
+    "pretrained": Text(optional=True, meaning="hub id or folder of the weights"),
+    "revision": Text(optional=True, meaning="hub commit or label pinning the model"),
+    "dtype": Choice(("float32", "float16", "bfloat16", "auto"), meaning="weights' dtype"),
+    "device": Text(meaning="auto, cpu, cuda, cuda:<n>"),
+    "device_map": Nested("mapping", optional=True, text=True, meaning="spread over GPUs"),
+    "max_memory": Nested("mapping", optional=True, meaning="memory per device (device_map)"),
+    "offload_folder": Text(optional=True, meaning="where weights that fit nowhere go"),
+    "fused_gelu": Flag(meaning="torch's fused tanh-GELU"),
+    "share_prefix": Flag(meaning="run a shared context once"),
+    "gguf": Text(optional=True, meaning="a GGUF file to convert"),
+    "sha256": Text(meaning="the weights file's SHA-256"),
+    "path": Text(meaning="the replayed samples file or run folder"),
+    "answer": Text(optional=True, meaning="the fake model's reply"),
+    "replies": Nested("mapping", meaning="the fake model's replies by prompt substring"),
+    "base_url": Text(meaning="the API root of a served model"),
+    "model": Nested(
+        "mapping",
+        optional=True,
+        text=True,
+        meaning="the served model's name (mill judge: the answering model's identity)",
+    ),
+    "tokenizer": Text(optional=True, meaning="the served model's tokenizer (or remote)"),
+    "api_key_env": Text(optional=True, meaning="NAME of the variable holding the API key"),
+    "prompt_ids": Choice(("auto", True, False), meaning="send token ids, text, or ask"),
+    "sampling": Nested("mapping", optional=True, meaning="fields sent with each generation"),
+    "strip_reasoning": Flag(meaning="remove the reasoning block before metrics"),
+    "reasoning_tag": Text(meaning="the reasoning block's tag"),
+}
+"""The model group's settings (a judge is a model config: they are the judge's too)."""
+
+_SCORE: dict[str, Rule] = {  # the parameters of the answer-matching metrics
+    "metrics.*._target_": Text(meaning="the metric's class (allow-listed)"),
+    "metrics.*.ignore_case": Flag(meaning="compare without case"),
+    "metrics.*.ignore_punctuation": Flag(meaning="compare without punctuation"),
+    "metrics.*.regexes_to_ignore": Nested(meaning="patterns removed before comparing"),
+    "metrics.*.extract_pattern": Text(optional=True, meaning="regex taking the answer"),
+    "metrics.*.extract_group": Number(None, meaning="which match (-1: the last)"),
+    "metrics.*.correct": Number(0, whole=False, meaning="reward of a correct answer"),
+    "metrics.*.wrong": Number(0, whole=False, meaning="penalty of a wrong answer"),
+    "metrics.*.len_normalised": Flag(meaning="score by per-byte log-likelihood"),
+    "metrics.*.mode": Choice(("strict", "loose"), meaning="IFEval's checking"),
+    "metrics.*.patterns": Nested(optional=True, meaning="the grade's regexes"),
+    "metrics.*.reference_categories": Nested(meaning="categories judged with a reference"),
+    "metrics.*.scale": Nested(meaning="the grade's [lowest, highest]"),
+    "metrics.*.templates": Nested("mapping", meaning="judge templates by name"),
+    "metrics.*.template_names": Nested("mapping", meaning="which template for which turn"),
+    "metrics.*.templates_file": Text(optional=True, meaning="a JSONL of judge templates"),
+    "metrics.arena_hard_score.rounds": Number(1, meaning="bootstrap rounds of the score"),
+    "metrics.arena_hard_score.weight": Number(1, meaning="battles a strong verdict counts"),
+    **_generation("metrics.arena_hard_score.judge_generation"),
+}
+
+SETTINGS: dict[str, Rule] = {
     # runner: how an experiment runs
     "runner.num_processes": Number(1, words=("auto",), meaning="data-parallel workers"),
+    "runner.launcher": Choice(("auto", "accelerate", "torchrun"), meaning="how workers start"),
+    "runner.cpu": Choice((True, False, "auto"), optional=True, meaning="force CPU workers"),
     "runner.seed": Number(0, meaning="python/numpy/torch seeds and the bootstrap"),
     "runner.bootstrap_iters": Number(0, meaning="resamples for bootstrap stderrs (0: none)"),
+    "runner.resume": Flag(meaning="continue an interrupted run in its folder"),
+    "runner.cache": Text(optional=True, flags=True, meaning="run, a folder, or false"),
     "runner.timeout_s": Number(1, meaning="seconds a worker waits for the slowest at a collective"),
     # execution: how code tasks run the model's programs
+    "execution.sandbox": Choice(("bwrap", "none"), meaning="bwrap (isolated) or none"),
+    "execution.allow_unsafe": Flag(meaning="required with execution=none"),
+    "execution.python": Text(optional=True, meaning="the programs' interpreter"),
     "execution.timeout_s": Number(
         0, whole=False, above=True, maximum=86400, meaning="wall-clock seconds per program"
     ),
@@ -114,47 +350,116 @@ SETTINGS: dict[str, Number] = {
         0, whole=False, above=True, maximum=1_000_000, meaning="file size limit and tmpfs size, MB"
     ),
     "execution.max_open_files": Number(1, meaning="open files per program (RLIMIT_NOFILE)"),
-    # model: every backend's numbers (a backend without the key is not checked)
-    "model.max_length": Number(1, optional=True, meaning="context window in tokens"),
-    "model.max_gen_toks": Number(1, meaning="generation length when a task sets none"),
-    "model.batch_size": Number(1, words=("auto",), meaning="requests per forward pass"),
-    "model.token_budget": Number(1, optional=True, meaning="tokens per forward pass"),
-    "model.cache_budget": Number(1, optional=True, meaning="KV-cache tokens"),
-    "model.num_concurrent": Number(1, meaning="requests in flight at once"),
-    "model.batch_prompts": Number(1, meaning="prompts per request"),
-    "model.max_retries": Number(0, meaning="retries per request"),
-    "model.backoff_s": Number(0, whole=False, maximum=3600, meaning="first retry delay, s"),
-    "model.timeout_s": Number(
-        0, whole=False, above=True, maximum=86400, meaning="seconds one whole answer may take"
+    # data: where the tasks' documents come from
+    "data.source": Choice(("bundled", "hub", "local"), meaning="the data= option"),
+    "data.dir": Text(optional=True, meaning="the folder read by data=local"),
+    "data.skip_bad_rows": Flag(meaning="skip (and count) rows a task cannot read"),
+    # task: the benchmark
+    "task._target_": Text(meaning="the task's class (allow-listed)"),
+    "task.name": Text(meaning="the task's name in results"),
+    "task.num_fewshot": Number(0, optional=True, meaning="few-shot examples per prompt"),
+    "task.limit": Number(
+        0,
+        whole=False,
+        above=True,
+        optional=True,
+        meaning="docs per task (task=lm_eval: a fraction below 1 too)",
     ),
-    "model.max_response_mb": Number(
-        0, whole=False, above=True, maximum=1_000_000, meaning="the largest answer read, MB"
+    "task.repeats": Number(1, meaning="generations per doc (pass@k, maj@k)"),
+    "task.max_turns": Number(1, optional=True, meaning="turns answered of each conversation"),
+    "task.fewshot_sampler": Choice(("random", "first_n"), meaning="how examples are drawn"),
+    "task.fewshot_split": Text(optional=True, meaning="the split examples come from"),
+    "task.chat_template": Flag(optional=True, meaning="prompts in the chat template"),
+    "task.fewshot_as_multiturn": Flag(meaning="few-shot examples as chat turns"),
+    "task.system_prompt": Text(optional=True, meaning="a system message before each prompt"),
+    "task.strip_reasoning": Flag(optional=True, meaning="remove reasoning before metrics"),
+    "task.code_block": Choice(("leading", "first"), meaning="which fenced block is the code"),
+    "task.confirm_run_unsafe_code": Flag(meaning="lm-eval code tasks may run (sandboxed)"),
+    "task.dataset.revision": Text(optional=True, meaning="hub commit of the dataset"),
+    "task.dataset.data_files": Nested("mapping", meaning="your own file per split"),
+    "task.dataset_overrides": Nested("mapping", meaning="lm-eval TaskConfig keys by task"),
+    "task.subjects": Nested(optional=True, text=True, meaning="the subjects run"),
+    "task.tasks": Nested(text=True, meaning="the group's member tasks"),
+    "task.include_path": Nested(optional=True, text=True, meaning="lm-eval YAML folders"),
+    "task.include_defaults": Flag(meaning="index lm-eval's own tasks too"),
+    "task.random_seed": Number(0, optional=True, meaning="lm-eval's python seed"),
+    "task.numpy_random_seed": Number(0, optional=True, meaning="lm-eval's numpy seed"),
+    "task.torch_random_seed": Number(0, optional=True, meaning="lm-eval's torch seed"),
+    "task.fewshot_random_seed": Number(0, optional=True, meaning="lm-eval's few-shot seed"),
+    "task.questions": Text(meaning="the questions file (judged tasks)"),
+    "task.references": Text(optional=True, meaning="reference answers (judged tasks)"),
+    "task.baseline": Text(optional=True, meaning="the baseline's answers (pairwise judging)"),
+    **_generation("task.generation"),
+    # model: every backend's settings (a backend without the key is not checked)
+    **{f"model.{key}": rule for key, rule in _MODEL.items()},
+    # judge: a model config (the model's settings, checked under judge.) and its own
+    **{f"judge.{key}": rule for key, rule in _MODEL.items()},
+    "judge.max_invalid": Number(
+        0, whole=False, maximum=1, meaning="share of judgments that may fail to parse"
     ),
+    "judge.cache": Text(optional=True, flags=True, meaning="shared, run, false or a folder"),
+    "judge.allow_targets": Nested(meaning="extra _target_ prefixes of the judge's config"),
+    **_generation("judge.generation"),
     # report: the console report while a run goes
+    "report.progress": Choice(("auto", "always", "never"), meaning="progress bars"),
     "report.every_s": Number(
         0, whole=False, above=True, maximum=86400, meaning="seconds between progress lines"
     ),
+    # sink: experiment trackers
+    "sink.*._target_": Text(meaning="the tracker's class (allow-listed)"),
+    "sink.mlflow.tracking_uri": Text(optional=True, meaning="MLflow's store"),
+    "sink.mlflow.experiment": Text(meaning="MLflow experiment"),
+    "sink.mlflow.run_name": Text(optional=True, meaning="MLflow run name"),
+    "sink.mlflow.tags": Nested("mapping", meaning="tags of the MLflow run"),
+    "sink.wandb.project": Text(meaning="W&B project"),
+    "sink.wandb.entity": Text(optional=True, meaning="W&B entity"),
+    "sink.wandb.mode": Choice(("online", "offline", "disabled"), optional=True, meaning="W&B"),
+    "sink.wandb.dir": Text(optional=True, meaning="W&B's files (null: the run folder)"),
+    "sink.wandb.group": Text(optional=True, meaning="W&B group"),
+    "sink.wandb.job_type": Text(meaning="W&B job type"),
+    "sink.wandb.tags": Nested(meaning="tags of the W&B run"),
     # metrics: their parameters
     "metrics.pass_at_k.k": Number(1, each=True, meaning="k of pass@k (a list: one row per k)"),
     "metrics.maj_at_k.k": Number(1, each=True, meaning="k of maj@k (a list: one row per k)"),
     "metrics.ece.bins": Number(1, meaning="equal-width confidence bins"),
+    **_SCORE,
+    # the primary config
+    "allow_targets": Nested(meaning="extra _target_ module prefixes"),
 }
-"""Full key -> its rule: every numeric setting Mill checks."""
+"""Full key -> its rule: every setting Mill checks (``*``: any metric or sink)."""
 
 
-def _lookup(config: Mapping[str, Any], key: str) -> tuple[bool, Any]:
-    node: Any = config
-    for part in key.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return False, None
-        node = node[part]
-    return True, node
+def _lookup(config: Any, parts: list[str], prefix: str = "") -> list[tuple[str, Any]]:
+    """The (full key, value) pairs of ``config`` at ``parts`` (``*`` matches any key)."""
+    if not parts:
+        return [(prefix, config)]
+    if not isinstance(config, Mapping):
+        return []
+    head, rest = parts[0], parts[1:]
+    names = [str(k) for k in config] if head == "*" else [head] if head in config else []
+    return [
+        found
+        for name in names
+        for found in _lookup(config[name], rest, f"{prefix}.{name}" if prefix else name)
+    ]
 
 
 def check_config(config: Mapping[str, Any]) -> None:
     """Every setting of :data:`SETTINGS` that ``config`` (resolved, as plain containers)
     has, checked (ConfigError naming the first one refused)."""
     for key, rule in SETTINGS.items():
-        present, value = _lookup(config, key)
-        if present:
-            check_number(key, value, rule)
+        for full_key, value in _lookup(config, key.split(".")):
+            check_number(full_key, value, rule)
+
+
+def rule_of(key: str) -> Rule | None:
+    """The rule declared for the full key ``key`` (``metrics.acc.ignore_case`` finds
+    ``metrics.*.ignore_case``), or None when it is not declared."""
+    parts = key.split(".")
+    for pattern, rule in SETTINGS.items():
+        names = pattern.split(".")
+        if len(names) == len(parts) and all(
+            n in ("*", p) for n, p in zip(names, parts, strict=True)
+        ):
+            return rule
+    return None

@@ -15,7 +15,7 @@ import pytest
 
 from mill.errors import ConfigError, MillError
 from mill.runner.settings import check_settings
-from mill.schema import SETTINGS, Number, check_number
+from mill.schema import SETTINGS, Choice, Flag, Nested, Number, Text, check_number, rule_of
 
 
 def _nested(key: str, value: Any) -> dict[str, Any]:
@@ -33,33 +33,41 @@ def _refused(rule: Number) -> list[Any]:
     """The values ``rule`` must refuse: non-finite numbers, text, and the numbers below
     its range (0 and negatives where it starts above them)."""
     values: list[Any] = [math.inf, -math.inf, math.nan, "abc", True, [], {}]
-    if rule.minimum > 0 or rule.above:
+    minimum = rule.minimum
+    if minimum is not None and (minimum > 0 or rule.above):
         values.append(0 if rule.whole else 0.0)
-    if rule.minimum >= 0:
+    if minimum is not None and minimum >= 0:
         values.append(-1)
     if rule.whole:
-        values.append(rule.minimum + 0.5)
+        values.append((minimum or 0) + 0.5)
     return values
 
 
-CASES = [(key, value) for key, rule in SETTINGS.items() for value in _refused(rule)]
+def _concrete(key: str) -> str:
+    """A declared key with ``*`` (any metric or sink) as one full key."""
+    return key.replace("*", "exact_match" if key.startswith("metrics.") else "mlflow")
+
+
+NUMBERS = {_concrete(k): r for k, r in SETTINGS.items() if isinstance(r, Number)}
+CASES = [(key, value) for key, rule in NUMBERS.items() for value in _refused(rule)]
 
 
 @pytest.mark.parametrize(("key", "value"), CASES, ids=[f"{k}={v!r}" for k, v in CASES])
 def test_every_numeric_setting_refuses_what_makes_no_sense(key: str, value: Any) -> None:
-    """Issue 35, item 1: the table of every declared setting (runner, execution, model,
-    report, metrics) x inf, nan, text, a bool, a list, zero and negatives where the range
-    excludes them; refused at composition (check_settings, before any data or model)."""
+    """Issue 35, item 1: the table of every declared numeric setting (runner, execution,
+    data, task, model, judge, report, metrics) x inf, nan, text, a bool, a list, zero and
+    negatives where the range excludes them; refused at composition (check_settings,
+    before any data or model)."""
     with pytest.raises(ConfigError) as info:
         check_settings(_nested(key, value))
     message = str(info.value)
     assert message.startswith(f"{key}={value!r} is not allowed: give "), message
-    assert SETTINGS[key].accepted() in message and "\n" not in message
+    assert NUMBERS[key].accepted() in message and "\n" not in message
 
 
 def test_sensible_values_pass_and_whole_numbers_come_back_as_int() -> None:
-    for key, rule in SETTINGS.items():
-        good = rule.minimum + (1 if rule.above or rule.whole else 0.5)
+    for key, rule in NUMBERS.items():
+        good = (rule.minimum or 0) + (1 if rule.above or rule.whole else 0.5)
         if rule.maximum is not None:
             good = min(good, rule.maximum)
         checked = check_number(key, float(good) if rule.whole else good, rule)
@@ -187,3 +195,169 @@ def test_a_tasks_setting_written_at_the_root_names_where_it_belongs() -> None:
         mill.compose(["task=arc_easy", "limit=5"])
     with pytest.raises(ConfigError, match=r"^limit=5 is set at the root.*task\.limit=5\?"):
         mill.evaluate("arc_easy", "fake", overrides=["+limit=5"])
+
+
+def _refused_other(rule: Choice | Flag | Text | Nested) -> list[Any]:
+    """What a choice, boolean, string or list setting must refuse: the wrong types, and a
+    word that is not one of the choices."""
+    if isinstance(rule, Choice):
+        return ["not-a-choice", 1.5, 7, {}, *([] if True in rule.choices else [True])]
+    if isinstance(rule, Flag):
+        return ["yes", "abc", 1, 0.0, {}]
+    if isinstance(rule, Text):
+        return [{}, *([] if rule.flags else [True, False]), math.inf]
+    return [5, 1.5, True, *([] if rule.text else ["abc"])]
+
+
+OTHERS = {_concrete(k): r for k, r in SETTINGS.items() if not isinstance(r, Number)}
+OTHER_CASES = [(key, value) for key, rule in OTHERS.items() for value in _refused_other(rule)]
+
+
+@pytest.mark.parametrize(("key", "value"), OTHER_CASES, ids=[f"{k}={v!r}" for k, v in OTHER_CASES])
+def test_every_choice_flag_and_string_setting_refuses_the_wrong_type(key: str, value: Any):
+    """Issue 35, item 1: a choice that is not one of its values, a boolean that is not a
+    boolean, a string setting given a mapping: one line naming the full key, the value and
+    what is accepted (the choices listed), at composition."""
+    with pytest.raises(ConfigError) as info:
+        check_settings(_nested(key, value))
+    message = str(info.value)
+    unknown = isinstance(OTHERS[key], Choice) and isinstance(value, str)
+    said = "is unknown: give " if unknown else "is not allowed: give "
+    assert message.startswith(f"{key}={value!r} {said}"), message
+    assert OTHERS[key].accepted() in message and "\n" not in message
+
+
+SCALARS = sorted(
+    _concrete(k) for k, r in SETTINGS.items() if not r.each and not isinstance(r, Nested)
+)
+
+
+@pytest.mark.parametrize("key", SCALARS)
+def test_a_list_where_one_value_is_expected_is_refused_with_a_hint(key: str) -> None:
+    """Issue 35, item 1: every declared scalar setting given a list names the key, says
+    that one value is expected and how to run each value (a sweep)."""
+    with pytest.raises(ConfigError) as info:
+        check_settings(_nested(key, ["a", "b"]))
+    message = str(info.value)
+    assert message.startswith(f"{key}=['a', 'b'] is not allowed: give "), message
+    assert message.endswith(f"one value, not a list (a run per value: mill -m {key}=a,b)")
+
+
+def test_choices_and_flags_take_their_values() -> None:
+    assert check_number("runner.cpu", True, SETTINGS["runner.cpu"]) is True
+    assert check_number("runner.cpu", "AUTO", SETTINGS["runner.cpu"]) == "auto"
+    assert check_number("task.code_block", "first", SETTINGS["task.code_block"]) == "first"
+    assert check_number("task.chat_template", None, SETTINGS["task.chat_template"]) is None
+    assert check_number("runner.cache", False, SETTINGS["runner.cache"]) is False
+    assert check_number("model.revision", 1234, SETTINGS["model.revision"]) == 1234
+    assert check_number("task.tasks", "arc_easy", SETTINGS["task.tasks"]) == "arc_easy"
+    assert check_number("runner.resume", "True", SETTINGS["runner.resume"]) is True
+    assert SETTINGS["task.fewshot_sampler"].accepted() == "one of random or first_n"
+
+
+def _package(path: Path, group: str) -> str:
+    """Where a file of ``conf/`` lands in the composed config (``# @package`` or its
+    group; ``<group>_base.yaml`` is its group's)."""
+    for line in path.read_text().splitlines():
+        if line.startswith("# @package "):
+            return line.split()[-1]
+    return group
+
+
+def _conf_files() -> list[tuple[Path, str]]:
+    conf = Path(__file__).resolve().parents[1] / "conf"
+    files = [(f, f.stem[: -len("_base")]) for f in conf.glob("*_base.yaml")]
+    for folder in sorted(p for p in conf.iterdir() if p.is_dir() and p.name != "hydra"):
+        files += [(f, _package(f, folder.name)) for f in sorted(folder.glob("*.yaml"))]
+    files.append((conf / "mill.yaml", ""))
+    return files
+
+
+def _walk(node: Any, key: str) -> list[tuple[str, Any]]:
+    """The (full key, value) of every setting under ``node``: a declared key ends the walk
+    (a list or mapping setting's items are its subsystem's), else a mapping is walked into
+    and any other leaf is returned undeclared."""
+    if key and rule_of(key) is not None:
+        return [(key, node)]
+    if isinstance(node, dict) and node:
+        return [
+            found
+            for name, value in node.items()
+            if not (name == "defaults" and key.count(".") < 1) and not (not key and name == "hydra")
+            for found in _walk(value, f"{key}.{name}" if key else str(name))
+        ]
+    return [(key, node)]
+
+
+def test_every_key_of_every_shipped_config_is_declared_and_its_default_passes() -> None:
+    """Issue 35, item 1: every leaf key of every config of every group in conf/ (each
+    option, the shared bases, the primary config) is declared in mill.schema.SETTINGS,
+    so a new key cannot be added without its type, range or choices and meaning; and
+    every shipped default passes its own rule (interpolations and ??? aside)."""
+    import yaml
+
+    undeclared, checked = [], 0
+    for path, package in _conf_files():
+        data = yaml.safe_load(path.read_text()) or {}
+        for key, value in _walk(data, package):
+            rule = rule_of(key)
+            if rule is None:
+                undeclared.append(f"{key} ({path.parent.name}/{path.name})")
+            elif value != "???" and "${" not in str(value):
+                check_number(key, value, rule)
+                checked += 1
+    assert not undeclared, "declare in mill/schema.py SETTINGS: " + ", ".join(undeclared)
+    assert checked > 300
+
+
+def test_a_wrong_choice_is_refused_at_composition_before_any_model_loads() -> None:
+    import mill
+
+    with pytest.raises(ConfigError, match=r"^task\.fewshot_sampler='last' is unknown: give "):
+        mill.evaluate("arc_easy", "fake", limit=2, overrides=["task.fewshot_sampler=last"])
+    with pytest.raises(ConfigError, match=r"^data\.skip_bad_rows='maybe' is not allowed: "):
+        mill.evaluate("arc_easy", "fake", limit=2, overrides=["data.skip_bad_rows=maybe"])
+    with pytest.raises(ConfigError, match=r"mill -m task\.limit=1,2\)$"):
+        mill.evaluate("arc_easy", "fake", overrides=["task.limit=[1,2]"])
+
+
+def test_the_subsystems_check_their_choices_by_the_declaration() -> None:
+    """One list of choices per setting (mill.schema.SETTINGS): the data source, the HF
+    dtype, the served model's prompt_ids and the few-shot sampler built from Python are
+    refused by the declared choices, naming them."""
+    from mill.data.load import DataSource
+    from mill.model.hf import HFCausalLM
+    from mill.model.openai_api import OpenAICompletions
+    from mill.task.fewshot import choose_shots
+
+    with pytest.raises(ConfigError, match=r"^data\.source='ftp' is unknown: give one of bundled"):
+        DataSource("ftp")
+    with pytest.raises(ConfigError, match=r"^model\.dtype='float8' is unknown: give one of "):
+        HFCausalLM(pretrained="/nowhere", dtype="float8")
+    with pytest.raises(ConfigError, match=r"^model\.prompt_ids='maybe' is unknown: give one of"):
+        OpenAICompletions(base_url="http://127.0.0.1:9/v1", tokenizer="x", prompt_ids="maybe")
+    with pytest.raises(ConfigError, match=r"^task\.fewshot_sampler='last' is unknown: give "):
+        choose_shots("last", 2, 10, task="t", doc_id=0, seed=1)
+    assert choose_shots("first_n", 2, 10, task="t", doc_id=0, seed=1) == [0, 1]
+
+
+def test_the_judges_settings_are_typed_by_the_declaration() -> None:
+    """mill.runner.judge reads judge.max_invalid, judge.num_concurrent and
+    judge.generation.* typed by the schema, as composition checked them (no second set of
+    checks of its own)."""
+    from omegaconf import OmegaConf
+
+    from mill.runner.judge import judge_settings
+
+    def node(**settings: Any) -> Any:
+        return OmegaConf.create({"_target_": "mill.model.fake.FakeLM", **settings})
+
+    with pytest.raises(ConfigError, match=r"^judge\.max_invalid=2 is not allowed: give .*<= 1$"):
+        judge_settings(node(max_invalid=2))
+    with pytest.raises(ConfigError, match=r"^judge\.num_concurrent=0 is not allowed: give "):
+        judge_settings(node(num_concurrent=0))
+    with pytest.raises(ConfigError, match=r"^judge\.generation\.temperature=-1 is not allowed"):
+        judge_settings(node(generation={"temperature": -1}))
+    body, settings = judge_settings(node(max_invalid=0.5, generation={"max_gen_toks": 7.0}))
+    assert settings["max_invalid"] == 0.5 and settings["generation"].max_gen_toks == 7
+    assert body == {"_target_": "mill.model.fake.FakeLM"}

@@ -36,8 +36,7 @@ from typing import Any
 
 from mill.errors import ConfigError, DatasetUnavailable
 from mill.files import datasets_cache_dir, sha256_file
-
-SOURCES = ("hub", "local", "bundled")
+from mill.schema import SETTINGS, check_number
 
 
 def bundled_data_dir() -> Path:
@@ -56,8 +55,7 @@ class DataSource:
     """Skip (and count) rows that lack what their task needs instead of stopping the run."""
 
     def __post_init__(self) -> None:
-        if self.source not in SOURCES:
-            raise ConfigError(f"data.source={self.source!r} is unknown; choose one of {SOURCES}")
+        check_number("data.source", self.source, SETTINGS["data.source"])  # its choices
         if self.source == "local" and not self.dir:
             raise ConfigError("data=local needs a folder: add data.dir=/path/to/data")
 

@@ -16,11 +16,11 @@ from mill.errors import ModelError
 from mill.model.base import ignore_response, request_seed
 from mill.model.identity import start_weights_identity
 from mill.model.tokenizing import GenerationJob, RollingPlan, TokenizingLM, WindowDone
+from mill.schema import SETTINGS, check_number
 from mill.types import ChatTemplate, OnResponse, Request, Response
 
 log = logging.getLogger(__name__)
 
-_DTYPES = ("float32", "float16", "bfloat16", "auto")
 
 CPU_PREFILL_TOKENS = 1024
 """Generation's prefill chunk on CPU when ``token_budget`` is not set. Measured on 2 cores
@@ -204,8 +204,7 @@ class HFCausalLM(TokenizingLM):
         import transformers
 
         transformers.utils.logging.disable_progress_bar()
-        if dtype not in _DTYPES:
-            raise ModelError(f"model.dtype={dtype!r} is unknown; choose one of {_DTYPES}")
+        check_number("model.dtype", dtype, SETTINGS["model.dtype"])  # the declared choices
         _check_budgets(batch_size, token_budget, cache_budget, int(max_gen_toks))
         if _loaded is None:  # a path that is no folder: said before anything loads
             for setting, value in (("pretrained", pretrained), ("tokenizer", tokenizer)):

@@ -42,6 +42,7 @@ from mill.model.tokenizing import (
     cut_at_stop,
     generation_args,
 )
+from mill.schema import SETTINGS, check_number
 from mill.types import OutputType, Request, Response
 from mill.types import strip_reasoning as _strip_reasoning
 
@@ -287,8 +288,7 @@ class OpenAICompletions(TokenizingLM):
                 "model.base_url is not set; give the server's API root, e.g. "
                 "model.base_url=http://127.0.0.1:8080/v1"
             )
-        if str(prompt_ids) not in ("auto", "True", "False", "true", "false"):
-            raise ConfigError(f"model.prompt_ids={prompt_ids!r}: choose auto, true or false")
+        check_number("model.prompt_ids", prompt_ids, SETTINGS["model.prompt_ids"])
         if self.takes_messages():  # one conversation per request, sent as messages
             for key, value, default in (
                 ("batch_prompts", batch_prompts, 1),

@@ -168,8 +168,12 @@ def execute(
     *,
     on_sample: Callable[[SampleRecord], None] | None = None,
     show: bool = True,
+    settings: RunnerSettings | None = None,
 ) -> Results | None:
     """Run the experiment described by ``resolved`` on this rank.
+
+    ``settings``: the runner settings typed once from ``resolved`` (by
+    :func:`mill.runner.settings.check_settings` or the worker), else typed here.
 
     ``model``: an already-built model (``mill.evaluate(model=...)``) instead of
     ``resolved["model"]``; its identity must say ``in_memory`` when it has no files, and
@@ -193,7 +197,7 @@ def execute(
     from mill.sinks import build_sinks, send
 
     cfg = OmegaConf.create(resolved)
-    settings = RunnerSettings.parse(resolved.get("runner"))
+    settings = settings or RunnerSettings.parse(resolved.get("runner"))
     folder = ExperimentFolder(folder_path) if folder_path is not None else None
     main = dist.is_main
     writes = folder if main else None  # the folder rank 0 writes (None without one)

@@ -205,7 +205,9 @@ def run_job(
     resolved = _resolve(cfg)
     settings = check_settings(resolved)  # before any data or model loads
     if output_dir is None:  # no folder to share with workers or ranks: this process
-        return execute(resolved, None, dist or Dist(), model, on_sample=on_sample, show=show)
+        return execute(
+            resolved, None, dist or Dist(), model, on_sample=on_sample, show=show, settings=settings
+        )
     own_group = dist is None
     dist = dist or Dist()
     if own_group and launched_world_size() > 1:
@@ -236,13 +238,13 @@ def run_job(
                 fault("prepared")
             path = Path(dist.broadcast(str(folder.path.resolve())))
             if dist.world_size > 1:  # under the user's launcher: this process is one rank
-                results = execute(resolved, path, dist, model)
+                results = execute(resolved, path, dist, model, settings=settings)
                 if own_group:
                     dist.close()
                 return results
             n = 1 if model is not None else settings.processes()
             if n == 1:
-                return execute(resolved, path, dist, model)
+                return execute(resolved, path, dist, model, settings=settings)
             refuse_device_map(resolved.get("model"), n)
             # resolved.yaml, which the workers read, is redacted: they get the credentials
             # it lacks from the driver's environment, never from a file

@@ -27,6 +27,7 @@ from mill.instantiate import instantiate, resolve_target
 from mill.metrics.base import Metric
 from mill.results import judge_label
 from mill.runner.dist import Dist, agree
+from mill.schema import typed
 from mill.types import GenerationArgs
 
 log = logging.getLogger("mill")
@@ -40,13 +41,10 @@ def judge_settings(node: DictConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     ConfigError for a bad setting."""
     body = OmegaConf.to_container(node, resolve=True)
     assert isinstance(body, dict)
-    settings = {k: body.pop(k) for k in JUDGE_SETTINGS if k in body}
-    max_invalid = settings.get("max_invalid", 0.1)
-    if not isinstance(max_invalid, (int, float)) or not 0 <= float(max_invalid) <= 1:
-        raise ConfigError(f"judge.max_invalid={max_invalid!r} must be a share in [0, 1]")
+    # typed by their declarations (mill.schema.SETTINGS: judge.max_invalid a share in
+    # [0, 1], judge.num_concurrent >= 1, judge.generation.*), as composition checked them
+    settings = typed("judge", {k: body.pop(k) for k in JUDGE_SETTINGS if k in body})
     concurrent = settings.get("num_concurrent", 1)
-    if not isinstance(concurrent, int) or concurrent < 1:
-        raise ConfigError(f"judge.num_concurrent={concurrent!r} must be a whole number >= 1")
     gen = dict(settings.get("generation") or {})
     unknown = set(gen) - set(GenerationArgs.__dataclass_fields__)
     if unknown:

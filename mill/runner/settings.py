@@ -1,7 +1,9 @@
-"""The ``runner`` config group, validated: processes, launcher, device, seeds, resume, cache.
+"""The ``runner`` config group, typed: processes, launcher, device, seeds, resume, cache.
 
 The defaults live in one place, ``conf/runner/local.yaml``: :meth:`RunnerSettings.parse` fills
-what a node leaves out from it, and :meth:`RunnerSettings.default` is that preset.
+what a node leaves out from it, and :meth:`RunnerSettings.default` is that preset. The values
+are checked and typed by their declarations in :data:`mill.schema.SETTINGS`
+(:func:`mill.schema.typed`); this module only says what they mean (auto, the cache's forms).
 """
 
 from __future__ import annotations
@@ -13,11 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
-from mill.schema import SETTINGS, Number, check_config, check_number
+from mill.schema import check_config, typed
 
-__all__ = ["Number", "RunnerSettings", "check_number", "check_settings", "refuse_device_map"]
-
-LAUNCHERS = ("auto", "accelerate", "torchrun")
+__all__ = ["RunnerSettings", "check_settings", "refuse_device_map"]
 
 
 @cache
@@ -29,20 +29,6 @@ def _preset() -> dict[str, Any]:
     loaded = OmegaConf.to_container(OmegaConf.create(text))
     assert isinstance(loaded, dict)
     return {str(k): v for k, v in loaded.items()}
-
-
-def _flag(value: Any, key: str, allow_auto: bool = False) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if allow_auto and (value is None or str(value).lower() == "auto"):
-        return None
-    text = str(value).lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    choices = "true, false or auto" if allow_auto else "true or false"
-    raise ConfigError(f"runner.{key}={value!r} is not {choices}")
 
 
 def check_settings(resolved: dict[str, Any]) -> RunnerSettings:
@@ -107,10 +93,6 @@ def refuse_device_map(model: Any, processes: int) -> None:
         )
 
 
-def _checked(node: dict[str, Any], key: str) -> Any:
-    return check_number(f"runner.{key}", node[key], SETTINGS[f"runner.{key}"])
-
-
 @dataclass(frozen=True)
 class RunnerSettings:
     """How one experiment runs (``conf/runner/*.yaml``; defaults in ``local.yaml``)."""
@@ -138,21 +120,18 @@ class RunnerSettings:
 
     @classmethod
     def parse(cls, node: dict[str, Any] | None) -> RunnerSettings:
-        """Validate a ``runner`` node; settings it leaves out take the preset's values."""
+        """The settings of a ``runner`` node, typed by the schema; settings it leaves out
+        take the preset's values."""
         node = dict(node or {})
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(node) - known)
         if unknown:
             raise ConfigError(f"runner has no setting {unknown[0]!r}; known: {sorted(known)}")
         node = {**_preset(), **node}
-        procs = node["num_processes"]
-        procs = "auto" if procs is None else procs
-        checked = check_number("runner.num_processes", procs, SETTINGS["runner.num_processes"])
-        num_processes = None if checked == "auto" else checked
-        launcher = str(node["launcher"])
-        if launcher not in LAUNCHERS:
-            raise ConfigError(f"runner.launcher={launcher!r} is unknown; choose one of {LAUNCHERS}")
-        cache = node["cache"]
+        if node["num_processes"] is None:
+            node["num_processes"] = "auto"
+        values = typed("runner", node)
+        cache = values["cache"]
         if cache is False or cache is None or str(cache).lower() in ("false", "none", "null"):
             cache = None
         elif cache is True or str(cache).lower() in ("true", "run"):
@@ -160,14 +139,14 @@ class RunnerSettings:
         else:
             cache = str(Path(str(cache)).expanduser())
         return cls(
-            num_processes=num_processes,
-            launcher=launcher,
-            cpu=_flag(node["cpu"], "cpu", allow_auto=True),
-            seed=_checked(node, "seed"),
-            bootstrap_iters=_checked(node, "bootstrap_iters"),
-            resume=bool(_flag(node["resume"], "resume")),
+            num_processes=None if values["num_processes"] == "auto" else values["num_processes"],
+            launcher=values["launcher"],
+            cpu=None if values["cpu"] in (None, "auto") else values["cpu"],
+            seed=values["seed"],
+            bootstrap_iters=values["bootstrap_iters"],
+            resume=values["resume"],
             cache=cache,
-            timeout_s=_checked(node, "timeout_s"),
+            timeout_s=values["timeout_s"],
         )
 
     def use_cpu(self) -> bool:

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = RunnerSettings.parse(resolved.get("runner"))
         dist = init_dist(settings.use_cpu(), settings.timeout_s)
-        execute(resolved, folder, dist)
+        execute(resolved, folder, dist, settings=settings)
     except MillError as err:
         if dist.is_main:
             mark_failed(ExperimentFolder(folder), err)

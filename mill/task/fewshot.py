@@ -12,8 +12,7 @@ import random
 from collections.abc import Sequence
 
 from mill.errors import ConfigError
-
-SAMPLERS = ("random", "first_n")
+from mill.schema import SETTINGS, check_number
 
 
 def _doc_rng(task: str, doc_id: int, seed: int) -> random.Random:
@@ -51,8 +50,6 @@ def choose_shots(
             f"task {task!r}: num_fewshot={k} but the few-shot split has only "
             f"{len(candidates)} usable examples; lower task.num_fewshot"
         )
-    if sampler == "first_n":
+    if check_number("task.fewshot_sampler", sampler, SETTINGS["task.fewshot_sampler"]) == "first_n":
         return list(candidates[:k])
-    if sampler == "random":
-        return _doc_rng(task, doc_id, seed).sample(list(candidates), k)
-    raise ConfigError(f"unknown few-shot sampler {sampler!r}; choose one of {SAMPLERS}")
+    return _doc_rng(task, doc_id, seed).sample(list(candidates), k)  # random

@@ -29,9 +29,11 @@ A run composes the primary config `mill.yaml` with one option of each group
 (`model.pretrained=gpt2`); `+group=[a,b]` adds options to a list group such as `metrics`.
 An option whose `defaults:` list names another file starts from that file and overrides it.
 The classes named by `_target_` are documented in the [Python API reference](api.md).
-A group's numeric settings are declared once with their range (`mill/schema.py`): the table
-at the top of each group is that declaration, and a value outside it (not finite, of the
-wrong type, out of range) is refused in one line before any data or model loads.
+Every setting of every group is declared once with its type, range or choices and meaning
+(`mill/schema.py`; a judge's model settings are the model group's): the table at the top of
+each group is that declaration, and a value outside it (not finite, of the wrong type, out
+of range, not one of the choices, a list where one value is expected) is refused in one
+line before any data or model loads. `*` stands for any metric or sink.
 """
 
 _GROUP_NOTES = {
@@ -108,8 +110,9 @@ def _groups(folder: Traversable, prefix: str = "") -> list[tuple[str, Traversabl
 
 
 def _ranges(group: str) -> list[str]:
-    """The group's checked settings (:data:`mill.schema.SETTINGS`): full key, the range
-    accepted (anything else is refused before a run loads anything) and the meaning."""
+    """The group's checked settings (:data:`mill.schema.SETTINGS`): full key, what it
+    accepts (range, choices, type; anything else is refused before a run loads anything)
+    and the meaning."""
     from mill.schema import SETTINGS
 
     rows = [(k, r) for k, r in SETTINGS.items() if k.startswith(f"{group}.")]
