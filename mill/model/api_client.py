@@ -52,6 +52,10 @@ class APIError(ModelError):
     """A request failed for good (after retries, or with a status that is not retried)."""
 
 
+PROBE_ANSWERS = frozenset({500, 501})
+"""HTTP statuses that answer a capability probe (:meth:`JSONClient.settle`)."""
+
+
 @dataclass
 class Failure:
     """One failed attempt: whether it may be retried, and after how long at least."""
@@ -59,6 +63,8 @@ class Failure:
     message: str
     retry: bool
     retry_after: float | None = None
+    status: int | None = None
+    """The HTTP status, when the server answered."""
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -287,8 +293,8 @@ class JSONClient:
                 return Failure(f"HTTP {status} with a body that is not JSON", True)
         message = self._clean(f"HTTP {status}: {_excerpt(data)}")
         if status == 429:
-            return Failure(message, True, _retry_after(resp.getheader("Retry-After")))
-        return Failure(message, status >= 500)
+            return Failure(message, True, _retry_after(resp.getheader("Retry-After")), status)
+        return Failure(message, status >= 500, status=status)
 
     def delay(self, attempt: int, failure: Failure) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
@@ -298,18 +304,29 @@ class JSONClient:
         return min(wait, MAX_BACKOFF_S)
 
     def settle(
-        self, method: str, path: str, payload: Any = None, what: str = "", at_root: bool = False
+        self,
+        method: str,
+        path: str,
+        payload: Any = None,
+        what: str = "",
+        at_root: bool = False,
+        probe: bool = False,
     ) -> tuple[Any | Failure, int]:
         """A request retried through transient failures (5xx, 429, a dropped connection, a
         timeout) as every request is, from the calling thread: ``(the decoded body or the
         server's definite refusal, a 4xx other than 429, as a Failure; attempts made)``.
         Transient failures past ``max_retries`` raise :class:`APIError`: a caller that asks
-        the server what it supports never concludes anything from them."""
+        the server what it supports never concludes anything from them. With ``probe`` (a
+        question about what the server supports), an HTTP 500 or 501 is its answer too:
+        llama-cpp-python answers a request body it cannot validate with a 500; only 429,
+        502, 503, 504 and no answer at all are transient there."""
         attempt = 0
         while True:
             result = self.attempt(method, path, payload, at_root)
             attempt += 1
             if not isinstance(result, Failure) or not result.retry:
+                return result, attempt
+            if probe and result.status in PROBE_ANSWERS:
                 return result, attempt
             if attempt > self.max_retries:
                 raise self.error(result, what or f"{method} {path}", attempt)

@@ -17,7 +17,8 @@ local tokenizer: the same (context, continuation) split, truncation and rolling 
 
 Prompts go as token ids where the server takes them (vLLM, SGLang) and as text where it
 does not (llama-cpp-python: ``model.prompt_ids=auto`` finds out with one small request,
-retried through transient failures; only a definite refusal, a 4xx, means text prompts).
+retried through transient failures; only a definite refusal, a 4xx or a 500/501, means
+text prompts).
 """
 
 from __future__ import annotations
@@ -164,11 +165,15 @@ class RemoteTokenizer:
             # a text must give tokens: llama-server answers vLLM's fields with no tokens
             # retried through transient failures: a 503 is no answer about the route
             what = f"model.tokenizer=remote: probing {path}"
-            probe, _ = client.settle("POST", path, self._body("a", False), what, at_root=True)
+            probe, _ = client.settle(
+                "POST", path, self._body("a", False), what, at_root=True, probe=True
+            )
             if not isinstance(probe, dict) or not probe.get("tokens"):
                 continue
             # the empty text tokenizes to the BOS token alone, where the model has one
-            empty, _ = client.settle("POST", path, self._body("", True), what, at_root=True)
+            empty, _ = client.settle(
+                "POST", path, self._body("", True), what, at_root=True, probe=True
+            )
             if isinstance(empty, dict) and "tokens" in empty:
                 self.bos_token_id = int(empty["tokens"][0]) if empty["tokens"] else None
                 return
@@ -427,9 +432,10 @@ class OpenAICompletions(TokenizingLM):
                 "temperature": 0.0,
             }
             # retried through transient failures like every request: only the server's
-            # definite refusal (a 4xx) says it takes text prompts
+            # definite refusal (a 4xx, or a 500/501: llama-cpp-python's answer to a body it
+            # cannot validate) says it takes text prompts
             what = "model.prompt_ids=auto: a one-token token-id prompt"
-            result, _ = self.client.settle("POST", self.endpoint, probe, what)
+            result, _ = self.client.settle("POST", self.endpoint, probe, what, probe=True)
             self._prompt_ids = not isinstance(result, Failure)
             log.info(
                 "%s takes %s prompts", self.base_url, "token-id" if self._prompt_ids else "text"

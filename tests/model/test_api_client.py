@@ -347,3 +347,17 @@ def test_the_prompt_ids_probe_concludes_from_a_refusal_never_from_an_error(
     script.plan = [(503, {}, {"error": "busy"})] * 3
     with pytest.raises(APIError, match="model.prompt_ids=auto.*HTTP 503.*after 3 attempts"):
         _prompt_ids_probe(url)._ids_accepted()
+
+
+@pytest.mark.parametrize("status", [500, 501])
+def test_the_prompt_ids_probe_takes_a_500_as_the_servers_answer(
+    server: tuple[str, Script], status: int
+) -> None:
+    """llama-cpp-python answers a token-id prompt it cannot validate with HTTP 500 (every
+    time): that is its answer, text prompts, asked once; a 502-504 is still retried."""
+    url, script = server
+    script.plan = [(status, {}, {"error": "Input should be a valid string"})]
+    assert _prompt_ids_probe(url)._ids_accepted() is False
+    assert len(script.seen) == 1
+    script.plan = [(502, {}, {"error": "bad gateway"})]
+    assert _prompt_ids_probe(url)._ids_accepted() is True
