@@ -281,7 +281,7 @@ _MODEL: dict[str, Rule] = {
     "fused_gelu": Flag(meaning="torch's fused tanh-GELU"),
     "share_prefix": Flag(meaning="run a shared context once"),
     "gguf": Text(optional=True, meaning="a GGUF file to convert"),
-    "sha256": Text(meaning="the weights file's SHA-256"),
+    "sha256": Text(optional=True, meaning="the weights file's SHA-256 (null: any file)"),
     "path": Text(meaning="the replayed samples file or run folder"),
     "answer": Text(optional=True, meaning="the fake model's reply"),
     "replies": Nested("mapping", meaning="the fake model's replies by prompt substring"),
@@ -314,7 +314,7 @@ _SCORE: dict[str, Rule] = {  # the parameters of the answer-matching metrics
     "metrics.*.mode": Choice(("strict", "loose"), meaning="IFEval's checking"),
     "metrics.*.patterns": Nested(optional=True, meaning="the grade's regexes"),
     "metrics.*.reference_categories": Nested(meaning="categories judged with a reference"),
-    "metrics.*.scale": Nested(meaning="the grade's [lowest, highest]"),
+    "metrics.*.scale": Nested(optional=True, meaning="the grade's [lowest, highest]"),
     "metrics.*.templates": Nested("mapping", meaning="judge templates by name"),
     "metrics.*.template_names": Nested("mapping", meaning="which template for which turn"),
     "metrics.*.templates_file": Text(optional=True, meaning="a JSONL of judge templates"),
@@ -377,7 +377,9 @@ SETTINGS: dict[str, Rule] = {
     "task.confirm_run_unsafe_code": Flag(meaning="lm-eval code tasks may run (sandboxed)"),
     "task.dataset.revision": Text(optional=True, meaning="hub commit of the dataset"),
     "task.dataset.data_files": Nested("mapping", meaning="your own file per split"),
-    "task.dataset_overrides": Nested("mapping", meaning="lm-eval TaskConfig keys by task"),
+    "task.dataset_overrides": Nested(
+        "mapping", optional=True, text=True, meaning="lm-eval TaskConfig keys, or a YAML file"
+    ),
     "task.subjects": Nested(optional=True, text=True, meaning="the subjects run"),
     "task.tasks": Nested(text=True, meaning="the group's member tasks"),
     "task.include_path": Nested(optional=True, text=True, meaning="lm-eval YAML folders"),

@@ -94,7 +94,7 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
         ]
     if name == "non-finite log-probability":
         folder = _nan_model(tmp_path)
-        return ["model=hf", f"model.pretrained={folder}", "model.name=nan", "task.limit=2"], [
+        return ["model=hf", f"model.pretrained={folder}", "model.name=nan_lp", "task.limit=2"], [
             "request arc_easy/",
             "non-finite log-probability nan",
         ]
@@ -185,11 +185,11 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
             conn.execute("UPDATE responses SET response = ? WHERE request = ?", (edited, request))
         return args, [str(db), "is corrupt", "fails its checksum", "runner.cache=false"]
     if name == "task.limit not a number":
-        return ["task.limit=abc"], ["task.limit='abc'", "not a whole number"]
+        return ["task.limit=abc"], ["task.limit='abc'", "give a finite number > 0"]
     if name == "task.limit not whole":
         return ["task.limit=2.5"], ["task.limit=2.5", "not a whole number"]
     if name == "task.num_fewshot not whole":
-        return ["task.num_fewshot=1.5"], ["task.num_fewshot=1.5", "not a whole number"]
+        return ["task.num_fewshot=1.5"], ["task.num_fewshot=1.5", "give a whole number >= 0"]
     if name == "lm-eval task YAML syntax error":
         overrides, yaml_file = _lm_eval_task(tmp_path, "doc_to_text: [oops\ndoc_to_target: a\n")
         return overrides, [
