@@ -130,8 +130,11 @@ class Flag:
 
 @dataclass(frozen=True)
 class Text:
-    """One string (a name, a path, a template; a number written where a name goes is read
-    as its text), ``true``/``false`` too when ``flags``, or null when ``optional``."""
+    """One string (a name, a path, a template), ``true``/``false`` too when ``flags``, or
+    null when ``optional``. A number is refused, never read as its text: the YAML parser
+    has already turned what was typed into a number (``model.name=nan`` is a float,
+    ``1e3`` the float 1000.0, ``1.10`` the float 1.1), so its text may not be what was
+    written; the message says to quote it."""
 
     optional: bool = False
     flags: bool = False
@@ -145,9 +148,7 @@ class Text:
     def _one(self, value: Any) -> Any:
         if isinstance(value, bool):
             return value if self.flags else _REFUSED
-        if isinstance(value, str) or (isinstance(value, (int, float)) and math.isfinite(value)):
-            return value
-        return _REFUSED
+        return value if isinstance(value, str) else _REFUSED
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,8 @@ def check_number(setting: str, value: Any, rule: Rule) -> Any:
     unknown = isinstance(rule, Choice) and isinstance(value, str)
     message = f"{setting}={value!r} is {'unknown' if unknown else 'not allowed'}: give "
     message += rule.accepted()
+    if isinstance(rule, Text) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        message += f"; {value} was read as a number: quote it (\"{setting}='{value}'\")"
     if is_list and value and not rule.each:
         sweep = ",".join(str(v) for v in value)
         message += f"; one value, not a list (a run per value: mill -m {setting}={sweep})"
@@ -358,16 +361,12 @@ SETTINGS: dict[str, Rule] = {
     "task._target_": Text(meaning="the task's class (allow-listed)"),
     "task.name": Text(meaning="the task's name in results"),
     "task.num_fewshot": Number(0, optional=True, meaning="few-shot examples per prompt"),
-    "task.limit": Number(
-        0,
-        whole=False,
-        above=True,
-        optional=True,
-        meaning="docs per task (task=lm_eval: a fraction below 1 too)",
-    ),
+    "task.limit": Number(1, optional=True, meaning="docs per task (task=lm_eval: see below)"),
+    "task.fewshot_seed": Number(0, meaning="seed of the few-shot examples drawn"),
     "task.repeats": Number(1, meaning="generations per doc (pass@k, maj@k)"),
     "task.max_turns": Number(1, optional=True, meaning="turns answered of each conversation"),
     "task.fewshot_sampler": Choice(("random", "first_n"), meaning="how examples are drawn"),
+    "task.sample_split": Text(optional=True, meaning="the split evaluated (null: the task's)"),
     "task.fewshot_split": Text(optional=True, meaning="the split examples come from"),
     "task.chat_template": Flag(optional=True, meaning="prompts in the chat template"),
     "task.fewshot_as_multiturn": Flag(meaning="few-shot examples as chat turns"),
@@ -430,6 +429,20 @@ SETTINGS: dict[str, Rule] = {
 }
 """Full key -> its rule: every setting Mill checks (``*``: any metric or sink)."""
 
+BY_TARGET: dict[str, dict[str, Rule]] = {
+    "mill.lm_eval.": {
+        "task.limit": Number(
+            0,
+            whole=False,
+            above=True,
+            optional=True,
+            meaning="docs per task: a count, or a fraction below 1 (lm-eval's --limit)",
+        ),
+    },
+}
+"""Task rules that differ for the classes under a module prefix (the task node's
+``_target_``): lm-eval's suite also takes a fraction as its limit, as lm-eval does."""
+
 
 def _lookup(config: Any, parts: list[str], prefix: str = "") -> list[tuple[str, Any]]:
     """The (full key, value) pairs of ``config`` at ``parts`` (``*`` matches any key)."""
@@ -448,10 +461,52 @@ def _lookup(config: Any, parts: list[str], prefix: str = "") -> list[tuple[str, 
 
 def check_config(config: Mapping[str, Any]) -> None:
     """Every setting of :data:`SETTINGS` that ``config`` (resolved, as plain containers)
-    has, checked (ConfigError naming the first one refused)."""
+    has, checked (ConfigError naming the first one refused); the task's by
+    :func:`check_task`, its group's members included."""
     for key, rule in SETTINGS.items():
-        for full_key, value in _lookup(config, key.split(".")):
+        if not key.startswith("task."):
+            for full_key, value in _lookup(config, key.split(".")):
+                check_number(full_key, value, rule)
+    task = config.get("task")
+    if isinstance(task, Mapping):
+        check_task(task)
+
+
+def task_rules(target: Any) -> dict[str, Rule]:
+    """The rules of a task node whose ``_target_`` is ``target``: the ``task.*`` settings
+    of :data:`SETTINGS`, with those of :data:`BY_TARGET` for its module."""
+    rules = {k: r for k, r in SETTINGS.items() if k.startswith("task.")}
+    for prefix, own in BY_TARGET.items():
+        if str(target or "").startswith(prefix):
+            rules.update(own)
+    return rules
+
+
+def task_members(node: Mapping[str, Any], prefix: str = "task") -> list[tuple[str, Any]]:
+    """The member task configs of a task node, with their full keys: a group config's
+    ``tasks`` list (``task.tasks[0]``) and, for ``task=[arc_easy,piqa]``, each member
+    under its name (``task.piqa``: a mapping with a ``_target_`` that is no setting)."""
+    out: list[tuple[str, Any]] = []
+    members = node.get("tasks")
+    if isinstance(members, Sequence) and not isinstance(members, (str, bytes)):
+        out += [
+            (f"{prefix}.tasks[{i}]", m) for i, m in enumerate(members) if isinstance(m, Mapping)
+        ]
+    for key, value in node.items():
+        if isinstance(value, Mapping) and "_target_" in value and rule_of(f"task.{key}") is None:
+            out.append((f"{prefix}.{key}", value))
+    return out
+
+
+def check_task(node: Mapping[str, Any], prefix: str = "task") -> None:
+    """A task node's settings by its rules (:func:`task_rules`), named by their full keys
+    (``task.piqa.limit``), then each member's (:func:`task_members`) by its own: a group
+    member is checked key by key at composition, before any data or model loads."""
+    for key, rule in task_rules(node.get("_target_")).items():
+        for full_key, value in _lookup(node, key.split(".")[1:], prefix):
             check_number(full_key, value, rule)
+    for member_key, member in task_members(node, prefix):
+        check_task(member, member_key)
 
 
 def rule_of(key: str) -> Rule | None:

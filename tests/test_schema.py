@@ -205,7 +205,7 @@ def _refused_other(rule: Choice | Flag | Text | Nested) -> list[Any]:
     if isinstance(rule, Flag):
         return ["yes", "abc", 1, 0.0, {}]
     if isinstance(rule, Text):
-        return [{}, *([] if rule.flags else [True, False]), math.inf]
+        return [{}, *([] if rule.flags else [True, False]), math.inf, math.nan, 123, 1.5]
     return [5, 1.5, True, *([] if rule.text else ["abc"])]
 
 
@@ -249,7 +249,7 @@ def test_choices_and_flags_take_their_values() -> None:
     assert check_number("task.code_block", "first", SETTINGS["task.code_block"]) == "first"
     assert check_number("task.chat_template", None, SETTINGS["task.chat_template"]) is None
     assert check_number("runner.cache", False, SETTINGS["runner.cache"]) is False
-    assert check_number("model.revision", 1234, SETTINGS["model.revision"]) == 1234
+    assert check_number("model.revision", "1234", SETTINGS["model.revision"]) == "1234"
     assert check_number("task.tasks", "arc_easy", SETTINGS["task.tasks"]) == "arc_easy"
     assert check_number("runner.resume", "True", SETTINGS["runner.resume"]) is True
     assert SETTINGS["task.fewshot_sampler"].accepted() == "one of random or first_n"
@@ -361,3 +361,110 @@ def test_the_judges_settings_are_typed_by_the_declaration() -> None:
     body, settings = judge_settings(node(max_invalid=0.5, generation={"max_gen_toks": 7.0}))
     assert settings["max_invalid"] == 0.5 and settings["generation"].max_gen_toks == 7
     assert body == {"_target_": "mill.model.fake.FakeLM"}
+
+
+TEXTS = {_concrete(k): r for k, r in SETTINGS.items() if isinstance(r, Text)}
+TEXT_CASES = [(key, value) for key in TEXTS for value in (123, 1.5, math.nan, 0)]
+
+
+@pytest.mark.parametrize(("key", "value"), TEXT_CASES, ids=[f"{k}={v!r}" for k, v in TEXT_CASES])
+def test_a_number_where_text_is_meant_is_refused_with_the_quoted_form(key: str, value: Any):
+    """Issue 35, item 1: ``model.name=nan`` became a float and ``model.name=123`` passed as
+    an int where a name is meant. Every string setting refuses a number (its text may not
+    be what was typed: ``1e3`` reads as 1000.0) in one line that says how to quote it;
+    the quoted text passes, as text."""
+    with pytest.raises(ConfigError) as info:
+        check_settings(_nested(key, value))
+    message = str(info.value)
+    assert message.startswith(f"{key}={value!r} is not allowed: give a string"), message
+    assert message.endswith(f"; {value} was read as a number: quote it (\"{key}='{value}'\")")
+    assert check_number(key, str(value), TEXTS[key]) == str(value)
+
+
+def _checked(overrides: list[str]) -> dict[str, Any]:
+    """The run's config composed from ``overrides`` (as ``mill`` composes it) and checked as
+    a run checks it before any data or model loads."""
+    from omegaconf import OmegaConf
+
+    import mill
+
+    resolved = OmegaConf.to_container(mill.compose(overrides), resolve=True)
+    assert isinstance(resolved, dict)
+    check_settings(resolved)
+    return resolved
+
+
+def test_the_quoted_number_is_text_on_the_command_line() -> None:
+    with pytest.raises(ConfigError, match=r"^model\.name=123 is not allowed: give a string; "):
+        _checked(["task=arc_easy", "model=fake", "model.name=123"])
+    assert _checked(["task=arc_easy", "model=fake", "model.name='123'"])["model"]["name"] == "123"
+
+
+TASK_NUMBERS = {k: r for k, r in NUMBERS.items() if k.startswith("task.")}
+MEMBER_CASES = [
+    (where, key, value)
+    for where in ("task.piqa", "task.tasks[0]")
+    for key, rule in TASK_NUMBERS.items()
+    for value in _refused(rule)
+]
+
+
+def _group(where: str, key: str, value: Any) -> dict[str, Any]:
+    """A composed task group with ``value`` at ``key`` (``task.<k>``) of its member
+    ``where``: ``task.piqa`` (``task=[arc_easy,piqa]``) or ``task.tasks[0]`` (``task=arc``)."""
+    member: dict[str, Any] = {"_target_": "mill.tasks.piqa.PIQA", "name": "piqa"}
+    member.update(_nested(key.removeprefix("task."), value))
+    if where == "task.piqa":
+        return {
+            "task": {"_target_": "mill.task.TaskGroup", "name": "arc_easy+piqa", "piqa": member}
+        }
+    return {"task": {"_target_": "mill.task.TaskGroup", "name": "arc", "tasks": [member]}}
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value"), MEMBER_CASES, ids=[f"{w}:{k}={v!r}" for w, k, v in MEMBER_CASES]
+)
+def test_every_numeric_setting_of_a_group_member_is_checked_by_its_full_key(
+    where: str, key: str, value: Any
+) -> None:
+    """Issue 35, item 1: the members of a group (``task=arc``'s ``tasks`` list) and of
+    ``task=[arc_easy,piqa]`` (each under ``task.<name>``) are checked key by key at
+    composition, the message naming the member's full key (``task.piqa.limit``)."""
+    full = f"{where}.{key.removeprefix('task.')}"
+    with pytest.raises(ConfigError) as info:
+        check_settings(_group(where, key, value))
+    message = str(info.value)
+    assert message.startswith(f"{full}={value!r} is not allowed: give "), message
+    assert TASK_NUMBERS[key].accepted() in message and "\n" not in message
+
+
+def test_a_members_settings_on_the_command_line_are_refused_before_any_model() -> None:
+    """``mill task=[arc_easy,piqa] task.piqa.limit=-1`` was refused by the task itself
+    (naming ``task.limit``), ``task.piqa.fewshot_sampler=bogus`` ran; ``task.limit`` for
+    every member names each member's key."""
+    cases = {
+        "task.piqa.limit=-1": r"^task\.piqa\.limit=-1 is not allowed: give a whole number >= 1",
+        "task.piqa.num_fewshot=nan": r"^task\.piqa\.num_fewshot=nan is not allowed",
+        "task.piqa.fewshot_sampler=bogus": r"^task\.piqa\.fewshot_sampler='bogus' is unknown",
+        "task.limit=2.5": r"^task\.arc_easy\.limit=2\.5 is not allowed",
+        "task.piqa.name=7": r"^task\.piqa\.name=7 is not allowed: give a string; 7 was read",
+    }
+    for override, message in cases.items():
+        with pytest.raises(ConfigError, match=message):
+            _checked(["task=[arc_easy,piqa]", "model=fake", override])
+    with pytest.raises(ConfigError, match=r"^task\.tasks\[0\]\.limit=0 is not allowed"):
+        check_settings(_group("task.tasks[0]", "task.limit", 0))
+    check_settings(_group("task.piqa", "task.limit", 3))
+
+
+def test_a_fraction_of_docs_is_lm_evals_limit_and_no_native_tasks() -> None:
+    """``task.limit`` is a whole number of docs for Mill's tasks; lm-eval's suite also
+    takes a fraction below 1 (lm-eval's --limit), by the rule of its ``_target_``."""
+    suite = {"_target_": "mill.lm_eval.bridge.LMEvalSuite", "limit": 0.5}
+    check_settings({"task": suite})
+    with pytest.raises(
+        ConfigError, match=r"^task\.limit=0 is not allowed: give a finite number > 0"
+    ):
+        check_settings({"task": {**suite, "limit": 0}})
+    with pytest.raises(ConfigError, match=r"^task\.limit=0\.5 is not allowed: give a whole"):
+        check_settings({"task": {"_target_": "mill.tasks.arc.ArcEasy", "limit": 0.5}})
