@@ -11,6 +11,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from mill.errors import TaskError
+
+SKIP_HINT = " (or skip such rows with data.skip_bad_rows=true)"
+
+
+class BadRow(TaskError):
+    """A row lacks what the task needs (a field, a choice, a gold answer among the
+    choices). Stops the run, or with ``data.skip_bad_rows=true`` the row is skipped and
+    counted (:attr:`mill.task.Task.skipped`)."""
+
+    def __init__(self, message: str, split: str, row: int) -> None:
+        super().__init__(message)
+        self.split = split
+        self.row = row
+
 
 class MissingField(KeyError):
     """A task read a field that the row lacks or holds as null."""

@@ -10,7 +10,7 @@ import pytest
 from mill.tasks.arc import ArcEasy
 
 from mill.data.load import DataSource
-from mill.errors import TaskError
+from mill.errors import ConfigError, TaskError
 from mill.task import YamlTask
 from mill.task.rows import MissingField, Row, strict
 from tests.helpers import ARC_ROW, write_jsonl
@@ -74,8 +74,14 @@ def test_yaml_task_names_the_null_field_and_its_template(tmp_path: Path) -> None
 
 
 def test_whole_numbers_only() -> None:
-    with pytest.raises(TaskError, match=r"task.limit=2.5 is not a whole number"):
+    """A task built from Python holds its settings to the schema's rules (the same check
+    as at composition): never truncated."""
+    with pytest.raises(ConfigError, match=r"^task\.limit=2\.5 is not allowed: give a whole"):
         ArcEasy(limit=2.5)
-    with pytest.raises(TaskError, match=r"task.limit='abc' is not a whole number"):
+    with pytest.raises(ConfigError, match=r"^task\.limit='abc' is not allowed: give a whole"):
         ArcEasy(limit="abc")
-    assert ArcEasy(limit=3).limit == 3
+    with pytest.raises(ConfigError, match=r"^task\.repeats=0 is not allowed"):
+        ArcEasy(repeats=0)
+    with pytest.raises(ConfigError, match=r"^task\.num_fewshot=-1 is not allowed"):
+        ArcEasy(num_fewshot=-1)
+    assert ArcEasy(limit=3).limit == 3 and ArcEasy(limit=3.0).spec.limit == 3

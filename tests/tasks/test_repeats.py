@@ -59,6 +59,7 @@ def test_repeats_need_sampling_and_enough_samples(compose, tmp_path: Path) -> No
 
 
 def test_sampling_needs_a_positive_temperature() -> None:
-    for temperature in (0.0, -1.0):
-        with pytest.raises(TaskError, match=r"needs a temperature > 0"):
-            GSM8K(repeats=4, generation={"do_sample": True, "temperature": temperature})
+    with pytest.raises(TaskError, match=r"needs a temperature > 0"):
+        GSM8K(repeats=4, generation={"do_sample": True, "temperature": 0.0})
+    with pytest.raises(ConfigError, match=r"^task\.generation\.temperature=-1\.0 is not allowed"):
+        GSM8K(repeats=4, generation={"do_sample": True, "temperature": -1.0})
