@@ -429,6 +429,58 @@ SETTINGS: dict[str, Rule] = {
 }
 """Full key -> its rule: every setting Mill checks (``*``: any metric or sink)."""
 
+_PROGRESS = Choice(("auto", "always", "never"), meaning="progress and tables: auto, plain")
+_TRUST = Flag(meaning="read files changed since their run wrote them (and say so)")
+COMMANDS: dict[str, dict[str, Rule]] = {
+    "report": {
+        "runs": Nested(text=True, meaning="run folders and/or sweep folders"),
+        "out": Text(meaning="where everything is written"),
+        "trust_edited": _TRUST,
+        "progress": _PROGRESS,
+    },
+    "compare": {
+        "a": Text(meaning="run folder A (the baseline)"),
+        "b": Text(meaning="run folder B"),
+        "iters": Number(1, meaning="paired bootstrap resamples"),
+        "seed": Number(0, meaning="seed of the resamples"),
+        "alpha": Number(
+            0, whole=False, above=True, maximum=0.5, meaning="significance level (CI 1 - alpha)"
+        ),
+        "tasks": Nested(optional=True, text=True, meaning="only these tasks"),
+        "ignore_settings": Nested(text=True, meaning="task settings keys not compared"),
+        "allow_different_judges": Flag(meaning="compare scores of different judges"),
+        "trust_edited": _TRUST,
+        "out": Text(optional=True, meaning="also write compare.{json,txt,html} here"),
+        "progress": _PROGRESS,
+    },
+    "runs": {
+        "dir": Text(meaning="where the runs are"),
+        "tasks": Nested(optional=True, text=True, meaning="only runs of these tasks"),
+        "models": Nested(optional=True, text=True, meaning="only runs of these models"),
+        "limit": Number(1, optional=True, meaning="the newest N runs (null: all)"),
+        "open": Number(1, optional=True, meaning="open the report of the Nth run listed"),
+        "progress": _PROGRESS,
+    },
+    "judge": {
+        "run": Text(meaning="the finished run whose answers are judged"),
+        "allow_targets": Nested(meaning="extra _target_ module prefixes"),
+    },
+}
+"""The settings of the commands (``mill report``, ``mill compare``, ``mill runs``,
+``mill judge``; ``conf/<command>.yaml``), at their config's root, by command."""
+
+
+def typed_command(command: str, node: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of the ``command``'s config ``node`` (resolved) checked by their rules
+    in :data:`COMMANDS` and typed (ConfigError naming the key, as ``trust_edited='no'``);
+    keys it does not declare come back as they are."""
+    rules = COMMANDS.get(command, {})
+    return {
+        key: check_number(key, value, rules[key]) if key in rules and value != "???" else value
+        for key, value in node.items()
+    }
+
+
 BY_TARGET: dict[str, dict[str, Rule]] = {
     "mill.lm_eval.": {
         "task.limit": Number(

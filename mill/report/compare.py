@@ -454,14 +454,16 @@ def compare_command(cfg: Any) -> None:
     from omegaconf import OmegaConf
 
     from mill.report.console import make_console
+    from mill.report.settings import command_settings
 
+    cfg = command_settings(cfg, "compare")
     for key in ("a", "b"):
         if OmegaConf.is_missing(cfg, key) or cfg.get(key) in (None, ""):
             raise ReportInputError(
                 f"compare needs two run folders: mill compare a=<run dir> b=<run dir> "
                 f"({key}= is missing)"
             )
-    trust = bool(cfg.get("trust_edited", False))
+    trust = cfg.get("trust_edited", False)
     run_a = RunFolder.open(str(cfg.a), trust_edited=trust)
     run_b = RunFolder.open(str(cfg.b), trust_edited=trust)
     if run_a.path.resolve() == run_b.path.resolve():
@@ -475,9 +477,9 @@ def compare_command(cfg: Any) -> None:
         return
     tasks = _names(cfg.get("tasks")) or None
     ignore = _names(cfg.get("ignore_settings"))
-    iters, seed, alpha = int(cfg.iters), int(cfg.seed), float(cfg.alpha)
+    iters, seed, alpha = cfg.iters, cfg.seed, cfg.alpha
     labels = _labels(run_a, run_b)
-    allow_judges = bool(cfg.get("allow_different_judges", False))
+    allow_judges = cfg.get("allow_different_judges", False)
     rows = compare_runs(
         run_a, run_b, iters=iters, seed=seed, alpha=alpha, tasks=tasks, ignore=ignore,
         labels=labels, allow_different_judges=allow_judges,

@@ -246,14 +246,16 @@ def report_command(cfg: Any) -> None:
     from omegaconf import OmegaConf
 
     from mill.report.console import make_console
+    from mill.report.settings import command_settings
 
+    cfg = command_settings(cfg, "report")
     if OmegaConf.is_missing(cfg, "runs"):
         raise ReportInputError("report needs folders: mill report runs=[<run or sweep folder>,...]")
     given = cfg.runs
     paths = [Path(str(p)) for p in (given if OmegaConf.is_list(given) else [given])]
     if not paths:
         raise ReportInputError("runs=[] is empty; give at least one run or sweep folder")
-    trust = bool(cfg.get("trust_edited", False))
+    trust = cfg.get("trust_edited", False)
     # every folder checked before anything is written
     opened = [_expand(p, trust) for p in paths]
     out = Path(str(cfg.out))

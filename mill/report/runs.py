@@ -213,17 +213,19 @@ def _names_of(value: Any) -> list[str] | None:
 def runs_command(cfg: Any) -> None:
     """``mill runs [task=...] [model=...] [limit=N] [open=N]``."""
     from mill.report.console import make_console
+    from mill.report.settings import command_settings
 
+    cfg = command_settings(cfg, "runs")
     root = Path(str(cfg.get("dir") or "outputs"))
     if root.exists() and not root.is_dir():
         raise ConfigError(f"dir={root} is a file; give the outputs folder (dir=<folder>)")
     task, model = cfg.get("tasks"), cfg.get("models")
     entries = list_runs(root, _names_of(task), _names_of(model))
     limit = cfg.get("limit")
-    shown = entries if limit is None else entries[: int(limit)]
+    shown = entries if limit is None else entries[:limit]
     which = cfg.get("open")
     if which is not None:
-        n = int(which)
+        n = which
         if not 1 <= n <= len(entries):
             raise ConfigError(
                 f"open={n}: there are {len(entries)} runs listed; choose 1..{len(entries)}"

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
+from mill.schema import typed
 from mill.sinks import RunRecord, Sink, safe_key
 
 PARAM_LIMIT = 6000
@@ -111,10 +112,19 @@ class MLflowSink(Sink):
         run_name: str | None = None,
         tags: dict[str, Any] | None = None,
     ) -> None:
-        self.tracking_uri = tracking_uri
-        self.experiment = str(experiment)
-        self.run_name = run_name
-        self.tags = {str(k): str(v) for k, v in (tags or {}).items()}
+        values = typed(
+            "sink.mlflow",
+            {
+                "tracking_uri": tracking_uri,
+                "experiment": experiment,
+                "run_name": run_name,
+                "tags": tags or {},
+            },
+        )
+        self.tracking_uri: str | None = values["tracking_uri"]
+        self.experiment: str = values["experiment"]
+        self.run_name: str | None = values["run_name"]
+        self.tags = {str(k): str(v) for k, v in values["tags"].items()}
 
     def log(self, record: RunRecord) -> str:
         uri = tracking_uri(self.tracking_uri)

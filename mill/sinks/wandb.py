@@ -20,6 +20,7 @@ from typing import Any
 
 from mill.errors import ConfigError
 from mill.redact import redact
+from mill.schema import typed
 from mill.sinks import RunRecord, Sink, safe_key
 
 
@@ -65,13 +66,25 @@ class WandbSink(Sink):
         job_type: str = "eval",
         tags: list[str] | None = None,
     ) -> None:
-        self.project = str(project)
-        self.entity = entity
-        self.mode = mode
-        self.dir = dir
-        self.group = group
-        self.job_type = str(job_type)
-        self.tags = [str(t) for t in (tags or [])]
+        values = typed(
+            "sink.wandb",
+            {
+                "project": project,
+                "entity": entity,
+                "mode": mode,
+                "dir": dir,
+                "group": group,
+                "job_type": job_type,
+                "tags": tags or [],
+            },
+        )
+        self.project: str = values["project"]
+        self.entity: str | None = values["entity"]
+        self.mode: str | None = values["mode"]
+        self.dir: str | None = values["dir"]
+        self.group: str | None = values["group"]
+        self.job_type: str = values["job_type"]
+        self.tags = [str(t) for t in values["tags"]]
         for tag in self.tags:
             if not 0 < len(tag) <= _TAG_LIMIT:
                 raise ConfigError(

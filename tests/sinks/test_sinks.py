@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -266,3 +267,20 @@ def test_wandb_tags_fit_its_limit_and_a_long_own_tag_is_refused() -> None:
     ]
     with pytest.raises(ConfigError, match=r"sink.wandb.tags: .* 70 characters"):
         WandbSink(tags=["y" * 70])
+
+
+def test_a_sink_built_from_python_reads_its_settings_typed_by_the_schema() -> None:
+    """The sinks hold their settings to the declared rules (mill.schema.SETTINGS
+    ``sink.*``), as the config is held at composition: a number where a name is meant is
+    refused, never turned into its text; a mode not among W&B's is refused."""
+    from mill.errors import ConfigError
+    from mill.sinks.mlflow import MLflowSink
+    from mill.sinks.wandb import WandbSink
+
+    number: Any = 123
+    with pytest.raises(ConfigError, match=r"^sink\.mlflow\.experiment=123 is not allowed"):
+        MLflowSink(experiment=number)
+    with pytest.raises(ConfigError, match=r"^sink\.wandb\.mode='cloud' is unknown: give one of"):
+        WandbSink(mode="cloud")
+    assert WandbSink(mode="OFFLINE", tags=["a"]).mode == "offline"
+    assert MLflowSink(experiment="e", tags={"k": 1}).tags == {"k": "1"}
