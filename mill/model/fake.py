@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mill.model.base import LanguageModel, answer_each, ignore_response
+from mill.schema import typed
 from mill.types import OnResponse, Request, Response
 
 
@@ -36,10 +37,13 @@ class FakeLM(LanguageModel):
         answer: str | None = None,
         replies: dict[str, str] | None = None,
     ) -> None:
-        self.name = name
-        self.seed = int(seed)
-        self.answer = answer
-        self.replies = dict(replies or {})
+        settings = typed(
+            "model", {"name": name, "seed": seed, "answer": answer, "replies": replies or {}}
+        )
+        self.name: str = settings["name"]
+        self.seed: int = settings["seed"]
+        self.answer: str | None = settings["answer"]
+        self.replies = dict(settings["replies"])
 
     def _unit(self, *parts: str) -> float:
         blob = "\x00".join([str(self.seed), *parts]).encode()

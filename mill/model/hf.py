@@ -16,7 +16,7 @@ from mill.errors import ModelError
 from mill.model.base import ignore_response, request_seed
 from mill.model.identity import start_weights_identity
 from mill.model.tokenizing import GenerationJob, RollingPlan, TokenizingLM, WindowDone
-from mill.schema import SETTINGS, check_number
+from mill.schema import typed
 from mill.types import ChatTemplate, OnResponse, Request, Response
 
 log = logging.getLogger(__name__)
@@ -45,14 +45,8 @@ def _sampler(requests: Sequence[Request], sampling: tuple[float, int] | None) ->
 def _check_budgets(
     batch_size: int | str, token_budget: int | None, cache_budget: int | None, max_gen_toks: int
 ) -> None:
-    """Refuse batching settings that cannot hold one row (before the weights load)."""
-    if batch_size != "auto" and not (str(batch_size).isdigit() and int(batch_size) >= 1):
-        raise ModelError(f"model.batch_size={batch_size!r}: use auto or a number of rows >= 1")
-    if token_budget is not None and token_budget < 1:
-        raise ModelError(
-            f"model.token_budget={token_budget} cannot hold one row; use a number of tokens "
-            ">= 1 (or null: 4096 on CPU, 16384 on GPU)"
-        )
+    """Refuse a KV cache that cannot hold one generation row (before the weights load);
+    each setting's own range is the schema's (:func:`mill.schema.typed`)."""
     if cache_budget is not None and cache_budget <= max_gen_toks:
         raise ModelError(
             f"model.cache_budget={cache_budget} cannot hold one generation row (a context "
@@ -204,8 +198,27 @@ class HFCausalLM(TokenizingLM):
         import transformers
 
         transformers.utils.logging.disable_progress_bar()
-        check_number("model.dtype", dtype, SETTINGS["model.dtype"])  # the declared choices
-        _check_budgets(batch_size, token_budget, cache_budget, int(max_gen_toks))
+        given = {
+            "revision": revision,
+            "dtype": dtype,
+            "device": device,
+            "batch_size": batch_size,
+            "token_budget": token_budget,
+            "cache_budget": cache_budget,
+            "max_length": max_length,
+            "max_gen_toks": max_gen_toks,
+            "share_prefix": share_prefix,
+            "name": name,
+            "fused_gelu": fused_gelu,
+        }
+        # checked and typed by their declarations (mill.schema); null: the default (the
+        # paths are checked as paths, below: a pathlib.Path is one too)
+        settings = typed("model", {k: v for k, v in given.items() if v is not None})
+        dtype, batch_size = settings["dtype"], settings["batch_size"]
+        token_budget, cache_budget = settings.get("token_budget"), settings.get("cache_budget")
+        max_length, max_gen_toks = settings.get("max_length"), settings["max_gen_toks"]
+        share_prefix, fused_gelu = settings["share_prefix"], settings["fused_gelu"]
+        _check_budgets(batch_size, token_budget, cache_budget, max_gen_toks)
         if _loaded is None:  # a path that is no folder: said before anything loads
             for setting, value in (("pretrained", pretrained), ("tokenizer", tokenizer)):
                 _check_local(setting, value)
@@ -213,8 +226,8 @@ class HFCausalLM(TokenizingLM):
         self.revision = revision
         self.name = name or Path(self.pretrained).name
         self.batch_size = batch_size
-        self.max_gen_toks = int(max_gen_toks)
-        self.share_prefix = bool(share_prefix)
+        self.max_gen_toks = max_gen_toks
+        self.share_prefix = share_prefix
         self.device = resolve_device(device)
         on_cpu = self.device.type == "cpu"
         self.token_budget = int(token_budget or (4096 if on_cpu else 16384))
@@ -292,7 +305,7 @@ class HFCausalLM(TokenizingLM):
 
             fused = fuse_gelu(self.model)
         self.dtype = str(self.model.dtype).removeprefix("torch.")
-        self.max_length = int(max_length if max_length is not None else self._default_max_length())
+        self.max_length = max_length if max_length is not None else int(self._default_max_length())
         if not self.cache_budget:
             self.cache_budget = self._auto_cache_budget()
         self._init_tokenizer()

@@ -185,15 +185,19 @@ def test_slots_are_written_in_place_and_freed_without_copies() -> None:
     ("kwargs", "message"),
     [
         ({"cache_budget": 256}, "model.cache_budget=256 cannot hold one generation row"),
-        ({"token_budget": 0}, "model.token_budget=0 cannot hold one row"),
-        ({"batch_size": 0}, "model.batch_size=0"),
+        ({"token_budget": 0}, "model.token_budget=0 is not allowed: give a whole number >= 1"),
+        ({"batch_size": 0}, "model.batch_size=0 is not allowed: give a whole number >= 1"),
+        ({"batch_size": "4"}, "model.batch_size='4' is not allowed"),
+        ({"max_gen_toks": 2.5}, "model.max_gen_toks=2.5 is not allowed"),
     ],
 )
 def test_budgets_too_small_for_one_row_are_refused_before_loading(kwargs, message) -> None:
-    from mill.errors import ModelError
+    """The settings' own ranges are the schema's (one line each, as at composition); the
+    cache budget against max_gen_toks is the model's."""
+    from mill.errors import MillError
 
     # a folder that does not exist: the check runs before anything loads
-    with pytest.raises(ModelError, match=message.replace(".", r"\.")) as err:
+    with pytest.raises(MillError, match=message.replace(".", r"\.")) as err:
         HFCausalLM("/nonexistent/model", **kwargs)
     assert "\n" not in str(err.value)
 
