@@ -24,6 +24,7 @@ from typing import Any
 
 from mill.data.load import DataSource
 from mill.errors import TaskError
+from mill.schema import typed
 from mill.task import Task
 from mill.task.chat import plain_conversation
 from mill.types import ChatTemplate, Doc, GenerationArgs, OutputType, Request
@@ -100,7 +101,7 @@ class JudgedTask(Task):
                     'each line needs {"id", "turns": [str, ...]}'
                 )
             if max_turns is not None:
-                turns = turns[: int(max_turns)]
+                turns = turns[:max_turns]
             rid = _row_id(row) or str(n)
             item = {"id": rid, "turns": turns, "category": str(row.get("category") or "default")}
             reference = refs.get(rid) or row.get("reference")  # the references file wins
@@ -125,14 +126,18 @@ class JudgedTask(Task):
     ) -> None:
         kwargs.setdefault("chat_template", True)
         super().__init__(**kwargs)
+        files = {"questions": questions, "references": references, "baseline": baseline}
+        settings = typed("task", {**files, "max_turns": max_turns})  # the schema's rules
+        questions, max_turns = settings["questions"], settings["max_turns"]
         if not questions and type(self).NEEDS_QUESTIONS:
             raise TaskError(
                 f"task {self.name!r} needs its question file: task.questions=/path/q.jsonl "
                 '(JSON lines of {"id", "turns": [...], "reference"?: [...], "category"?})'
             )
-        self.questions = str(questions)
-        self.references, self.baseline = references, baseline
-        self.max_turns = max_turns
+        self.questions: str = questions
+        self.references: str | None = settings["references"]
+        self.baseline: str | None = settings["baseline"]
+        self.max_turns: int | None = max_turns
         self.rows: list[dict[str, Any]] = []
         if questions:
             self._read(read_jsonl(self.questions, "question file"), references, baseline)

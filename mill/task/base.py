@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from mill.data.load import DataSource
 from mill.errors import ConfigError, TaskError
+from mill.schema import typed
 from mill.task import loading, prompts
 from mill.task.chat import Message
 from mill.task.requests import build_requests
@@ -404,11 +405,13 @@ class TaskGroup:
             raise TaskError(f"task group {name!r} lists a task twice: {names}")
         self.name = name
         self.tasks = list(tasks)
+        chat = {  # typed by the schema; null: each member's own
+            "chat_template": chat_template,
+            "system_prompt": system_prompt,
+            "fewshot_as_multiturn": fewshot_as_multiturn,
+        }
+        shared = typed("task", {k: v for k, v in chat.items() if v is not None})
         for task in self.tasks:
             task.configure(num_fewshot=num_fewshot, limit=limit)
-            if chat_template is not None:
-                task.chat_template = bool(chat_template)
-            if system_prompt is not None:
-                task.system_prompt = system_prompt
-            if fewshot_as_multiturn is not None:
-                task.fewshot_as_multiturn = bool(fewshot_as_multiturn)
+            for key, value in shared.items():
+                setattr(task.spec, key, value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from mill.errors import TaskError
+from mill.schema import SETTINGS, check_number
 from mill.task.base import Task
 from mill.types import Doc, OutputType
 
@@ -20,20 +20,14 @@ _OPENING = re.compile(r"```[^\n`]*\n")
 
 
 _TAGGED_OPENING = re.compile(r"```[A-Za-z][^\n`]*\n")
-CODE_BLOCKS = ("leading", "first")
-"""``task.code_block``: ``leading`` (lm-eval's: the answer up to its first fence, or the
-block the answer opens itself at its start) or ``first`` (the first block opened with a
-language tag anywhere in the answer, e.g. after a sentence of prose)."""
 
 
 def code_block_setting(task: str, value: Any) -> str:
-    """The checked ``task.code_block``; TaskError for anything else."""
-    if value not in CODE_BLOCKS:
-        raise TaskError(
-            f"task {task!r}: code_block={value!r}; use leading (lm-eval's, the default) or "
-            "first (the first ```python block anywhere in the answer)"
-        )
-    return str(value)
+    """The checked ``task.code_block`` (its declared choices, :data:`mill.schema.SETTINGS`):
+    ``leading`` (lm-eval's: the answer up to its first fence, or the block the answer opens
+    itself at its start) or ``first`` (the first block opened with a language tag anywhere in
+    the answer, e.g. after a sentence of prose)."""
+    return str(check_number("task.code_block", value, SETTINGS["task.code_block"]))
 
 
 def first_tagged_block(answer: str) -> str | None:

@@ -13,7 +13,7 @@ from mill.tasks.humaneval import HumanEval, HumanEvalInstruct
 from mill.tasks.mbpp import MBPP, MBPPInstruct
 
 from mill.data.load import DataSource, bundled_data_dir
-from mill.errors import ConfigError, TaskError
+from mill.errors import ConfigError
 from mill.evaluator import evaluate
 from mill.execution import Verdict
 from mill.metrics.config import build_metric, metric_config
@@ -270,6 +270,8 @@ def test_humaneval_instruct_code_block_setting() -> None:
     task = HumanEvalInstruct(limit=1, code_block="first")
     assert task.code(prose) == "    return True\n"
     assert task.describe()["code_block"] == "first"
-    with pytest.raises(TaskError, match="code_block='last'; use leading") as err:
+    with pytest.raises(
+        ConfigError, match=r"^task\.code_block='last' is unknown: give one of leading or first"
+    ) as err:
         HumanEvalInstruct(limit=1, code_block="last")
     assert "\n" not in str(err.value)
