@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, StorageError
-from mill.evaluator import JUDGE_ROLE
 from mill.files import sha256_json
+from mill.judging import JUDGE_ROLE
 from mill.model.base import LanguageModel, ignore_response
 from mill.redact import redact
 from mill.types import OnResponse, OutputType, Request, Response

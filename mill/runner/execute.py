@@ -222,7 +222,7 @@ def execute(
     cache_root = settings.cache_dir(folder.path) if folder is not None else None
     sinks: list[Sink] = []
     results: Results | None = None
-    judge_record: Any = None
+    judging: Any = None
     # rank 0 draws the plots in a child that imports matplotlib while the model loads
     drawer = ReportHelper() if writes is not None else None
     try:
@@ -235,8 +235,8 @@ def execute(
         sinks = agree(dist, lambda: build_sinks(cfg.get("sink"), allow))
         sinks = sinks if main else []
         clock.mark("data")
-        judging = None
         if cfg.get("judge") is not None:
+            from mill.judging import JudgeSettings
             from mill.runner.judge import build_judging
 
             built_here = model is None  # a caller's in-memory model is never released
@@ -250,13 +250,13 @@ def execute(
                 clock.mark("judge model")
                 phase["name"] = "judging"
 
-            judging, judge_record = build_judging(
-                cfg,
+            judging = build_judging(
+                JudgeSettings.parse(cfg.judge),
+                metrics,
                 allow,
                 dist,
                 lambda: cache_dir,
                 release_candidate,
-                metrics,
                 judge_loaded,
                 err_console if show else None,
             )
@@ -327,10 +327,8 @@ def execute(
         )
         if execution is not None:
             clock.mark("execution")
-        if judge_record is not None and judging is not None:
-            judge_record.finish(judging, metrics)
-            if main:
-                manifest.judge = judge_record.manifest()
+        if judging is not None and main:
+            manifest.judge = judging.manifest()
         log.info("scored %d requests on rank %d", dispatcher.local_requests, dist.rank)
         local = {"requests": dispatcher.local_requests}
         if isinstance(model, CachedModel):
@@ -372,8 +370,8 @@ def execute(
         folder.close_samples(success=True)
         results.samples_sha256 = folder.samples_sha256()
         fault("samples_closed")
-        if judge_record is not None:  # FastChat's model_judgment files, from the samples
-            from mill.runner.judge import write_fastchat_judgments
+        if judging is not None:  # FastChat's model_judgment files, from the samples
+            from mill.judging import write_fastchat_judgments
 
             write_fastchat_judgments(
                 folder,
@@ -427,8 +425,8 @@ def execute(
             drawer.close()
         if store is not None:
             store.close()
-        if judge_record is not None:
-            judge_record.close()
+        if judging is not None:
+            judging.close()
         if main:
             if not success and writes is not None:
                 with contextlib.suppress(OSError):  # a full disk fails the close's flush too
