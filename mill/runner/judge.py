@@ -16,7 +16,7 @@ from mill.instantiate import instantiate
 from mill.judging import JudgeSettings, Judging, LoadedJudge, template_hashes
 from mill.metrics.base import Metric
 from mill.results import judge_label
-from mill.runner.cache import CachedModel, open_store
+from mill.runner.cache import CachedModel, open_shared_store
 from mill.runner.dist import Dist, agree
 
 log = logging.getLogger("mill")
@@ -52,13 +52,7 @@ def build_judging(
         loaded = LoadedJudge(model, identity)
         if folder is not None and not identity.get("in_memory"):
             folder.mkdir(parents=True, exist_ok=True)
-            store = None
-            for turn in (True, False):  # rank 0 creates the database, then the others
-                opened = agree(
-                    dist,
-                    lambda t=turn: open_store(folder, identity) if dist.is_main is t else None,
-                )
-                store = opened or store
+            store = open_shared_store(dist, folder, identity)
             cached = CachedModel(model, store)
             loaded = LoadedJudge(
                 cached,
