@@ -100,3 +100,25 @@ def test_bad_judge_cache_setting_is_one_line(compose, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="judge.cache=3") as err:
         JudgeSettings.parse(cfg.judge)
     assert "\n" not in str(err.value)
+
+
+def test_judge_cache_true_is_the_shared_cache_as_composition_accepted_it(
+    compose, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schema takes judge.cache=true (a flag) at composition; the judge reads it as
+    the default, $MILL_CACHE/judge, instead of refusing it later."""
+    monkeypatch.setenv("MILL_CACHE", str(tmp_path / "cache"))
+    on = JudgeSettings.parse(
+        compose("task=mt_bench", "model=fake", "judge=fake", "judge.cache=true").judge
+    )
+    assert on.cache == "shared" and on.record()["cache"] == "shared"
+    assert on.cache_folder(tmp_path / "run") == tmp_path / "cache" / "judge"
+    off = JudgeSettings.parse(
+        compose("task=mt_bench", "model=fake", "judge=fake", "judge.cache=false").judge
+    )
+    assert off.cache is None and off.record()["cache"] is False
+    assert off.cache_folder(tmp_path / "run") is None
+    run = JudgeSettings.parse(
+        compose("task=mt_bench", "model=fake", "judge=fake", "judge.cache=run").judge
+    )
+    assert run.cache_folder(tmp_path / "run") == tmp_path / "run"
