@@ -230,9 +230,7 @@ class ArenaHard(JudgedTask):
             )
         folder = root / self.FOLDER
         questions = _rows(folder / "question.jsonl", "Arena-Hard question file")
-        answers = read_jsonl(
-            folder / "model_answer_gpt-4-0314.jsonl", "baseline answers", TaskError
-        )
+        answers = _rows(folder / "model_answer_gpt-4-0314.jsonl", "baseline answers")
         baseline = {str(r["uid"]): _arena_answer(r) for r in answers}
         rows = [
             {"id": str(q["uid"]), "turns": [str(q["prompt"])], "category": str(q["category"])}
