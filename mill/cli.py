@@ -78,9 +78,9 @@ def _job(cfg: DictConfig) -> float | None:
             redact_logs()  # a job in a process of its own (SLURM) logs no credential either
             cfg = sweep_job_config(cfg)
         if cfg.get("command") == "judge":  # mill judge: a finished run's answers judged
-            from mill.runner.rejudge import judge_command
+            from mill.judging import judge_job
 
-            results = judge_command(cfg, output_dir, HydraConfig.instance().cfg)
+            results = run_job(judge_job(cfg), output_dir, HydraConfig.instance().cfg)
             return None if results is None else _first_value(results)
         if "command" in cfg:  # mill compare / mill report (mill.report.command)
             from mill.report.command import run_command

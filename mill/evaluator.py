@@ -17,16 +17,17 @@ import inspect
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
 from mill.data.load import DataSource
-from mill.errors import ConfigError, MillError
+from mill.errors import ConfigError
 from mill.execution import Verdict
 from mill.metrics.base import DocResponses, Metric
 from mill.metrics.groups import aggregate_members, row
+from mill.metrics.judge import is_judged
 from mill.model.base import LanguageModel
 from mill.progress import Progress
 from mill.record import SampleRecord
@@ -40,8 +41,7 @@ from mill.results import (
     Truncation,
 )
 from mill.task.base import Task, TaskGroup
-from mill.task.chat import plain_conversation
-from mill.types import Doc, DocOutput, GenerationArgs, OutputType, Request, Response
+from mill.types import Doc, DocOutput, OutputType, Request, Response
 
 log = logging.getLogger("mill")
 
@@ -111,6 +111,31 @@ Execute = Callable[[Sequence[str], Callable[[int, Verdict], None]], list[Verdict
 """Runs complete programs, calling back ``(index, verdict)`` as each ends; returns the
 verdicts in program order (the runner's ``mill.execution.run_programs`` with its settings
 and cache)."""
+
+
+DispatchFn = Callable[[LanguageModel, Sequence[Request], Callable[[Request, Response], None]], None]
+"""Sends requests to a model, calling ``on_response`` once per request in any order
+(:func:`dispatch`; the runner's shards it across ranks and caches it)."""
+
+
+@dataclass
+class WaitingDoc:
+    """A doc whose answers are complete and wait for the judge."""
+
+    key: DocKey
+    doc: Doc
+    responses: DocResponses
+    metrics: list[Metric]
+
+
+class JudgePhase(Protocol):
+    """What the evaluator calls once every answer is in (:class:`mill.judging.Judging`):
+    judge the waiting docs, leaving each judged metric's judgments in
+    ``responses.judgments`` and their records in ``responses.judge_records``."""
+
+    def judge(
+        self, waiting: Sequence[WaitingDoc], dispatch_fn: DispatchFn, progress: Progress
+    ) -> None: ...
 
 
 @dataclass
@@ -249,6 +274,19 @@ class Collector:
             self.fold(task, doc, responses)
         self.awaiting = []
 
+    def judge(self, judging: JudgePhase, dispatch_fn: DispatchFn) -> None:
+        """Judge every doc waiting for the judge (:meth:`JudgePhase.judge`), then score
+        and record each, in doc order."""
+        waiting = [
+            WaitingDoc(key, self.plan.docs[key], self.to_judge[key], self.metrics[key[0]])
+            for key in sorted(self.to_judge)
+        ]
+        judging.judge(waiting, dispatch_fn, self.progress)
+        for item in waiting:
+            del self.to_judge[item.key]
+            self.fold(self.by_task[item.key[0]], item.doc, item.responses)
+            del self.plan.pending[item.key]
+
     def fold(self, task: Task, doc: Doc, responses: DocResponses) -> None:
         """Score one complete doc, keep its values and write its sample record."""
         task_metrics = self.metrics[task.name]
@@ -276,9 +314,8 @@ class Collector:
             record.extra = {**(record.extra or {}), "turns": responses.answers()}
             if "id" in doc.item:  # the question's own id (FastChat's question_id)
                 record.extra["id"] = doc.item["id"]
-        judged = getattr(responses, "judged", None)
-        if judged:
-            record.extra = {**(record.extra or {}), "judgments": judged}
+        if responses.judge_records:
+            record.extra = {**(record.extra or {}), "judgments": responses.judge_records}
         self.write_sample(record)
 
 
@@ -293,32 +330,7 @@ def _turn_order(slot: tuple[str, int]) -> tuple[int, int]:
     return (int(tail) if role.startswith(TURN) and tail.isdigit() else 0, index)
 
 
-def is_judged(metric: Metric) -> bool:
-    """Whether ``metric`` is scored by a judge model (:mod:`mill.metrics.judge`)."""
-    return bool(getattr(metric, "judged", False))
-
-
-class JudgeFailed(MillError):
-    """More judgments than ``judge.max_invalid`` allows did not parse."""
-
-
-@dataclass
-class Judging:
-    """The judge of a run: ``load`` builds the judge model (the runner releases the
-    candidate model first), ``max_invalid`` the share of invalid judgments that ends
-    the run, ``generation`` the judge's generation arguments."""
-
-    load: Callable[[], LanguageModel]
-    max_invalid: float = 0.1
-    generation: GenerationArgs = field(default_factory=lambda: GenerationArgs(max_gen_toks=2048))
-    conversation_format: str | None = None
-    """Set by :func:`judge`: ``chat_template``, ``messages`` (the server's template) or
-    ``plain_text`` (:func:`mill.task.chat.plain_conversation`)."""
-    counts: dict[str, int] = field(default_factory=dict)
-    """Set by :func:`judge`: judgments, invalid, retried."""
-
-
-def require_judge(metrics: dict[str, list[Metric]], judging: Judging | None) -> None:
+def require_judge(metrics: dict[str, list[Metric]], judging: JudgePhase | None) -> None:
     """Refuse judged metrics without a judge (before any model loads)."""
     needs_judge = [m.name for ms in metrics.values() for m in ms if is_judged(m)]
     if needs_judge and judging is None:
@@ -326,146 +338,6 @@ def require_judge(metrics: dict[str, list[Metric]], judging: Judging | None) -> 
             f"metric {needs_judge[0]!r} is scored by a judge model; add judge=<model> "
             "(e.g. judge=stories260k or judge=openai_chat judge.base_url=...)"
         )
-
-
-JUDGE_ROLE = "judge"
-
-
-def metric_generation(metric: Metric, generation: GenerationArgs) -> GenerationArgs:
-    """The judge's generation for ``metric``'s calls: the judge's own, with the settings
-    the metric's protocol fixes (``judge_generation``: Arena-Hard's config sets
-    ``max_tokens`` 4096 and temperature 0)."""
-    fixed = getattr(metric, "judge_generation", None)
-    return replace(generation, **fixed) if fixed else generation
-
-
-def judge_request(
-    key: DocKey,
-    metric: str,
-    prompt: Any,
-    generation: GenerationArgs,
-    chat: Any,
-    messages: bool,
-) -> Request:
-    """The request that sends one judge prompt: through the judge's chat template, as
-    messages for a server that applies its own, else in the plain-text format."""
-    turns = [{"role": r, "content": c} for r, c in prompt.messages]
-    context = chat(turns, True) if chat is not None else plain_conversation(turns)
-    return Request(
-        OutputType.GENERATIVE,
-        task=key[0],
-        subject=key[1],
-        doc_id=key[2],
-        index=0,
-        context=context,
-        generation=generation,
-        role=f"{JUDGE_ROLE}/{metric}/{prompt.key}",
-        messages=prompt.messages if messages else None,
-    )
-
-
-def judge(
-    collector: Collector,
-    judging: Judging,
-    dispatch_fn: Callable[[LanguageModel, Sequence[Request], Callable[..., None]], None],
-    progress: Progress,
-) -> None:
-    """Judge every doc waiting in ``collector``, then score and record them.
-
-    One round sends every judge prompt; a reply that does not parse is sent once more
-    at a new seed when the judge samples (else it stays invalid); invalid judgments
-    never count as grades. More than ``max_invalid`` of them ends the run, naming the
-    first."""
-    if not collector.to_judge:
-        return
-    model = judging.load()
-    messages = model.takes_messages()
-    chat = None if messages else model.chat_template()
-    judging.conversation_format = (
-        "messages" if messages else "chat_template" if chat is not None else "plain_text"
-    )
-    if judging.conversation_format == "plain_text":
-        log.warning(
-            "the judge has no chat template: its prompts use Mill's plain-text conversation "
-            "format (### System / ### User / ### Assistant; docs/judging.md)"
-        )
-    sent: dict[str, tuple[DocKey, Any, int, Any]] = {}
-    requests = []
-    for key in sorted(collector.to_judge):
-        doc = collector.plan.docs[key]
-        answers = collector.to_judge[key].answers()
-        for metric in collector.metrics[key[0]]:
-            if not is_judged(metric):
-                continue
-            prompts = metric.judge_prompts(doc, answers)
-            collector.to_judge[key].judgments[metric.name] = [None] * len(prompts)
-            for i, prompt in enumerate(prompts):
-                request = judge_request(
-                    key,
-                    metric.name,
-                    prompt,
-                    metric_generation(metric, judging.generation),
-                    chat,
-                    messages,
-                )
-                sent[request.id] = (key, metric, i, prompt)
-                requests.append(request)
-    replies: dict[str, Response] = {}
-
-    def on_reply(request: Request, response: Response) -> None:
-        replies[request.id] = response
-        progress.advance()
-
-    progress.phase("judging", len(requests))
-    dispatch_fn(model, requests, on_reply)
-    retry = []
-    for request in requests:
-        _, metric, _, _ = sent[request.id]
-        args = request.generation
-        if metric.parse(replies[request.id].text or "") is None and args and args.do_sample:
-            again = replace(request, index=1, generation=replace(args, seed=args.seed + 1))
-            sent[again.id] = sent[request.id]
-            retry.append(again)
-    if retry:
-        progress.phase("judging (retries)", len(retry))
-        dispatch_fn(model, retry, on_reply)
-    progress.done()
-    judged: dict[DocKey, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
-    first_invalid: str | None = None
-    invalid = 0
-    for request in [*requests, *retry]:
-        key, metric, i, prompt = sent[request.id]
-        text = replies[request.id].text or ""
-        parsed = metric.parse(text)
-        records = judged[key].setdefault(metric.name, [])
-        if request.index == 0:
-            records.append({"key": prompt.key, "template": prompt.template})
-        record = next(r for r in records if r["key"] == prompt.key)
-        record.update({"reply": text, "judgment": parsed, "attempts": request.index + 1})
-        collector.to_judge[key].judgments[metric.name][i] = parsed
-    for key, by_metric in judged.items():
-        for metric_name, records in by_metric.items():
-            for record in records:
-                if record["judgment"] is None:
-                    invalid += 1
-                    if first_invalid is None:
-                        first_invalid = (
-                            f"{key[0]}/{key[2]} {metric_name} {record['key']}: "
-                            f"{record['reply'][:80]!r}"
-                        )
-    total = sum(len(r) for m in judged.values() for r in m.values())
-    judging.counts = {"judgments": total, "invalid": invalid, "retried": len(retry)}
-    if total and invalid / total > judging.max_invalid:
-        raise JudgeFailed(
-            f"{invalid} of {total} judgments did not parse (more than judge.max_invalid="
-            f"{judging.max_invalid}); the first: {first_invalid}; use a judge that follows "
-            "the rubric's format, or raise judge.max_invalid"
-        )
-    for key in sorted(collector.to_judge):
-        responses = collector.to_judge.pop(key)
-        responses.judged = judged[key]  # type: ignore[attr-defined]
-        collector.fold(collector.by_task[key[0]], collector.plan.docs[key], responses)
-        del collector.plan.pending[key]
 
 
 def aggregate(
@@ -516,10 +388,8 @@ def evaluate(
     progress: Progress,
     bootstrap_iters: int = 1000,
     seed: int = 1234,
-    dispatch_fn: Callable[
-        [LanguageModel, Sequence[Request], Callable[[Request, Response], None]], None
-    ] = dispatch,
-    judging: Judging | None = None,
+    dispatch_fn: DispatchFn = dispatch,
+    judging: JudgePhase | None = None,
     execute: Execute | None = None,
 ) -> dict[str, TaskResult]:
     """Evaluate ``tasks`` on ``model``; returns per-task aggregates.
@@ -531,7 +401,7 @@ def evaluate(
     next turn is built from the previous turn's responses and sent through ``dispatch_fn``
     again, until no doc asks for more; then ``execute`` runs the programs of tasks that
     execute (:meth:`Collector.execute`); then judged metrics send their judge prompts to
-    the judge (:func:`judge`). Then :func:`aggregate`."""
+    the judge (:meth:`Collector.judge`). Then :func:`aggregate`."""
     require_judge(metrics, judging)
     executing = [t.name for t in tasks if t.EXECUTES]
     if executing and execute is None:
@@ -550,7 +420,7 @@ def evaluate(
     if execute is not None:
         collector.execute(execute)
     if judging is not None:
-        judge(collector, judging, dispatch_fn, progress)
+        collector.judge(judging, dispatch_fn)
     return aggregate(tasks, metrics, collector.results, bootstrap_iters, seed)
 
 

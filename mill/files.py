@@ -142,6 +142,29 @@ def read_json(path: Path, error: type[Exception] = MillError) -> Any:
         raise error(f"{path} is not valid JSON ({err.msg} at line {err.lineno})") from err
 
 
+def read_jsonl(path: str | Path, what: str, error: type[Exception] = MillError) -> list[dict]:
+    """The rows of the JSON-lines file ``path`` (the ``what``: "question file", "samples"),
+    blank lines skipped; ``error`` naming the file (and the line) when it cannot be read or
+    a line is not one JSON object."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise error(f"cannot read the {what} {path}: {err.strerror}; fix the path") from err
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as err:
+            raise error(f"{path}:{n}: not JSON ({err}); fix the {what}") from err
+        if not isinstance(row, dict):
+            raise error(f"{path}:{n}: a {what} line must be a JSON object")
+        rows.append(row)
+    return rows
+
+
 _JOB_NUMBER = re.compile(r"(\d+)(?:_|$)")
 
 

@@ -398,7 +398,9 @@ SETTINGS: dict[str, Rule] = {
     "judge.max_invalid": Number(
         0, whole=False, maximum=1, meaning="share of judgments that may fail to parse"
     ),
-    "judge.cache": Text(optional=True, flags=True, meaning="shared, run, false or a folder"),
+    "judge.cache": Text(
+        optional=True, flags=True, meaning="shared (true says the same), run, false or a folder"
+    ),
     "judge.allow_targets": Nested(meaning="extra _target_ prefixes of the judge's config"),
     **_generation("judge.generation"),
     # report: the console report while a run goes

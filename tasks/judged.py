@@ -16,7 +16,6 @@ JSON lines, ``{"question_id", "choices": [{"turns": [...]}]}``, or ``{"id", "tur
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 
 from mill.data.load import DataSource
 from mill.errors import TaskError
+from mill.files import read_jsonl
 from mill.schema import typed
 from mill.task import Task
 from mill.task.chat import plain_conversation
@@ -32,25 +32,9 @@ from mill.types import ChatTemplate, Doc, GenerationArgs, OutputType, Request
 log = logging.getLogger("mill")
 
 
-def read_jsonl(path: str | Path, what: str) -> list[dict[str, Any]]:
-    """The rows of a JSON-lines file; one line naming the file and line when it is bad."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as err:
-        raise TaskError(f"cannot read the {what} {path}: {err.strerror}; fix the path") from err
-    rows = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as err:
-            raise TaskError(f"{path}:{n}: not JSON ({err}); fix the {what}") from err
-        if not isinstance(row, dict):
-            raise TaskError(f"{path}:{n}: a {what} line must be a JSON object")
-        rows.append(row)
-    return rows
+def _rows(path: str | Path, what: str) -> list[dict[str, Any]]:
+    """The rows of a JSON-lines file (:func:`mill.files.read_jsonl`), TaskError when bad."""
+    return read_jsonl(path, what, TaskError)
 
 
 def _row_id(row: dict[str, Any]) -> str:
@@ -78,12 +62,12 @@ class JudgedTask(Task):
     ) -> None:
         """Check the question rows and attach their references and baseline answers."""
         refs = (
-            {_row_id(r): _answer_turns(r) for r in read_jsonl(references, "reference answers")}
+            {_row_id(r): _answer_turns(r) for r in _rows(references, "reference answers")}
             if references
             else {}
         )
         base = (
-            {_row_id(r): _answer_turns(r) for r in read_jsonl(baseline, "baseline answers")}
+            {_row_id(r): _answer_turns(r) for r in _rows(baseline, "baseline answers")}
             if baseline
             else {}
         )
@@ -140,7 +124,7 @@ class JudgedTask(Task):
         self.max_turns: int | None = max_turns
         self.rows: list[dict[str, Any]] = []
         if questions:
-            self._read(read_jsonl(self.questions, "question file"), references, baseline)
+            self._read(_rows(self.questions, "question file"), references, baseline)
         self._format = "plain_text"
 
     def prepare(self, source: DataSource) -> None:
@@ -250,8 +234,8 @@ class ArenaHard(JudgedTask):
                 "with arena_hard/> or data=bundled (an excerpt)"
             )
         folder = root / self.FOLDER
-        questions = read_jsonl(folder / "question.jsonl", "Arena-Hard question file")
-        answers = read_jsonl(folder / "model_answer_gpt-4-0314.jsonl", "baseline answers")
+        questions = _rows(folder / "question.jsonl", "Arena-Hard question file")
+        answers = _rows(folder / "model_answer_gpt-4-0314.jsonl", "baseline answers")
         baseline = {str(r["uid"]): _arena_answer(r) for r in answers}
         rows = [
             {"id": str(q["uid"]), "turns": [str(q["prompt"])], "category": str(q["category"])}

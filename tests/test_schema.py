@@ -342,25 +342,25 @@ def test_the_subsystems_check_their_choices_by_the_declaration() -> None:
 
 
 def test_the_judges_settings_are_typed_by_the_declaration() -> None:
-    """mill.runner.judge reads judge.max_invalid, judge.num_concurrent and
+    """mill.judging reads judge.max_invalid, judge.num_concurrent and
     judge.generation.* typed by the schema, as composition checked them (no second set of
     checks of its own)."""
     from omegaconf import OmegaConf
 
-    from mill.runner.judge import judge_settings
+    from mill.judging import JudgeSettings
 
     def node(**settings: Any) -> Any:
         return OmegaConf.create({"_target_": "mill.model.fake.FakeLM", **settings})
 
     with pytest.raises(ConfigError, match=r"^judge\.max_invalid=2 is not allowed: give .*<= 1$"):
-        judge_settings(node(max_invalid=2))
+        JudgeSettings.parse(node(max_invalid=2))
     with pytest.raises(ConfigError, match=r"^judge\.num_concurrent=0 is not allowed: give "):
-        judge_settings(node(num_concurrent=0))
+        JudgeSettings.parse(node(num_concurrent=0))
     with pytest.raises(ConfigError, match=r"^judge\.generation\.temperature=-1 is not allowed"):
-        judge_settings(node(generation={"temperature": -1}))
-    body, settings = judge_settings(node(max_invalid=0.5, generation={"max_gen_toks": 7.0}))
-    assert settings["max_invalid"] == 0.5 and settings["generation"].max_gen_toks == 7
-    assert body == {"_target_": "mill.model.fake.FakeLM"}
+        JudgeSettings.parse(node(generation={"temperature": -1}))
+    settings = JudgeSettings.parse(node(max_invalid=0.5, generation={"max_gen_toks": 7.0}))
+    assert settings.max_invalid == 0.5 and settings.generation.max_gen_toks == 7
+    assert settings.model == {"_target_": "mill.model.fake.FakeLM"}
 
 
 TEXTS = {_concrete(k): r for k, r in SETTINGS.items() if isinstance(r, Text)}

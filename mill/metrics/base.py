@@ -29,8 +29,9 @@ class DocResponses(list[Response]):
     of PMI, one per choice, when a selected metric asked for them. ``turns`` holds the
     later turns of a multi-turn task (turn 2, 3 ... of the first repeat), ``judgments``
     a judged metric's parsed judgments (metric name -> one per judge prompt, None when
-    the reply did not parse); ``verdicts`` the execution verdict of each generation's
-    program when the task runs programs (else None)."""
+    the reply did not parse) and ``judge_records`` the calls behind them; ``verdicts``
+    the execution verdict of each generation's program when the task runs programs
+    (else None)."""
 
     def __init__(
         self,
@@ -42,6 +43,9 @@ class DocResponses(list[Response]):
         self.unconditioned: list[Response] = list(unconditioned)
         self.turns: list[Response] = list(turns)
         self.judgments: dict[str, list[Any]] = {}
+        self.judge_records: dict[str, list[dict[str, Any]]] = {}
+        """Per judged metric, each judge call's record (key, template, reply, judgment,
+        attempts): the sample's ``extra.judgments``."""
         self.verdicts: list[Verdict] | None = None
 
     def answers(self) -> list[str]:

@@ -15,6 +15,7 @@ from mill.errors import ConfigError
 from mill.files import register_resource_resolver
 from mill.instantiate import instantiate, resolve_target
 from mill.metrics.base import Metric
+from mill.metrics.judge import JudgedMetric
 
 
 def metric_config(name: str) -> DictConfig:
@@ -38,7 +39,7 @@ def named_judged_metric(name: str, node: Any, allow: list[str]) -> Any:
         cls = resolve_target(str(target), allow)
     except (ValueError, ImportError):
         return node  # instantiate says why, in one line
-    if not getattr(cls, "judged", False):
+    if not (isinstance(cls, type) and issubclass(cls, JudgedMetric)):
         return node
     return (
         OmegaConf.merge(node, {"name": name})

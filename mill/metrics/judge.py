@@ -34,13 +34,13 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 import numpy as np
 
 from mill.errors import ConfigError
 from mill.files import sha256_json
-from mill.metrics.base import CorpusMetric
+from mill.metrics.base import CorpusMetric, Metric
 from mill.metrics.stats import bootstrap_ci, bootstrap_stderr, mean
 from mill.types import Doc, GenerationArgs, OutputType, Response
 
@@ -158,12 +158,19 @@ def _first_match(patterns: Sequence[re.Pattern[str]], text: str) -> str | None:
     return None
 
 
+def is_judged(metric: Metric) -> TypeGuard[JudgedMetric]:
+    """Whether ``metric`` is scored by a judge model."""
+    return isinstance(metric, JudgedMetric)
+
+
 class JudgedMetric(CorpusMetric):
     """Base of the judged metrics: rubric templates by role, the reply parser, and the
     per-doc value (a tuple of the parsed judgments; None for an invalid one)."""
 
-    judged: ClassVar[bool] = True
     output_types = frozenset({OutputType.GENERATIVE})
+    judge_generation: dict[str, Any] = {}
+    """Generation settings the protocol fixes for its judge calls, over the judge's own
+    (:class:`ArenaHardScore`: 4096 tokens, temperature 0); empty: the judge's."""
     required: ClassVar[dict[str, set[str]]] = {}
     """Template role -> the fields the protocol fills (a template needs all of them)."""
 

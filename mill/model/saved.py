@@ -10,13 +10,12 @@ answers.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from mill.errors import ModelError
-from mill.files import sha256_file
+from mill.files import read_jsonl, sha256_file
 from mill.model.base import LanguageModel, ignore_response
 from mill.types import OnResponse, OutputType, Request, Response
 
@@ -38,10 +37,7 @@ class SavedAnswers(LanguageModel):
         for path in sorted((self.run / "samples").glob("*.jsonl")):
             if path.name.endswith(".partial.jsonl"):
                 continue
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if not line.strip():
-                    continue
-                row = json.loads(line)
+            for row in read_jsonl(path, "saved answers", ModelError):
                 key = (str(row["task"]), str(row["subject"]), int(row["doc_id"]))
                 self.answers[key] = [str(t) for t in row["response"].get("text") or []]
                 self.turns[key] = [str(t) for t in (row.get("extra") or {}).get("turns") or []]

@@ -35,10 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, StorageError
-from mill.evaluator import JUDGE_ROLE
 from mill.files import sha256_json
+from mill.judging import JUDGE_ROLE
 from mill.model.base import LanguageModel, ignore_response
 from mill.redact import redact
+from mill.runner.dist import Dist, agree
 from mill.types import OnResponse, OutputType, Request, Response
 
 _SCHEMA = """
@@ -356,6 +357,19 @@ def open_store(cache_dir: Path, identity: dict[str, Any]) -> ResponseStore:
         if corrupt is None:
             raise
         raise corrupt from err
+
+
+def open_shared_store(dist: Dist, cache_dir: Path, identity: dict[str, Any]) -> ResponseStore:
+    """The response cache on every rank of ``dist``: rank 0 creates the database, then the
+    others open it (a bad cache file stops every rank with the same line)."""
+    store = None
+    for turn in (True, False):
+        opened = agree(
+            dist, lambda t=turn: open_store(cache_dir, identity) if dist.is_main is t else None
+        )
+        store = opened or store
+    assert store is not None
+    return store
 
 
 def corrupt_cache_error(err: BaseException, cache_dir: Path | None) -> ConfigError | None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mill.errors import ConfigError
-from mill.evaluator import JudgeFailed
+from mill.judging import JudgeFailed
 from mill.metrics.judge import JudgeScore, PairwiseWinRate, swap_rule
 from mill.metrics.stats import bootstrap_ci, cohen_kappa
 from mill.runner.job import run_job
@@ -293,9 +293,10 @@ def _compose_judge(*overrides: str):
 
 
 def test_mill_judge_rejudges_saved_answers_and_compare_reports_agreement(compose, tmp_path) -> None:
+    from mill.judging import judge_job
     from mill.report.compare import agreement, same_answers
     from mill.report.load import ReportInputError, RunFolder
-    from mill.runner.rejudge import judge_command
+    from mill.runner.job import run_job
 
     q = _questions(tmp_path)
     source = tmp_path / "source"
@@ -307,7 +308,7 @@ def test_mill_judge_rejudges_saved_answers_and_compare_reports_agreement(compose
     for name, script in scripts.items():
         cfg = _compose_judge(f"run={source}", "judge=fake", "report.progress=never")
         cfg.judge.replies = script
-        results = judge_command(cfg, tmp_path / name)
+        results = run_job(judge_job(cfg), tmp_path / name)
         model = results.model
         assert model["class"] == "SavedAnswers" and model["source_run"] == str(source)
         assert model["source_model"]["class"] == "FakeLM"
@@ -330,11 +331,11 @@ def test_mill_judge_rejudges_saved_answers_and_compare_reports_agreement(compose
     # a folder that is not a finished run, a run without its answers: one line each
     cfg = _compose_judge(f"run={tmp_path / 'nothing'}", "judge=fake")
     with pytest.raises(ReportInputError, match="is not a folder"):
-        judge_command(cfg, tmp_path / "x")
+        run_job(judge_job(cfg), tmp_path / "x")
     (source / "samples" / "judged.jsonl").unlink()
     # the run recorded its samples' sha256: a missing answers file is refused on read
     with pytest.raises(ReportInputError, match="samples/judged.jsonl changed after the run"):
-        judge_command(_compose_judge(f"run={source}", "judge=fake"), tmp_path / "y")
+        run_job(judge_job(_compose_judge(f"run={source}", "judge=fake")), tmp_path / "y")
 
 
 def _arena() -> object:

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from mill.runner.dist import Dist
-from mill.runner.execute import truncation_warning
+from mill.runner.run import truncation_warning
 from mill.runner.shard import ShardedDispatch, doc_key, fingerprint, shard
 from mill.types import OutputType, Request, Response
 

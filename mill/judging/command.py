@@ -1,16 +1,14 @@
 """``mill judge run=<finished run> judge=<judge>``: a finished run's saved answers judged
-again into a new experiment folder, through the same job as a run (no candidate model loads).
-"""
+again into a new experiment folder, through the same job as a run (no candidate model
+loads: :class:`mill.model.saved.SavedAnswers` answers from the run's samples)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import ConfigError
-from mill.runner.job import run_job
 
 
 def rejudge_config(run: str, judge: DictConfig) -> dict[str, Any]:
@@ -44,9 +42,10 @@ def rejudge_config(run: str, judge: DictConfig) -> dict[str, Any]:
     return resolved
 
 
-def judge_command(cfg: DictConfig, output_dir: Path, hydra_cfg: Any = None) -> Any:
-    """``mill judge run=<finished run> judge=<judge>``: judge the run's saved answers
-    into a new experiment folder (no candidate model loads)."""
+def judge_job(cfg: DictConfig) -> DictConfig:
+    """The job ``mill judge run=<finished run> judge=<judge>`` runs (the CLI hands it to
+    :func:`mill.runner.job.run_job`): the run's answers, this judge, this command's own
+    report and runner settings."""
     run = cfg.get("run")
     if OmegaConf.is_missing(cfg, "run") or not run:
         raise ConfigError(
@@ -60,4 +59,4 @@ def judge_command(cfg: DictConfig, output_dir: Path, hydra_cfg: Any = None) -> A
             ours = OmegaConf.to_container(cfg[key], resolve=True)
             resolved[key] = {**resolved.get(key, {}), **ours}
     resolved["runner"]["num_processes"] = 1
-    return run_job(OmegaConf.create(resolved), output_dir, hydra_cfg)
+    return OmegaConf.create(resolved)

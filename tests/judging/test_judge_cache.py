@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from mill.judging import JudgeSettings, judge_job
 from mill.runner.job import run_job
-from mill.runner.rejudge import judge_command
 from tests.runner.judge_server import judge_server
 
 pytestmark = pytest.mark.slow
@@ -54,7 +54,7 @@ def test_the_same_judge_is_never_asked_twice_and_a_changed_one_always_is(
         # mill judge of the finished run's answers with the same judge: no call either
         before = _judge_calls(server)
         cfg = compose_judge(f"run={tmp_path / 'a'}", url)
-        rejudged = judge_command(cfg, tmp_path / "rejudged")
+        rejudged = run_job(judge_job(cfg), tmp_path / "rejudged")
         assert _judge_calls(server) == before
         assert row(rejudged).value == row(first).value
         # a changed judge never reuses a call
@@ -95,9 +95,30 @@ def compose_judge(run: str, url: str):  # noqa: ANN201
 
 def test_bad_judge_cache_setting_is_one_line(compose, tmp_path: Path) -> None:
     from mill.errors import ConfigError
-    from mill.runner.judge import judge_settings
 
     cfg = compose("task=mt_bench", "model=fake", "judge=fake", "judge.cache=3")
     with pytest.raises(ConfigError, match="judge.cache=3") as err:
-        judge_settings(cfg.judge)
+        JudgeSettings.parse(cfg.judge)
     assert "\n" not in str(err.value)
+
+
+def test_judge_cache_true_is_the_shared_cache_as_composition_accepted_it(
+    compose, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schema takes judge.cache=true (a flag) at composition; the judge reads it as
+    the default, $MILL_CACHE/judge, instead of refusing it later."""
+    monkeypatch.setenv("MILL_CACHE", str(tmp_path / "cache"))
+    on = JudgeSettings.parse(
+        compose("task=mt_bench", "model=fake", "judge=fake", "judge.cache=true").judge
+    )
+    assert on.cache == "shared" and on.record()["cache"] == "shared"
+    assert on.cache_folder(tmp_path / "run") == tmp_path / "cache" / "judge"
+    off = JudgeSettings.parse(
+        compose("task=mt_bench", "model=fake", "judge=fake", "judge.cache=false").judge
+    )
+    assert off.cache is None and off.record()["cache"] is False
+    assert off.cache_folder(tmp_path / "run") is None
+    run = JudgeSettings.parse(
+        compose("task=mt_bench", "model=fake", "judge=fake", "judge.cache=run").judge
+    )
+    assert run.cache_folder(tmp_path / "run") == tmp_path / "run"
