@@ -163,7 +163,7 @@ def _metric(run: RunFolder, name: str, task: str = "") -> Any:
 
     settings = run.settings(task) if task else {}
     if settings.get("class") == "mill.lm_eval.bridge.LMEvalTask":
-        from mill.lm_eval.bridge import rebuild_metric
+        from mill.lm_eval.adapters import rebuild_metric
 
         try:
             return rebuild_metric(name, settings)
