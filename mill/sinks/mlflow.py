@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
-from mill.sinks import RunRecord, Sink, safe_key
+from mill.sinks.base import RunRecord, Sink, safe_key
 
 PARAM_LIMIT = 6000
 """MLflow's longest parameter value; longer settings are cut (the full config is the
