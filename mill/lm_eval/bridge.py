@@ -41,7 +41,7 @@ from mill.lm_eval.requirement import require_lm_eval
 from mill.metrics.base import Metric
 from mill.metrics.stats import interval
 from mill.task.base import Task, TaskGroup
-from mill.types import Doc, OutputType, Request, Response
+from mill.types import ChatTemplate, Doc, OutputType, Request, Response
 
 log = logging.getLogger("mill")
 
@@ -183,7 +183,15 @@ class LMEvalTask(Task):
         return list(found)
 
     # ----- docs and requests -----------------------------------------------------------
-    def docs(self, source: DataSource, chat: Any = None) -> Iterator[Doc]:
+    def docs(
+        self, source: DataSource, chat: ChatTemplate | None = None, messages: bool = False
+    ) -> Iterator[Doc]:
+        if messages:
+            raise TaskError(
+                f"lm-eval task {self.name!r} builds its own prompts and cannot hand chat turns "
+                "to a chat endpoint; use model=openai_completions (with task.chat_template="
+                "true for lm-eval's chat prompts) or model=hf"
+            )
         from lm_eval.evaluator_utils import get_sample_size
 
         task = self.lm_task
@@ -412,6 +420,9 @@ class LMEvalSuite(TaskGroup):
     json`` and ``dataset_kwargs.data_files``) to run tasks on local files.
     """
 
+    _tmp: Path | None
+    """The folder of the override YAMLs (:func:`~mill.lm_eval.overrides.apply_overrides`)."""
+
     def __init__(
         self,
         name: str = "lm_eval",
@@ -462,7 +473,7 @@ class LMEvalSuite(TaskGroup):
             loaded = self._load(manager, names)
         self.lm_groups = dict(loaded.get("groups") or {})
         self.requested = names
-        members = [
+        members: list[Task] = [
             self._member(key, task, num_fewshot, fewshot_random_seed, confirm_run_unsafe_code)
             for key, task in dict(loaded["tasks"]).items()
         ]
@@ -501,7 +512,7 @@ class LMEvalSuite(TaskGroup):
     ) -> Any:
         from mill.lm_eval.index_cache import task_manager
 
-        self._tmp: Path | None = None
+        self._tmp = None
         if not include_defaults and not paths:
             raise ConfigError("task.include_defaults=false leaves no tasks: give task.include_path")
         return task_manager(paths, bool(include_defaults), metadata)
@@ -515,7 +526,8 @@ class LMEvalSuite(TaskGroup):
         try:
             ifeval_supplied()  # lm-eval's ifeval utils download punkt_tab at import
             with code_eval_supplied():  # code tasks' utils.py load code_eval at import
-                return manager.load(names)
+                loaded: dict[str, Any] = manager.load(names)
+                return loaded
         except yaml.YAMLError as err:  # a task named by its YAML's path
             raise ConfigError(f"task.tasks: {yaml_syntax(err)}; fix the file and rerun") from None
         except ImportError as err:
@@ -533,7 +545,9 @@ class LMEvalSuite(TaskGroup):
             raise
 
     @staticmethod
-    def _seed(random_seed: int | None, numpy_seed: int | None, torch_seed: int | None) -> Any:
+    def _seed(
+        random_seed: int | None, numpy_seed: int | None, torch_seed: int | None
+    ) -> _RandomState:
         """lm-eval ``simple_evaluate``'s seeding; returns python ``random``'s state after it
         (the global state is restored, so the rest of Mill is unaffected)."""
         outer = random.getstate()
@@ -579,7 +593,7 @@ class LMEvalSuite(TaskGroup):
         for group_name, group in self.lm_groups.items():
             values = acc.metrics.get(group_name, {})
             weights = {a.metric: a.weight_by_size for a in group.aggregate_metric_list or []}
-            higher = {}
+            higher: dict[str, Any] = {}
             for leaf in group.get_all_tasks():
                 for metric, h in (leaf.higher_is_better() or {}).items():
                     higher.setdefault(metric, h)

@@ -46,7 +46,7 @@ def broken_yamls(paths: Sequence[str]) -> list[tuple[Path, BaseException]]:
     silently, so their tasks look unknown; this names them (on the error path only)."""
     from lm_eval.tasks._yaml_loader import load_yaml
 
-    out = []
+    out: list[tuple[Path, BaseException]] = []
     for root in paths:
         for path in sorted(Path(root).glob("**/*.yaml")):
             try:

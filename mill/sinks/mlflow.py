@@ -150,9 +150,10 @@ class MLflowSink(Sink):
                 client.log_batch(run_id, metrics=metrics[i : i + 100], params=params[i : i + 100])
             version = str(record.results.schema_version)
             client.log_batch(run_id, tags=[RunTag("mill.schema_version", version)])
-            for path in record.artifacts():
+            folder = record.folder
+            for path in record.artifacts() if folder is not None else []:
                 parent = str(path.parent) if str(path.parent) != "." else None
-                client.log_artifact(run_id, str(record.folder / path), parent)
+                client.log_artifact(run_id, str(folder / path), parent)
         except BaseException:
             client.set_terminated(run_id, "FAILED")
             raise

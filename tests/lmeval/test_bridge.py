@@ -213,3 +213,16 @@ def test_dataset_error_without_a_dataset_id_reads_as_a_sentence() -> None:
         "an lm-eval task's dataset cannot be loaded (Network is unreachable); it is gated"
     )
     assert "an lm-eval dataset cannot" not in message and "\n" not in message
+
+
+def test_an_lm_eval_task_refuses_chat_turns_for_a_chat_endpoint_in_one_line() -> None:
+    """model=openai_chat asks tasks for chat turns; lm-eval builds its own prompts, so the
+    bridge says so in one line (it raised a TypeError before)."""
+    from mill.errors import TaskError
+    from mill.lm_eval.bridge import LMEvalTask
+
+    task = LMEvalTask.__new__(LMEvalTask)
+    task.name = "gsm8k"
+    with pytest.raises(TaskError, match="'gsm8k' builds its own prompts") as err:
+        next(task.docs(DataSource("bundled"), messages=True))
+    assert "model=openai_completions" in str(err.value) and "\n" not in str(err.value)
