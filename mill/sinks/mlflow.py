@@ -151,9 +151,10 @@ class MLflowSink(Sink):
             version = str(record.results.schema_version)
             client.log_batch(run_id, tags=[RunTag("mill.schema_version", version)])
             folder = record.folder
-            for path in record.artifacts() if folder is not None else []:
+            for path in record.artifacts():  # none without a folder
                 parent = str(path.parent) if str(path.parent) != "." else None
-                client.log_artifact(run_id, str(folder / path), parent)
+                if folder is not None:
+                    client.log_artifact(run_id, str(folder / path), parent)
         except BaseException:
             client.set_terminated(run_id, "FAILED")
             raise
