@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import ConfigError
 from mill.record import SampleRecord
-from mill.results import Results
+from mill.results.schema import Results
 
 
 def _register_resolvers() -> None:

@@ -70,9 +70,10 @@ def storage_error(err: BaseException, where: object = None) -> StorageError | No
                 target = f" {cause.filename}"
             else:
                 target = f" in {where}" if where is not None else ""
+            code = cause.errno if cause.errno is None else errno.errorcode.get(cause.errno)
             return StorageError(
                 f"cannot write{target}: {cause.strerror or cause} "
-                f"({errno.errorcode.get(cause.errno, cause.errno)}); free disk space or make "
+                f"({code or cause.errno}); free disk space or make "
                 "the folder writable, or write elsewhere (hydra.run.dir=..., runner.cache=...)"
             )
         cause = cause.__cause__ or cause.__context__

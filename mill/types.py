@@ -96,7 +96,7 @@ class Request:
     @property
     def content_hash(self) -> str:
         """sha256 of everything a model sees: identical requests have identical hashes."""
-        payload = {
+        payload: dict[str, Any] = {
             "type": self.output_type.value,
             "context": self.context,
             "continuation": self.continuation,

@@ -351,7 +351,7 @@ def _load_rows(
             raise DatasetUnavailable(f"{where} is empty; point the task at a file with rows")
         direct = _direct(spec, path)
         if direct is not None:
-            origin = {"file": str(path), "sha256": sha256_file(path)}
+            origin: dict[str, Any] = {"file": str(path), "sha256": sha256_file(path)}
             return LoadedSplit(rows=direct, origin=origin, local=True)
         import datasets  # heavy: imported only when data is loaded through it
 

@@ -33,7 +33,7 @@ def default_batch_size(argv: list[str]) -> list[str]:
 
 def main() -> None:
     try:
-        from mill.lm_eval import require_lm_eval
+        from mill.lm_eval.requirement import require_lm_eval
 
         require_lm_eval()
     except MillError as err:

@@ -17,30 +17,31 @@ Filters run per document (lm-eval's built-in filters are per-document maps).
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import difflib
-import fnmatch
 import logging
 import os
 import random
-import re
-import shutil
 import sys
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from mill.data.load import DataSource
-from mill.errors import ConfigError, DatasetUnavailable, TaskError, yaml_syntax
-from mill.lm_eval import require_lm_eval
+from mill.errors import ConfigError, TaskError, yaml_syntax
+from mill.lm_eval.adapters import LMEvalMetric, aggregation_name, generation_args
 from mill.lm_eval.code_eval import CODE_EVAL
 from mill.lm_eval.code_eval import supplied as code_eval_supplied
-from mill.metrics.base import CorpusMetric, Metric
-from mill.metrics.stats import interval, mean_stderr
+from mill.lm_eval.errors import code_error, dataset_error, unknown_task_error
+from mill.lm_eval.overrides import (
+    apply_overrides,
+    read_overrides,
+    write_overrides,  # noqa: F401 - mill.bench imports it here
+)
+from mill.lm_eval.requirement import require_lm_eval
+from mill.metrics.base import Metric
+from mill.metrics.stats import interval
 from mill.task.base import Task, TaskGroup
-from mill.types import Doc, GenerationArgs, OutputType, Request, Response
+from mill.types import ChatTemplate, Doc, OutputType, Request, Response
 
 log = logging.getLogger("mill")
 
@@ -104,298 +105,6 @@ def _lm_eval_bars_off() -> Iterator[None]:
         yield
     finally:
         lm_eval_task.tqdm = bar
-
-
-def _index_suggestions(name: str, names: Sequence[str]) -> list[str]:
-    close = difflib.get_close_matches(name, names, n=5, cutoff=0.6)
-    if not close:
-        close = sorted(n for n in names if name.lower() in n.lower())[:5]
-    return close
-
-
-def _dataset_of(err: BaseException) -> str | None:
-    match = re.search(r"'([\w.\-]+/[\w.\-]+)'", str(err))
-    return match.group(1) if match else None
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
-
-
-def _reason(err: BaseException) -> str:
-    """Why a task YAML cannot be read, in one phrase (file and line for a syntax error)."""
-    import yaml
-
-    if isinstance(err, yaml.YAMLError):
-        return yaml_syntax(err)
-    return _first_line(err)
-
-
-def broken_yamls(paths: Sequence[str]) -> list[tuple[Path, BaseException]]:
-    """The YAMLs under ``paths`` that cannot be read as lm-eval reads them (a syntax error,
-    a missing ``include``, not a mapping), with the error. lm-eval's index skips them
-    silently, so their tasks look unknown; this names them (on the error path only)."""
-    from lm_eval.tasks._yaml_loader import load_yaml
-
-    out = []
-    for root in paths:
-        for path in sorted(Path(root).glob("**/*.yaml")):
-            try:
-                load_yaml(path, resolve_func=False, recursive=True)
-            except Exception as err:  # noqa: BLE001 - reported, as lm-eval's index skips it
-                out.append((path, err))
-    return out
-
-
-def _declares(path: Path, name: str) -> bool:
-    """The file's text has a ``task: <name>`` or ``group: <name>`` line (it may not parse)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    pattern = rf"^\s*-?\s*(task|group)\s*:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$"
-    return re.search(pattern, text, re.MULTILINE) is not None
-
-
-def unknown_task_error(spec: str, names: Sequence[str], paths: Sequence[str]) -> ConfigError:
-    """The one line for a ``task.tasks`` name lm-eval's index lacks: the YAML error when a
-    file of the include path that declares it cannot be read, else close names (and the
-    include path's unreadable files, which may hold it)."""
-    broken = broken_yamls(paths)
-    for path, err in broken:
-        if _declares(path, spec):
-            reason = _reason(err)
-            where = "" if str(path) in reason else f" ({path})"
-            return ConfigError(
-                f"task.tasks: lm-eval task {spec!r}{where} cannot be read: {reason}; "
-                "fix the file and rerun"
-            )
-    close = _index_suggestions(spec, names)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    unread = ""
-    if broken:
-        path, err = broken[0]
-        unread = (
-            f"; {len(broken)} YAML file(s) under task.include_path cannot be read, "
-            f"e.g. {path}: {_reason(err)}"
-        )
-    return ConfigError(
-        f"task.tasks: {spec!r} is not an lm-eval task, group or tag{hint} "
-        f"(see `lm-eval ls tasks`, or add your YAML folder with task.include_path){unread}"
-    )
-
-
-def _walk(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
-    """(dotted key, leaf) of a parsed YAML."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _walk(v, f"{key}.{k}" if key else str(k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _walk(v, f"{key}[{i}]")
-    else:
-        yield key, value
-
-
-def _where(manager: Any, match: Callable[[Any], bool]) -> str:
-    """``lm-eval task 'name' (file), key`` for the first indexed task YAML holding a value
-    that ``match``es, or an empty string."""
-    for name, entry in manager.task_index.items():
-        if entry.cfg is None or entry.yaml_path is None:
-            continue
-        for key, leaf in _walk(entry.cfg):
-            if isinstance(leaf, str) and match(leaf):
-                return f"lm-eval task {name!r} ({entry.yaml_path}), {key}: "
-    return ""
-
-
-def _missing_file(err: BaseException) -> str | None:
-    """The local file a data loader could not find, if ``err`` is about one: a
-    FileNotFoundError naming an absolute path that does not exist (``datasets`` resolves
-    ``data_files``; a Hub id such as ``org/name`` is never absolute)."""
-    if not isinstance(err, FileNotFoundError) or type(err).__name__ == "DatasetNotFoundError":
-        return None
-    candidates = [str(err.filename)] if err.filename else []
-    candidates += re.findall(r"'([^']+)'", str(err))
-    for path in candidates:
-        if os.path.isabs(path) and not os.path.exists(path):
-            return path
-    return None
-
-
-def _format(value: Any, fields: dict[str, str]) -> Any:
-    """``{task}`` and ``{dataset_name}`` in override strings become the task's own."""
-    if isinstance(value, str):
-        for key, field in fields.items():
-            value = value.replace("{" + key + "}", field)
-        return value
-    if isinstance(value, dict):
-        return {k: _format(v, fields) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_format(v, fields) for v in value]
-    return value
-
-
-def generation_args(gen_kwargs: dict[str, Any] | None) -> GenerationArgs:
-    """lm-eval ``generate_until`` kwargs as Mill's, normalised as lm-eval's HF model does:
-    ``until`` (a string or list), ``max_gen_toks`` (or max_new_tokens / max_tokens /
-    max_completion_tokens; default 256), greedy unless ``do_sample`` with a temperature."""
-    kwargs = dict(gen_kwargs or {})
-    until = kwargs.pop("until", None) or []
-    if isinstance(until, str):
-        until = [until]
-    max_gen = kwargs.pop("max_gen_toks", None)
-    for alias in ("max_new_tokens", "max_tokens", "max_completion_tokens"):
-        value = kwargs.pop(alias, None)
-        if max_gen is None and value is not None:
-            max_gen = value
-    temperature = float(kwargs.pop("temperature", 0.0) or 0.0)
-    do_sample = bool(kwargs.pop("do_sample", False)) and temperature > 0.0
-    return GenerationArgs(
-        until=tuple(str(u) for u in until),
-        max_gen_toks=int(max_gen if max_gen is not None else 256),
-        do_sample=do_sample,
-        temperature=temperature,
-    )
-
-
-def aggregation_name(fn: Any) -> str | None:
-    """The name lm-eval registered an aggregation function under (None: the task's own)."""
-    from lm_eval.api.registry import AGGREGATION_REGISTRY
-
-    for name, registered in AGGREGATION_REGISTRY.items():
-        if registered is fn:
-            return str(name)
-    return None
-
-
-def rebuild_metric(name: str, settings: dict[str, Any]) -> LMEvalMetric:
-    """An lm-eval task's metric from a run folder's task settings (``mill compare``)."""
-    require_lm_eval()
-    import lm_eval.api.metrics  # noqa: F401 - registers lm-eval's aggregations
-    from lm_eval.api.registry import AGGREGATION_REGISTRY
-
-    metric, _, filter_name = name.partition(",")
-    aggregation = (settings.get("aggregations") or {}).get(metric)
-    if aggregation not in AGGREGATION_REGISTRY:
-        raise ConfigError(
-            f"lm-eval metric {name!r} aggregates with the task's own function "
-            f"({aggregation or 'unrecorded'}), which a run folder cannot rebuild"
-        )
-    higher = (settings.get("higher_is_better") or {}).get(metric)
-    return LMEvalMetric(metric, filter_name, higher, AGGREGATION_REGISTRY[aggregation])
-
-
-def read_overrides(value: Any) -> dict[str, dict[str, Any]]:
-    """``task.dataset_overrides``: a mapping, or the path of a YAML file holding one."""
-    if not value:
-        return {}
-    if isinstance(value, (str, Path)):
-        import yaml
-
-        path = Path(value)
-        if not path.is_file():
-            raise ConfigError(
-                f"task.dataset_overrides: {path} is not a file; give a mapping "
-                "{task or glob: {dataset_path: ..., ...}} or a YAML file holding one"
-            )
-        try:
-            with path.open(encoding="utf-8") as stream:  # the error names the file
-                value = yaml.safe_load(stream) or {}
-        except yaml.YAMLError as err:
-            raise ConfigError(
-                f"task.dataset_overrides: {yaml_syntax(err)}; fix the file (a value holding "
-                "{...}, such as {dataset_name}, must be quoted or written in block style)"
-            ) from None
-    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-        raise ConfigError(
-            "task.dataset_overrides must map task names or globs to TaskConfig keys, e.g. "
-            "{gsm8k: {dataset_path: json, dataset_kwargs: {data_files: {test: f.jsonl}}}}"
-        )
-    return {str(k): dict(v) for k, v in value.items()}
-
-
-def write_overrides(manager: Any, overrides: dict[str, dict[str, Any]], folder: Path) -> int:
-    """Write into ``folder``, per lm-eval YAML task whose name matches a pattern of
-    ``overrides``, a YAML that ``include``s the task's own YAML and sets the pattern's keys
-    (``{task}`` and ``{dataset_name}`` in strings become the task's own). lm-eval's
-    ``include_path`` then finds them before the originals. Returns the number written."""
-    import yaml
-    from lm_eval.tasks._index import Kind
-    from lm_eval.tasks._yaml_loader import load_yaml
-
-    written = 0
-    for pattern, keys in overrides.items():
-        matched = [
-            name
-            for name, entry in manager.task_index.items()
-            if entry.kind is Kind.TASK and entry.yaml_path and fnmatch.fnmatch(name, pattern)
-        ]
-        if not matched:
-            raise ConfigError(
-                f"task.dataset_overrides: pattern {pattern!r} matches no lm-eval YAML task"
-            )
-        for name in matched:
-            path = Path(manager.task_index[name].yaml_path).resolve()
-            original = load_yaml(path, resolve_func=False)
-            fields = {"task": name, "dataset_name": str(original.get("dataset_name") or "")}
-            body = {"include": str(path), "task": name, **_format(dict(keys or {}), fields)}
-            text = yaml.safe_dump(body, sort_keys=False)
-            (folder / f"{written:05d}_{name}.yaml").write_text(text)
-            written += 1
-    return written
-
-
-class LMEvalMetric(CorpusMetric):
-    """One lm-eval metric under one filter (``acc,none``, ``exact_match,strict-match``).
-
-    The per-sample value is what the task's ``process_results`` returned; the aggregate is
-    the task's own aggregation function. The stderr is Mill's: closed form for lm-eval's
-    ``mean``, a seeded bootstrap of the aggregation otherwise (lm-eval reports none for
-    some, e.g. ``bits_per_byte``)."""
-
-    output_types = frozenset(OutputType)
-
-    def __init__(
-        self,
-        metric: str,
-        filter_name: str,
-        higher_is_better: bool | None,
-        aggregation: Callable[[list[Any]], float] | None = None,
-        scorer: Callable[[Doc, Sequence[Response]], dict[str, Any]] | None = None,
-    ) -> None:
-        from lm_eval.api.metrics import mean
-
-        self.metric = metric
-        self.filter_name = filter_name
-        self.name = f"{metric},{filter_name}"  # type: ignore[misc]
-        self.higher_is_better = True if higher_is_better is None else bool(higher_is_better)  # type: ignore[misc]
-        self._aggregation = aggregation or mean
-        self._scorer = scorer
-
-    @property
-    def is_mean(self) -> bool:
-        from lm_eval.api.metrics import mean
-
-        return self._aggregation is mean
-
-    def score(self, doc: Doc, responses: Sequence[Response]) -> Any:
-        if self._scorer is None:
-            raise TaskError(f"metric {self.name!r} was rebuilt from a run folder; it cannot score")
-        return self._scorer(doc, responses).get(self.name)
-
-    def aggregate(self, values: Sequence[Any]) -> float:
-        present = [v for v in values if v is not None]
-        return float(self._aggregation(present))
-
-    def stderr(self, values: Sequence[Any], *, iters: int, seed: int) -> float | None:
-        present = [v for v in values if v is not None]
-        if len(present) < 2:
-            return None
-        if self.is_mean:
-            return mean_stderr([float(v) for v in present])
-        return super().stderr(present, iters=iters, seed=seed)
 
 
 class LMEvalTask(Task):
@@ -474,7 +183,15 @@ class LMEvalTask(Task):
         return list(found)
 
     # ----- docs and requests -----------------------------------------------------------
-    def docs(self, source: DataSource, chat: Any = None) -> Iterator[Doc]:
+    def docs(
+        self, source: DataSource, chat: ChatTemplate | None = None, messages: bool = False
+    ) -> Iterator[Doc]:
+        if messages:
+            raise TaskError(
+                f"lm-eval task {self.name!r} builds its own prompts and cannot hand chat turns "
+                "to a chat endpoint; use model=openai_completions (with task.chat_template="
+                "true for lm-eval's chat prompts) or model=hf"
+            )
         from lm_eval.evaluator_utils import get_sample_size
 
         task = self.lm_task
@@ -669,6 +386,27 @@ class _RandomState:
         random.setstate(self.outer)
 
 
+def _limit(limit: float | None) -> int | float | None:
+    """``task.limit`` as lm-eval's ``--limit``: a count, or a fraction below 1."""
+    if limit is None:
+        return None
+    if float(limit) <= 0:
+        raise ConfigError("task.limit must be > 0 (a count, or a fraction below 1)")
+    return float(limit) if float(limit) < 1 else int(limit)
+
+
+def _include_paths(include_path: str | Sequence[str] | None) -> list[str]:
+    """``task.include_path`` as a list of folders, each checked to exist."""
+    paths = [include_path] if isinstance(include_path, str) else list(include_path or [])
+    for path in paths:
+        if not Path(path).is_dir():
+            raise ConfigError(
+                f"task.include_path: {path} is not a folder; give the folder holding "
+                "your lm-eval task YAMLs"
+            )
+    return paths
+
+
 class LMEvalSuite(TaskGroup):
     """The lm-eval tasks and groups named in ``tasks``, as a Mill task group.
 
@@ -681,6 +419,9 @@ class LMEvalSuite(TaskGroup):
     ``dataset_overrides`` maps task-name patterns to TaskConfig keys (e.g. ``dataset_path:
     json`` and ``dataset_kwargs.data_files``) to run tasks on local files.
     """
+
+    _tmp: Path | None
+    """The folder of the override YAMLs (:func:`~mill.lm_eval.overrides.apply_overrides`)."""
 
     def __init__(
         self,
@@ -708,9 +449,7 @@ class LMEvalSuite(TaskGroup):
             raise ConfigError(
                 "task=lm_eval needs lm-eval task or group names: task.tasks=[hellaswag,gsm8k]"
             )
-        if limit is not None and float(limit) <= 0:
-            raise ConfigError("task.limit must be > 0 (a count, or a fraction below 1)")
-        self.limit = None if limit is None else (float(limit) if float(limit) < 1 else int(limit))
+        self.limit = _limit(limit)
         self.chat_template = bool(chat_template)
         self.fewshot_as_multiturn = bool(fewshot_as_multiturn)
         self.system_prompt = system_prompt
@@ -720,13 +459,7 @@ class LMEvalSuite(TaskGroup):
             "torch": torch_random_seed,
             "fewshot": fewshot_random_seed,
         }
-        paths = [include_path] if isinstance(include_path, str) else list(include_path or [])
-        for path in paths:
-            if not Path(path).is_dir():
-                raise ConfigError(
-                    f"task.include_path: {path} is not a folder; give the folder holding "
-                    "your lm-eval task YAMLs"
-                )
+        paths = _include_paths(include_path)
         manager = self._manager(paths, metadata, include_defaults)
         known = set(manager.all_tasks)
         for spec in names:
@@ -734,32 +467,44 @@ class LMEvalSuite(TaskGroup):
                 raise unknown_task_error(spec, manager.all_tasks, paths)
         overrides = read_overrides(dataset_overrides)
         if overrides:
-            self._apply_overrides(manager, overrides)
+            self._tmp = apply_overrides(manager, overrides)
         self._state = self._seed(random_seed, numpy_random_seed, torch_random_seed)
         with self.random_state():
             loaded = self._load(manager, names)
         self.lm_groups = dict(loaded.get("groups") or {})
         self.requested = names
-        lm_tasks = dict(loaded["tasks"])
-        members = []
-        for task_name, task_obj in lm_tasks.items():
-            if getattr(task_obj, "UNSAFE_CODE", False) and not confirm_run_unsafe_code:
-                raise ConfigError(
-                    f"lm-eval task {task_name!r} runs model-written code; allow it with "
-                    "task.confirm_run_unsafe_code=true"
-                )
-            if getattr(task_obj, "MULTIMODAL", False):
-                raise ConfigError(
-                    f"lm-eval task {task_name!r} is multimodal; Mill runs text tasks only"
-                )
-            if num_fewshot is not None:
-                if task_obj.get_config("num_fewshot") != 0:
-                    task_obj.set_config(key="num_fewshot", value=int(num_fewshot))
-            elif task_obj.get_config("num_fewshot") is None:
-                task_obj.set_config(key="num_fewshot", value=0)
-            task_obj.set_fewshot_seed(seed=fewshot_random_seed)
-            members.append(LMEvalTask(task_obj, self))
+        members: list[Task] = [
+            self._member(key, task, num_fewshot, fewshot_random_seed, confirm_run_unsafe_code)
+            for key, task in dict(loaded["tasks"]).items()
+        ]
         super().__init__(name=name, tasks=members)
+
+    def _member(
+        self,
+        task_name: str,
+        task_obj: Any,
+        num_fewshot: int | None,
+        fewshot_seed: int,
+        confirm_run_unsafe_code: bool,
+    ) -> LMEvalTask:
+        """One loaded lm-eval task as a member: refused if it runs code without consent or is
+        multimodal; its few-shot count and seed set as lm-eval's CLI sets them."""
+        if getattr(task_obj, "UNSAFE_CODE", False) and not confirm_run_unsafe_code:
+            raise ConfigError(
+                f"lm-eval task {task_name!r} runs model-written code; allow it with "
+                "task.confirm_run_unsafe_code=true"
+            )
+        if getattr(task_obj, "MULTIMODAL", False):
+            raise ConfigError(
+                f"lm-eval task {task_name!r} is multimodal; Mill runs text tasks only"
+            )
+        if num_fewshot is not None:
+            if task_obj.get_config("num_fewshot") != 0:
+                task_obj.set_config(key="num_fewshot", value=int(num_fewshot))
+        elif task_obj.get_config("num_fewshot") is None:
+            task_obj.set_config(key="num_fewshot", value=0)
+        task_obj.set_fewshot_seed(seed=fewshot_seed)
+        return LMEvalTask(task_obj, self)
 
     # ----- loading ------------------------------------------------------------------------
     def _manager(
@@ -767,19 +512,10 @@ class LMEvalSuite(TaskGroup):
     ) -> Any:
         from mill.lm_eval.index_cache import task_manager
 
-        self._tmp: Path | None = None
+        self._tmp = None
         if not include_defaults and not paths:
             raise ConfigError("task.include_defaults=false leaves no tasks: give task.include_path")
         return task_manager(paths, bool(include_defaults), metadata)
-
-    def _apply_overrides(self, manager: Any, overrides: dict[str, dict[str, Any]]) -> None:
-        tmp = Path(tempfile.mkdtemp(prefix="mill-lm-eval-"))
-        atexit.register(shutil.rmtree, tmp, True)
-        self._tmp = tmp
-        write_overrides(manager, overrides, tmp)
-        from lm_eval.tasks._index import TaskIndex
-
-        manager._index.update(TaskIndex().build([tmp]))
 
     def _load(self, manager: Any, names: list[str]) -> dict[str, Any]:
         import datasets
@@ -790,69 +526,28 @@ class LMEvalSuite(TaskGroup):
         try:
             ifeval_supplied()  # lm-eval's ifeval utils download punkt_tab at import
             with code_eval_supplied():  # code tasks' utils.py load code_eval at import
-                return manager.load(names)
+                loaded: dict[str, Any] = manager.load(names)
+                return loaded
         except yaml.YAMLError as err:  # a task named by its YAML's path
             raise ConfigError(f"task.tasks: {yaml_syntax(err)}; fix the file and rerun") from None
         except ImportError as err:
-            raise self._code_error(manager, err) from None
+            raise code_error(manager, err) from None
         except AttributeError as err:
             if "(from YAML in" not in str(err):
                 raise
-            raise self._code_error(manager, err) from None
+            raise code_error(manager, err) from None
         except (ConnectionError, FileNotFoundError, OSError) as err:
-            raise self._dataset_error(manager, err) from None
+            raise dataset_error(manager, err) from None
         except Exception as err:
             name = type(err).__name__
             if name in ("DatasetNotFoundError", "GatedRepoError", "OfflineModeIsEnabled"):
-                raise self._dataset_error(manager, err) from None
+                raise dataset_error(manager, err) from None
             raise
 
     @staticmethod
-    def _code_error(manager: Any, err: ImportError | AttributeError) -> ConfigError:
-        """A ``!function`` that names a missing module or function, or task code that
-        imports a package which is not installed, as one line."""
-        found = re.search(
-            r"module '([^']+)' for function '([^']+)' \(from YAML in (.+)\)$", str(err)
-        ) or re.search(  # fmt: skip
-            r"Module '([^']+)' has no function '([^']+)' \(from YAML in (.+)\)$", str(err)
-        )
-        if found is None:
-            missing = getattr(err, "name", None)
-            return ConfigError(
-                f"lm-eval task code cannot be imported: {_first_line(err)}; install the "
-                f"package{f' that provides {missing!r}' if missing else ''} and rerun"
-            )
-        module, function, folder = found.groups()
-        spec = str(Path(folder).expanduser() / f"{module}.{function}")
-        where = _where(manager, lambda leaf: leaf == spec) or "lm-eval task YAML: "
-        return ConfigError(
-            f"{where}!function {module}.{function}: {_first_line(err)}; a !function is "
-            f"looked up in {module.replace('.', '/')}.py beside the YAML, then in the "
-            "installed packages: fix the name or add the file"
-        )
-
-    @staticmethod
-    def _dataset_error(manager: Any, err: BaseException) -> DatasetUnavailable:
-        missing = _missing_file(err)
-        if missing is not None:
-            # datasets reads a relative path from the current folder
-            target = os.path.abspath(missing)
-            where = _where(manager, lambda leaf: os.path.abspath(leaf) == target)
-            return DatasetUnavailable(
-                f"{where or 'lm-eval task data: '}data file {missing} does not exist; fix the "
-                "path in the task YAML's dataset_kwargs.data_files or task.dataset_overrides"
-            )
-        dataset = _dataset_of(err)
-        what = f"lm-eval dataset {dataset}" if dataset else "an lm-eval task's dataset"
-        return DatasetUnavailable(
-            f"{what} cannot be loaded ({_first_line(err)}); it is gated or unreachable "
-            "offline: log in / go online once to cache it, or give local files with "
-            "task.dataset_overrides={<task or pattern>: {dataset_path: json, "
-            "dataset_name: null, dataset_kwargs: {data_files: {test: /path/file.jsonl}}}}"
-        )
-
-    @staticmethod
-    def _seed(random_seed: int | None, numpy_seed: int | None, torch_seed: int | None) -> Any:
+    def _seed(
+        random_seed: int | None, numpy_seed: int | None, torch_seed: int | None
+    ) -> _RandomState:
         """lm-eval ``simple_evaluate``'s seeding; returns python ``random``'s state after it
         (the global state is restored, so the rest of Mill is unaffected)."""
         outer = random.getstate()
@@ -898,7 +593,7 @@ class LMEvalSuite(TaskGroup):
         for group_name, group in self.lm_groups.items():
             values = acc.metrics.get(group_name, {})
             weights = {a.metric: a.weight_by_size for a in group.aggregate_metric_list or []}
-            higher = {}
+            higher: dict[str, Any] = {}
             for leaf in group.get_all_tasks():
                 for metric, h in (leaf.higher_is_better() or {}).items():
                     higher.setdefault(metric, h)

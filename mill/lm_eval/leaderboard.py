@@ -44,9 +44,10 @@ def normalise(value: float, baseline: float) -> float:
 
 
 def _combined(stderrs: list[float | None]) -> float | None:
-    if not stderrs or any(s is None for s in stderrs):
+    present = [float(s) for s in stderrs if s is not None]
+    if not stderrs or len(present) < len(stderrs):
         return None
-    return math.sqrt(sum(float(s) ** 2 for s in stderrs)) / len(stderrs)  # type: ignore[arg-type]
+    return math.sqrt(sum(s**2 for s in present)) / len(stderrs)
 
 
 def leaderboard_scores(
@@ -70,11 +71,12 @@ def leaderboard_scores(
         parts: dict[str, Any] = {}
         for leaf in leaves:
             metric_rows = [rows.get(leaf, {}).get(m) for m in metrics]
-            if any(r is None or r.get("value") is None for r in metric_rows):
+            found = [r for r in metric_rows if r is not None and r.get("value") is not None]
+            if len(found) < len(metric_rows):
                 continue
             baseline = float(baselines.get(leaf, 0.0)) if from_choices else 0.0
-            raw = sum(float(r["value"]) for r in metric_rows) / len(metric_rows)  # type: ignore[index]
-            raw_se = _combined([r.get("stderr") for r in metric_rows])  # type: ignore[union-attr]
+            raw = sum(float(r["value"]) for r in found) / len(found)
+            raw_se = _combined([r.get("stderr") for r in found])
             parts[leaf] = {
                 "metric": "+".join(metrics),
                 "raw": raw,

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from mill.lm_eval import require_lm_eval
+from mill.lm_eval.requirement import require_lm_eval
 
 require_lm_eval()
 
@@ -29,7 +29,7 @@ import lm_eval.models  # noqa: E402, F401
 from lm_eval.api.model import LM  # noqa: E402
 from lm_eval.api.registry import register_model  # noqa: E402
 
-from mill.lm_eval.bridge import generation_args  # noqa: E402
+from mill.lm_eval.adapters import generation_args  # noqa: E402
 from mill.types import OutputType, Request, Response  # noqa: E402
 
 _ENGINE_ARGS = (

@@ -1,5 +1,11 @@
-"""Metrics: one small class per metric, its formula in the docstring."""
+"""Metrics: one small class per metric, its formula in the docstring. A metric named in the
+config is built by :func:`build_metric` (imported on first use: it reads the config group)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mill.exports import lazy_exports
 from mill.metrics.abstention import DistributionalCorrectness, TernaryScore
 from mill.metrics.accuracy import (
     Accuracy,
@@ -20,6 +26,9 @@ from mill.metrics.probability import (
     ProbabilityMassNorm,
 )
 from mill.metrics.repeats import MajAtK, PassAtK
+
+if TYPE_CHECKING:
+    from mill.metrics.config import build_metric
 
 __all__ = [
     "Accuracy",
@@ -47,4 +56,7 @@ __all__ = [
     "RatioMetric",
     "TernaryScore",
     "WordPerplexity",
+    "build_metric",
 ]
+
+__getattr__ = lazy_exports(__name__, {"mill.metrics.config": ("build_metric",)})

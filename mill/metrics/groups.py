@@ -73,7 +73,7 @@ def aggregate_members(
             micro_se = stratified_bootstrap_stderr(strata, metric.aggregate, iters=iters, seed=seed)
         micro = {"value": metric.aggregate(pooled), "stderr": micro_se}
         macro_value = mean(vals)
-        macro = {
+        macro: dict[str, Any] = {
             "value": macro_value,
             "stderr": combined_stderr([1 / len(members)] * len(members), ses),
         }

@@ -110,4 +110,4 @@ class Perplexity(LogScale):
         return math.exp(self.log_aggregate(values)) if values else math.nan
 
     def log_aggregate(self, values: Sequence[SampleValue]) -> float:
-        return -sum(float(v) for v in values) / len(values)  # type: ignore[arg-type]
+        return -sum(float(v) for v in values) / len(values)

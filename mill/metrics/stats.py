@@ -81,10 +81,11 @@ def stratified_bootstrap_stderr(
 def combined_stderr(weights: Sequence[float], stderrs: Sequence[float | None]) -> float | None:
     """stderr of sum w_i X_i for independent X_i: sqrt(sum w_i^2 se_i^2); None if any
     se_i is None."""
-    if any(s is None for s in stderrs):
+    present = [s for s in stderrs if s is not None]
+    if len(present) < len(stderrs):
         return None
     return float(
-        math.sqrt(sum(w * w * float(s) ** 2 for w, s in zip(weights, stderrs, strict=True)))
+        math.sqrt(sum(w * w * float(s) ** 2 for w, s in zip(weights, present, strict=True)))
     )
 
 

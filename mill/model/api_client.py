@@ -178,7 +178,7 @@ class JSONClient:
         self.identity_url = redact_url(url, drop=True)
         self.setting = setting
         self._scheme = parsed.scheme
-        self._host = parsed.hostname
+        self._host = str(parsed.hostname)  # a valid URL has one
         self._port = port
         self._prefix = parsed.path.rstrip("/")
         self._query = f"?{parsed.query}" if parsed.query else ""

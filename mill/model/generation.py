@@ -336,7 +336,7 @@ def _generate_continuous(
             if not free:
                 return
             chunk = take(len(free))
-            fresh = []  # contexts this chunk prefills (one per distinct context)
+            fresh: list[int] = []  # contexts this chunk prefills (one per distinct context)
             for r in chunk:
                 key = tuple(own[r])
                 if key not in kept and all(tuple(own[f]) != key for f in fresh):

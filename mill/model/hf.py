@@ -394,7 +394,7 @@ class HFCausalLM(TokenizingLM):
         """Drop the weights and the forward's references to them; empty the CUDA cache."""
         import gc
 
-        self.model = None  # type: ignore[assignment]
+        self.model = None
         self._forward = None  # type: ignore[assignment]
         gc.collect()
         if self.device.type == "cuda":
@@ -430,7 +430,7 @@ class HFCausalLM(TokenizingLM):
         responses: list[Response | None] = [None] * len(requests)
 
         def done(i: int, scored: Any) -> None:
-            responses[i] = self._check(
+            response = self._check(
                 requests[i],
                 Response(
                     request_id=requests[i].id,
@@ -442,7 +442,8 @@ class HFCausalLM(TokenizingLM):
                     padded_tokens_count=scored.padded,
                 ),
             )
-            on_response(requests[i], responses[i])
+            responses[i] = response
+            on_response(requests[i], response)
 
         score_continuations(
             self._forward,
@@ -503,7 +504,7 @@ class HFCausalLM(TokenizingLM):
 
             def done(row: int, out: Any, group: list[GenerationJob] = group) -> None:
                 for i in group[row].copies:
-                    responses[i] = Response(
+                    response = Response(
                         request_id=requests[i].id,
                         input_tokens=out.input_tokens,
                         output_tokens=out.tokens,
@@ -511,7 +512,8 @@ class HFCausalLM(TokenizingLM):
                         truncated_tokens_count=out.truncated,
                         padded_tokens_count=out.padded,
                     )
-                    on_response(requests[i], responses[i])
+                    responses[i] = response
+                    on_response(requests[i], response)
 
             generate_batch(
                 self._forward,

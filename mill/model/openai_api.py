@@ -19,22 +19,36 @@ Prompts go as token ids where the server takes them (vLLM, SGLang) and as text w
 does not (llama-cpp-python: ``model.prompt_ids=auto`` finds out with one small request,
 retried through transient failures; only a definite refusal, a 4xx or a 500/501, means
 text prompts).
+
+The models here are what a task sees; what they ask the server and how they read its answers
+is :mod:`mill.model.openai_protocol`, how the requests travel (grouped, concurrent, retried,
+checked, counted) :mod:`mill.model.openai_transport` over :mod:`mill.model.api_client`.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, ModelError
-from mill.model.api_client import Failure, JSONClient
+from mill.model.api_client import JSONClient
 from mill.model.base import OnResponse, ignore_response, server_seed
+from mill.model.openai_protocol import (
+    CHAT_SAMPLING,
+    NEUTRAL_SAMPLING,
+    SCORING_PAYLOAD,
+    VOLATILE,
+    accepts_token_ids,
+    echo_window,
+    echoed,
+    generation_payload,
+    model_entry,
+)
+from mill.model.openai_transport import Call, CompletionsTransport, group_calls
+from mill.model.remote_tokenizer import RemoteTokenizer
 from mill.model.tokenizing import (
     GenerationJob,
     RollingPlan,
@@ -47,55 +61,7 @@ from mill.schema import SETTINGS, check_number
 from mill.types import OutputType, Request, Response
 from mill.types import strip_reasoning as _strip_reasoning
 
-log = logging.getLogger(__name__)
-
-NEUTRAL_SAMPLING: dict[str, Any] = {
-    "top_p": 1.0,
-    "presence_penalty": 0.0,
-    "frequency_penalty": 0.0,
-    "repeat_penalty": 1.0,  # llama.cpp (default 1.1)
-    "repetition_penalty": 1.0,  # vLLM, SGLang, TGI
-    "min_p": 0.0,  # llama.cpp (default 0.05), vLLM
-    "top_k": 0,  # llama.cpp (default 40; 0 disables), vLLM (0 disables)
-}
-"""Sampling settings sent with every generation: no penalty, no truncation of the
-distribution, whatever the server's defaults. Greedy decoding then equals argmax."""
-
-_VOLATILE = ("created", "status")
-"""Fields of a ``/v1/models`` entry that change with the server's state (not identity)."""
-
 _TOKENIZER_SUFFIXES = {".json", ".model", ".txt", ".tiktoken", ".jinja"}
-
-
-@dataclass
-class Usage:
-    """What one task cost on the server."""
-
-    requests: int = 0
-    """HTTP requests that succeeded (retries not counted)."""
-    prompts: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def add(self, body: dict[str, Any], prompts: int) -> None:
-        usage = body.get("usage") or {}
-        if not isinstance(usage, dict):
-            raise ValueError(f"usage is {type(usage).__name__}")
-        self.requests += 1
-        self.prompts += prompts
-        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
-        self.completion_tokens += int(usage.get("completion_tokens") or 0)
-
-
-@dataclass
-class _Call:
-    """One HTTP request: several prompts (``batch_prompts``) of one task."""
-
-    task: str
-    prompts: list[Any]
-    payload: dict[str, Any]
-    label: str
-    items: list[Any] = field(default_factory=list)
 
 
 def _tokenizer_digest(tokenizer: str, revision: str | None) -> str:
@@ -115,121 +81,6 @@ def _tokenizer_digest(tokenizer: str, revision: str | None) -> str:
             f"model.tokenizer={tokenizer!r}: cannot find its files to fingerprint "
             f"({type(err).__name__}); point model.tokenizer at a local folder"
         ) from err
-
-
-def same_server_model(
-    first: dict[str, Any] | None, body: dict[str, Any], label: str, base_url: str
-) -> dict[str, Any]:
-    """The ``model`` and ``system_fingerprint`` a response names (those it has), checked
-    against the run's first response: a server that starts answering with another model
-    or build mid-run stops the run (ModelError naming both), since its scores (or a
-    judge's grades) would stop being comparable."""
-    seen = {k: body[k] for k in ("model", "system_fingerprint") if body.get(k) is not None}
-    if first is None:
-        return seen
-    changed = {k for k in set(first) | set(seen) if first.get(k) != seen.get(k)}
-    if changed:
-        was = ", ".join(f"{k}={first.get(k)!r}" for k in sorted(changed))
-        now = ", ".join(f"{k}={seen.get(k)!r}" for k in sorted(changed))
-        raise ModelError(
-            f"{label}: the server at {base_url} changed mid-run: first {was}, now {now}; "
-            "its answers are no longer comparable. Pin the served model and rerun "
-            "(runner.resume=true keeps the answers cached before the change)"
-        )
-    return first
-
-
-class RemoteTokenizer:
-    """The served model's own tokenizer, over HTTP (``model.tokenizer=remote``): vLLM's and
-    SGLang's ``/tokenize`` + ``/detokenize``, llama.cpp's ``llama-server``'s (other fields,
-    same routes) or llama-cpp-python's ``/extras/tokenize`` + ``/extras/detokenize`` (all at
-    the server's root). Just what :class:`TokenizingLM` calls; one request per distinct
-    text, so a local tokenizer is much faster."""
-
-    ROUTES = {
-        "vllm": ("/tokenize", "/detokenize"),
-        "llama-server": ("/tokenize", "/detokenize"),
-        "llama.cpp": ("/extras/tokenize", "/extras/detokenize"),
-    }
-
-    def __init__(self, client: JSONClient, model: str) -> None:
-        self.client = client
-        self.model = model
-        self.bos_token_id: int | None = None
-        self.eos_token_id: int | None = None
-        self.model_max_length = 0
-        self._cache: dict[tuple[str, bool], list[int]] = {}
-        for flavour in self.ROUTES:
-            self.flavour = flavour
-            path = self.ROUTES[flavour][0]
-            # a text must give tokens: llama-server answers vLLM's fields with no tokens
-            # retried through transient failures: a 503 is no answer about the route
-            what = f"model.tokenizer=remote: probing {path}"
-            probe, _ = client.settle(
-                "POST", path, self._body("a", False), what, at_root=True, probe=True
-            )
-            if not isinstance(probe, dict) or not probe.get("tokens"):
-                continue
-            # the empty text tokenizes to the BOS token alone, where the model has one
-            empty, _ = client.settle(
-                "POST", path, self._body("", True), what, at_root=True, probe=True
-            )
-            if isinstance(empty, dict) and "tokens" in empty:
-                self.bos_token_id = int(empty["tokens"][0]) if empty["tokens"] else None
-                return
-        raise ModelError(
-            f"model.tokenizer=remote: the server at model.base_url={client.base_url} has no "
-            "/tokenize (vLLM, SGLang, llama-server) or /extras/tokenize (llama-cpp-python) "
-            "route; set model.tokenizer to the served model's Hugging Face tokenizer"
-        )
-
-    def _body(self, text: str, special: bool) -> dict[str, Any]:
-        if self.flavour == "vllm":
-            return {"model": self.model, "prompt": text, "add_special_tokens": special}
-        if self.flavour == "llama-server":
-            return {"content": text, "add_special": special}
-        return {"model": self.model, "input": text}  # llama-cpp-python always adds its BOS
-
-    def _tokenize(self, text: str, special: bool) -> list[int]:
-        path = self.ROUTES[self.flavour][0]
-        result = self.client.request_sync(
-            "POST", path, self._body(text, special), "tokenizing (model.tokenizer=remote)", True
-        )
-        tokens = [int(t) for t in result["tokens"]]
-        if self.flavour == "llama.cpp" and not special and tokens[:1] == [self.bos_token_id]:
-            tokens = tokens[1:]
-        return tokens
-
-    def __call__(
-        self, texts: list[str], add_special_tokens: bool = True, verbose: bool = True
-    ) -> dict[str, list[list[int]]]:
-        """``transformers``' call for a batch of texts; ``verbose`` (its length warning) is
-        accepted and has nothing to say: the server's tokenizer has no length limit here."""
-        out = []
-        for text in texts:
-            key = (text, bool(add_special_tokens))
-            if key not in self._cache:
-                self._cache[key] = self._tokenize(text, bool(add_special_tokens))
-            out.append(list(self._cache[key]))
-        return {"input_ids": out}
-
-    def decode(self, tokens: list[int], skip_special_tokens: bool = False) -> str:
-        if skip_special_tokens:
-            tokens = [t for t in tokens if t not in (self.bos_token_id, self.eos_token_id)]
-        if not tokens:
-            return ""
-        body: dict[str, Any] = {"model": self.model, "tokens": [int(t) for t in tokens]}
-        result = self.client.request_sync(
-            "POST",
-            self.ROUTES[self.flavour][1],
-            body,
-            "detokenizing (model.tokenizer=remote)",
-            True,
-        )
-        for key in ("prompt", "text", "content"):  # vLLM, llama-cpp-python, llama-server
-            if key in result:
-                return str(result[key])
-        return ""
 
 
 class OpenAICompletions(TokenizingLM):
@@ -326,12 +177,9 @@ class OpenAICompletions(TokenizingLM):
         self._prompt_ids: bool | None = (
             None if str(prompt_ids) == "auto" else str(prompt_ids).lower() == "true"
         )
-        self.usage: dict[str, Usage] = {}
-        self.served: dict[str, Any] | None = None
-        """The first response's ``model`` and ``system_fingerprint`` (see
-        :func:`same_server_model`)."""
+        self.transport = CompletionsTransport(self.client, self.endpoint)
 
-        entry = self._model_entry(model)
+        entry = model_entry(self.client, model)
         self.model = str(entry["id"])
         self.name = name or self.model
         reported = entry.get("max_model_len")
@@ -352,7 +200,7 @@ class OpenAICompletions(TokenizingLM):
             "backend": self.backend,
             "base_url": self.client.identity_url,  # without credentials
             "model": self.model,
-            "server_model": {k: v for k, v in entry.items() if k not in _VOLATILE},
+            "server_model": {k: v for k, v in entry.items() if k not in VOLATILE},
             "tokenizer": str(tokenizer),
             "tokenizer_sha256": (
                 _tokenizer_digest(str(tokenizer), revision)
@@ -367,37 +215,6 @@ class OpenAICompletions(TokenizingLM):
         }
 
     # ----- start-up ---------------------------------------------------------------------
-    def _model_entry(self, model: str | None) -> dict[str, Any]:
-        """The server's ``/v1/models`` entry of the served model; fails fast on a dead or
-        wrong URL."""
-        result = self.client.attempt("GET", "/models")
-        if isinstance(result, Failure):
-            raise self.client.error(result, "listing the served models (GET /models)", 1)
-        entries = result.get("data") if isinstance(result, dict) else None
-        if not isinstance(entries, list):
-            raise ModelError(
-                f"model.base_url={self.base_url}: GET /models did not return an OpenAI model "
-                "list; is this the API root (usually ending in /v1)?"
-            )
-        ids = [str(e.get("id")) for e in entries if isinstance(e, dict)]
-        if model is None:
-            if len(ids) != 1:
-                raise ConfigError(
-                    f"model.model is not set and the server serves {len(ids)} models "
-                    f"({', '.join(ids[:5])}); set model.model to one of them"
-                )
-            return dict(entries[0])
-        for e in entries:
-            if isinstance(e, dict) and str(e.get("id")) == str(model):
-                return dict(e)
-        if len(ids) == 1 and not entries[0].get("max_model_len"):
-            # llama-cpp-python answers to any name; its list holds the file it serves
-            return {**entries[0], "id": str(model), "listed_as": ids[0]}
-        raise ConfigError(
-            f"model.model={model!r} is not served at model.base_url={self.base_url} "
-            f"(it serves: {', '.join(ids[:5])})"
-        )
-
     def _load_tokenizer(self, tokenizer: str, revision: str | None) -> None:
         import transformers
 
@@ -419,78 +236,27 @@ class OpenAICompletions(TokenizingLM):
 
     def usage_summary(self) -> dict[str, dict[str, int]]:
         """Per task: HTTP requests, prompts, prompt and completion tokens (this process)."""
-        return {task: dict(vars(u)) for task, u in sorted(self.usage.items())}
+        return self.transport.usage_summary()
 
     # ----- prompts ----------------------------------------------------------------------
     def _ids_accepted(self) -> bool:
         """Whether the server takes token-id prompts (asked once, with a tiny request)."""
         if self._prompt_ids is None:
-            probe = {
-                "model": self.model,
-                "prompt": [int(self.prefix_token_id)],
-                "max_tokens": 1,
-                "temperature": 0.0,
-            }
-            # retried through transient failures like every request: only the server's
-            # definite refusal (a 4xx, or a 500/501: llama-cpp-python's answer to a body it
-            # cannot validate) says it takes text prompts
-            what = "model.prompt_ids=auto: a one-token token-id prompt"
-            result, _ = self.client.settle("POST", self.endpoint, probe, what, probe=True)
-            self._prompt_ids = not isinstance(result, Failure)
-            log.info(
-                "%s takes %s prompts", self.base_url, "token-id" if self._prompt_ids else "text"
+            self._prompt_ids = accepts_token_ids(
+                self.client, self.endpoint, self.model, self.prefix_token_id
             )
         return self._prompt_ids
 
-    def _body(self, call: _Call) -> dict[str, Any]:
+    def _body(self, call: Call) -> dict[str, Any]:
         prompt = call.prompts[0] if len(call.prompts) == 1 else call.prompts
         return {"model": self.model, "prompt": prompt, **call.payload}
 
-    def _send(self, calls: list[_Call], finish: Any) -> None:
-        def send(call: _Call) -> tuple[str, str, Any, str]:
-            return "POST", self.endpoint, self._body(call), call.label
+    def _send(self, calls: list[Call], finish: Any) -> None:
+        self.transport.send(calls, self._body, finish)
 
-        def done(call: _Call, body: Any) -> None:
-            choices = body.get("choices") if isinstance(body, dict) else None
-            if not isinstance(choices, list) or len(choices) != len(call.prompts):
-                n = len(choices) if isinstance(choices, list) else 0
-                raise ModelError(
-                    f"{call.label}: the server answered {n} choices for "
-                    f"{len(call.prompts)} prompts (server model.base_url={self.base_url})"
-                )
-            indexes = [c.get("index", 0) if isinstance(c, dict) else None for c in choices]
-            if not all(_is_int(i) for i in indexes):
-                raise ModelError(
-                    f"{call.label}: the server's answer has a choice that is not an object "
-                    f"with an integer index (server model.base_url={self.base_url})"
-                )
-            ordered = [c for _, c in sorted(zip(indexes, choices, strict=True), key=_first)]
-            self.served = same_server_model(self.served, body, call.label, self.base_url)
-            try:
-                self.usage.setdefault(call.task, Usage()).add(body, len(call.prompts))
-            except (TypeError, ValueError) as err:
-                raise ModelError(
-                    f"{call.label}: the server's usage counts are not numbers ({err}) "
-                    f"(server model.base_url={self.base_url})"
-                ) from err
-            finish(call, ordered)
-
-        self.client.run_all(calls, send, done)
-
-    def _calls(self, items: list[tuple[str, Any, dict[str, Any], Any]]) -> list[_Call]:
-        """Group (task, prompt, payload, item) into requests of up to ``batch_prompts``
-        prompts with one task and one payload, in the given order (labels: the caller's)."""
-        calls: list[_Call] = []
-        open_calls: dict[str, _Call] = {}
-        for task, prompt, payload, item in items:
-            key = json.dumps([task, payload], sort_keys=True)
-            call = open_calls.get(key)
-            if call is None or len(call.prompts) >= self.batch_prompts:
-                call = open_calls[key] = _Call(task, [], payload, "")
-                calls.append(call)
-            call.prompts.append(prompt)
-            call.items.append(item)
-        return calls
+    def _calls(self, items: list[tuple[str, Any, dict[str, Any], Any]]) -> list[Call]:
+        """Requests of up to ``batch_prompts`` prompts (:func:`group_calls`)."""
+        return group_calls(items, self.batch_prompts)
 
     # ----- LOGPROBS / PERPLEXITY ----------------------------------------------------------
     def _score(
@@ -510,7 +276,7 @@ class OpenAICompletions(TokenizingLM):
         prompts: dict[Any, list[int]] = {}
         windows: list[tuple[list[int], int]] = []
         for i, (ctx, cont) in enumerate(pairs):
-            inp, truncated = _echo_window(ctx, cont, self.max_length)
+            inp, truncated = echo_window(ctx, cont, self.max_length)
             windows.append((inp, truncated))
             if use_ids:
                 key: Any = tuple(inp)
@@ -532,7 +298,7 @@ class OpenAICompletions(TokenizingLM):
                     )
                 key = texts[i]  # type: ignore[index]
             prompts.setdefault(key, []).append(i)
-        payload = {"max_tokens": 1, "echo": True, "logprobs": 1, "temperature": 0.0}
+        payload = dict(SCORING_PAYLOAD)
         items = [
             (owners[idx[0]].task, list(key) if use_ids else key, payload, idx)
             for key, idx in prompts.items()
@@ -545,10 +311,10 @@ class OpenAICompletions(TokenizingLM):
                 else ""
             )
 
-        def finish(call: _Call, choices: list[dict[str, Any]]) -> None:
+        def finish(call: Call, choices: list[dict[str, Any]]) -> None:
             for idx, choice in zip(call.items, choices, strict=True):
                 inp, truncated = windows[idx[0]]
-                lps, tops = _echoed(choice, len(inp), owners[idx[0]], self.base_url)
+                lps, tops = echoed(choice, len(inp), owners[idx[0]], self.base_url)
                 for i in idx:
                     n = len(pairs[i][1])
                     scored = lps[-n:]
@@ -575,7 +341,7 @@ class OpenAICompletions(TokenizingLM):
         responses: list[Response | None] = [None] * len(requests)
 
         def done(i: int, logprob: float, flag: bool, inp: list[int], truncated: int) -> None:
-            responses[i] = self._check(
+            response = self._check(
                 requests[i],
                 Response(
                     request_id=requests[i].id,
@@ -586,7 +352,8 @@ class OpenAICompletions(TokenizingLM):
                     truncated_tokens_count=truncated,
                 ),
             )
-            on_response(requests[i], responses[i])
+            responses[i] = response
+            on_response(requests[i], response)
 
         self._score(pairs, list(requests), texts, done)
         return [r for r in responses if r is not None]
@@ -610,21 +377,7 @@ class OpenAICompletions(TokenizingLM):
 
     # ----- GENERATIVE -----------------------------------------------------------------------
     def _generation_payload(self, job: GenerationJob, request: Request) -> dict[str, Any]:
-        payload: dict[str, Any] = {
-            **self.sampling,
-            "max_tokens": job.max_gen_toks,
-            "stop": [s for s in job.until if s],
-            "temperature": 0.0,
-        }
-        if job.sampling is not None:
-            temperature, seed = job.sampling
-            payload["temperature"] = float(temperature)
-            payload["seed"] = server_seed(seed, request.id)
-        else:
-            payload["seed"] = 0
-        if not payload["stop"]:
-            del payload["stop"]
-        return payload
+        return generation_payload(self.sampling, job, request)
 
     def _finish_text(self, raw: str, until: Sequence[str]) -> tuple[str, str | None]:
         """(text for metrics, raw text when it differs) of one generation."""
@@ -676,7 +429,7 @@ class OpenAICompletions(TokenizingLM):
                 f" (+{len(call.items) - 1} more)" if len(call.items) > 1 else ""
             )
 
-        def finish(call: _Call, choices: list[dict[str, Any]]) -> None:
+        def finish(call: Call, choices: list[dict[str, Any]]) -> None:
             for job, choice in zip(call.items, choices, strict=True):
                 tokens = self._generated_tokens(requests[job.index], job, choice)
                 text, raw_kept = self._finish_text(self._decode(tokens), job.until)
@@ -693,93 +446,6 @@ class OpenAICompletions(TokenizingLM):
 
         self._send(calls, finish)
         return [r for r in responses if r is not None]
-
-
-def _echo_window(ctx: list[int], cont: list[int], max_length: int) -> tuple[list[int], int]:
-    """The prompt that scores ``cont`` after ``ctx`` from echoed log-probs: the HF
-    backend's input (:func:`mill.model.tokenizing.scoring_window`) plus the last
-    continuation token, so that every scored token is conditioned on what it is in the
-    HF backend."""
-    from mill.model.tokenizing import scoring_window
-
-    inp, truncated = scoring_window(ctx, cont, max_length)
-    return inp + [cont[-1]], truncated
-
-
-LOGPROB_SLACK = 1e-6
-"""A log-probability may exceed 0 by this much (a server's rounding); more is impossible."""
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _first(pair: tuple[Any, Any]) -> Any:
-    return pair[0]
-
-
-def _impossible(value: Any) -> bool:
-    """Whether ``value`` cannot be a log-probability: not a JSON number (a string, a
-    boolean, a list), not finite, or above 0 beyond :data:`LOGPROB_SLACK`. None (no value
-    for this position) is left to the caller."""
-    if value is None:
-        return False
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return True
-    return not math.isfinite(value) or value > LOGPROB_SLACK
-
-
-def _echoed(
-    choice: dict[str, Any], n_prompt: int, request: Request, base_url: str
-) -> tuple[list[Any], list[Any]]:
-    """Echoed prompt log-probs and top log-probs of one choice, aligned to end with the
-    prompt's last token. An impossible answer is an error naming the request and the
-    server: a log-probability that is not a number or above 0, top log-probs that do not
-    line up with the tokens, a token count that does not match the local tokenization."""
-    logprobs = choice.get("logprobs") or {}
-    where = f"request {request.id}: the server at model.base_url={base_url}"
-    if not isinstance(logprobs, dict):
-        raise ModelError(f"{where} returned logprobs that are not an object")
-    lps = logprobs.get("token_logprobs") or []
-    tops = logprobs.get("top_logprobs") or [None] * len(lps)
-    if not isinstance(lps, list) or not isinstance(tops, list) or len(tops) != len(lps):
-        raise ModelError(
-            f"{where} returned token_logprobs and top_logprobs that are not two lists of "
-            "the same length"
-        )
-    values = list(enumerate(lps))
-    for k, top in enumerate(tops):
-        if top is not None and not isinstance(top, dict):
-            raise ModelError(f"{where} returned top_logprobs[{k}] that is not an object")
-        values += [(k, v) for v in (top or {}).values()]
-    bad = next(((k, v) for k, v in values if _impossible(v)), None)
-    if bad is not None:
-        raise ModelError(
-            f"{where} returned an impossible log-probability {json.dumps(bad[1])} at prompt "
-            f"token {bad[0]} (a log-probability is a number <= 0); the server is broken or "
-            "not an OpenAI-compatible completions endpoint"
-        )
-    if not lps:
-        raise ModelError(
-            f"request {request.id}: the server at model.base_url={base_url} returned no prompt "
-            "log-probabilities (it ignores echo/logprobs); score this task on a server whose "
-            "/v1/completions echoes them (vLLM, SGLang, llama-cpp-python) or with model=hf"
-        )
-    # the generated token follows the echoed prompt
-    n_echo = len(lps) - 1
-    # a server that adds BOS to a text prompt does not list it: one token fewer
-    if n_echo not in (n_prompt, n_prompt - 1):
-        raise ModelError(
-            f"request {request.id}: the server echoed {n_echo} prompt tokens where the local "
-            f"tokenizer has {n_prompt}: model.tokenizer does not match the model served at "
-            f"model.base_url={base_url} (or the server does not echo prompt log-probs)"
-        )
-    return lps[:n_echo], tops[:n_echo]
-
-
-CHAT_SAMPLING: dict[str, Any] = {"top_p": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
-"""Neutral sampling fields of the OpenAI chat schema (servers that validate requests, such
-as ``transformers serve``, refuse fields outside it)."""
 
 
 class OpenAIChat(OpenAICompletions):
@@ -817,14 +483,14 @@ class OpenAIChat(OpenAICompletions):
     ) -> list[Response]:
         raise ModelError(str(self.refusal(OutputType.PERPLEXITY)))
 
-    def _body(self, call: _Call) -> dict[str, Any]:
+    def _body(self, call: Call) -> dict[str, Any]:
         return {"model": self.model, "messages": call.prompts[0], **call.payload}
 
     def generate_until(
         self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
         eos = self.eos_text() if self.tokenizer is not None else None
-        unique: dict[str, _Call] = {}
+        unique: dict[str, Call] = {}
         for i, request in enumerate(requests):
             args = generation_args(request)
             turns = request.messages or (("user", request.context),)
@@ -846,13 +512,13 @@ class OpenAIChat(OpenAICompletions):
             )
             call = unique.get(key)
             if call is None:
-                call = unique[key] = _Call(
+                call = unique[key] = Call(
                     request.task, [messages], payload, f"request {request.id}", [until]
                 )
             call.items.append(i)
         responses: list[Response | None] = [None] * len(requests)
 
-        def finish(call: _Call, choices: list[dict[str, Any]]) -> None:
+        def finish(call: Call, choices: list[dict[str, Any]]) -> None:
             message = choices[0].get("message") or {}
             raw = str(message.get("content") or "")
             until = call.items[0]

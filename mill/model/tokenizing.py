@@ -204,7 +204,7 @@ class TokenizingLM(LanguageModel):
             texts.setdefault((text, special), len(texts))
             return (text, special)
 
-        plans = []
+        plans: list[tuple[str, tuple[str, bool | None], tuple[str, bool | None] | None]] = []
         for context, continuation in pairs:
             if context == "":
                 plans.append(("empty", want(continuation, False), None))
@@ -271,7 +271,7 @@ class TokenizingLM(LanguageModel):
             i = plan.add(window, logprob, padded)
             if i is None:
                 return
-            responses[i] = self._check(
+            response = self._check(
                 requests[i],
                 Response(
                     request_id=requests[i].id,
@@ -280,13 +280,15 @@ class TokenizingLM(LanguageModel):
                     padded_tokens_count=plan.padded[i],
                 ),
             )
-            on_response(requests[i], responses[i])
+            responses[i] = response
+            on_response(requests[i], response)
 
         if plan.pairs:
             score(plan, done)
         for i in plan.empty():  # empty text: nothing to score
-            responses[i] = Response(request_id=requests[i].id, logprob=0.0)
-            on_response(requests[i], responses[i])
+            response = Response(request_id=requests[i].id, logprob=0.0)
+            responses[i] = response
+            on_response(requests[i], response)
         return [r for r in responses if r is not None]
 
     # ----- generation planning --------------------------------------------------------------

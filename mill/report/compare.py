@@ -37,7 +37,7 @@ from mill.metrics.stats import Statistic, cohen_kappa, mcnemar_exact, paired_boo
 from mill.record import SampleRecord
 from mill.report.load import ReportInputError, RunFolder
 from mill.report.numbers import number, paired_cells
-from mill.results import judge_label
+from mill.results.schema import judge_label
 
 FEW_DOCS = 30  # below this, say that bootstrap intervals and p-values are unreliable
 
@@ -163,7 +163,7 @@ def _metric(run: RunFolder, name: str, task: str = "") -> Any:
 
     settings = run.settings(task) if task else {}
     if settings.get("class") == "mill.lm_eval.bridge.LMEvalTask":
-        from mill.lm_eval.bridge import rebuild_metric
+        from mill.lm_eval.adapters import rebuild_metric
 
         try:
             return rebuild_metric(name, settings)

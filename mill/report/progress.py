@@ -9,6 +9,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -23,7 +24,7 @@ class PhaseProgress:
         self.interactive = interactive
         self.every_s = every_s
         self._bar: Progress | None = None
-        self._task_id: int | None = None
+        self._task_id: TaskID | None = None
         self._name = ""
         self._total = 0
         self._count = 0

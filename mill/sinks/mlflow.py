@@ -27,7 +27,7 @@ from typing import Any
 
 from mill.errors import ConfigError
 from mill.schema import typed
-from mill.sinks import RunRecord, Sink, safe_key
+from mill.sinks.base import RunRecord, Sink, safe_key
 
 PARAM_LIMIT = 6000
 """MLflow's longest parameter value; longer settings are cut (the full config is the
@@ -160,9 +160,11 @@ class MLflowSink(Sink):
                 client.log_batch(run_id, metrics=metrics[i : i + 100], params=params[i : i + 100])
             version = str(record.results.schema_version)
             client.log_batch(run_id, tags=[RunTag("mill.schema_version", version)])
-            for path in record.artifacts():
+            folder = record.folder
+            for path in record.artifacts():  # none without a folder
                 parent = str(path.parent) if str(path.parent) != "." else None
-                client.log_artifact(run_id, str(record.folder / path), parent)
+                if folder is not None:
+                    client.log_artifact(run_id, str(folder / path), parent)
         except BaseException:
             client.set_terminated(run_id, "FAILED")
             raise

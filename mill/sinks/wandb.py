@@ -21,7 +21,7 @@ from typing import Any
 from mill.errors import ConfigError
 from mill.redact import redact
 from mill.schema import typed
-from mill.sinks import RunRecord, Sink, safe_key
+from mill.sinks.base import RunRecord, Sink, safe_key
 
 
 def _sweep_group(record: RunRecord) -> str | None:

@@ -115,7 +115,7 @@ def test_unreachable_dataset_names_it(tmp_path: Path) -> None:
 
 
 def test_dataset_overrides_validate(tmp_path: Path) -> None:
-    from mill.lm_eval.bridge import read_overrides
+    from mill.lm_eval.overrides import read_overrides
 
     file = tmp_path / "o.yaml"
     file.write_text("gsm8k: {dataset_path: json}\n")
@@ -129,7 +129,7 @@ def test_dataset_overrides_validate(tmp_path: Path) -> None:
 def test_malformed_dataset_overrides_file_is_one_line_naming_file_and_line(
     tmp_path: Path,
 ) -> None:
-    from mill.lm_eval.bridge import read_overrides
+    from mill.lm_eval.overrides import read_overrides
 
     file = tmp_path / "bbh.yaml"  # {dataset_name} inside a flow mapping: not YAML
     file.write_text(
@@ -145,7 +145,7 @@ def test_malformed_dataset_overrides_file_is_one_line_naming_file_and_line(
 def test_readme_dataset_overrides_example_is_valid_yaml(tmp_path: Path) -> None:
     """The documented ``task.dataset_overrides`` for leaderboard_bbh reads as printed (the
     slow tests/lmeval/test_leaderboard_tasks.py runs it on the BIG-Bench-Hard files)."""
-    from mill.lm_eval.bridge import read_overrides
+    from mill.lm_eval.overrides import read_overrides
 
     examples = documented_bbh_overrides()
     assert examples, "the docs lost their leaderboard_bbh dataset_overrides example"
@@ -194,22 +194,35 @@ def test_lm_eval_cli_defaults_mills_batch_size_to_auto() -> None:
 
 
 def test_missing_local_file_is_named_and_a_hub_id_is_not_a_file(tmp_path: Path) -> None:
-    from mill.lm_eval.bridge import _missing_file
+    from mill.lm_eval.errors import missing_file
 
     gone = tmp_path / "nope.jsonl"
-    assert _missing_file(FileNotFoundError(f"Unable to find '{gone}'")) == str(gone)
-    assert _missing_file(FileNotFoundError(2, "No such file", str(gone))) == str(gone)
+    assert missing_file(FileNotFoundError(f"Unable to find '{gone}'")) == str(gone)
+    assert missing_file(FileNotFoundError(2, "No such file", str(gone))) == str(gone)
     hub = "Dataset 'org/name' doesn't exist on the Hub or cannot be accessed."
-    assert _missing_file(FileNotFoundError(hub)) is None
-    assert _missing_file(ConnectionError(f"Couldn't reach '{gone}'")) is None
-    assert _missing_file(FileNotFoundError(f"Unable to find '{tmp_path}'")) is None  # exists
+    assert missing_file(FileNotFoundError(hub)) is None
+    assert missing_file(ConnectionError(f"Couldn't reach '{gone}'")) is None
+    assert missing_file(FileNotFoundError(f"Unable to find '{tmp_path}'")) is None  # exists
 
 
 def test_dataset_error_without_a_dataset_id_reads_as_a_sentence() -> None:
-    from mill.lm_eval.bridge import LMEvalSuite
+    from mill.lm_eval.errors import dataset_error
 
-    message = str(LMEvalSuite._dataset_error(None, ConnectionError("Network is unreachable")))
+    message = str(dataset_error(None, ConnectionError("Network is unreachable")))
     assert message.startswith(
         "an lm-eval task's dataset cannot be loaded (Network is unreachable); it is gated"
     )
     assert "an lm-eval dataset cannot" not in message and "\n" not in message
+
+
+def test_an_lm_eval_task_refuses_chat_turns_for_a_chat_endpoint_in_one_line() -> None:
+    """model=openai_chat asks tasks for chat turns; lm-eval builds its own prompts, so the
+    bridge says so in one line (it raised a TypeError before)."""
+    from mill.errors import TaskError
+    from mill.lm_eval.bridge import LMEvalTask
+
+    task = LMEvalTask.__new__(LMEvalTask)
+    task.name = "gsm8k"
+    with pytest.raises(TaskError, match="'gsm8k' builds its own prompts") as err:
+        next(task.docs(DataSource("bundled"), messages=True))
+    assert "model=openai_completions" in str(err.value) and "\n" not in str(err.value)

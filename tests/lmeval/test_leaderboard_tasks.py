@@ -134,7 +134,7 @@ def test_gpqa_shuffle_reproducible_and_equal_to_lm_eval(tmp_path: Path) -> None:
     from lm_eval.tasks import TaskManager
     from lm_eval.tasks._index import TaskIndex
 
-    from mill.lm_eval.bridge import write_overrides
+    from mill.lm_eval.overrides import write_overrides
 
     tasks = ["leaderboard_gpqa_main", "leaderboard_gpqa_diamond", "leaderboard_gpqa_extended"]
     overrides = {}

@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 
 from mill.errors import ModelError
-from mill.model.openai_api import OpenAICompletions, _echo_window, _echoed, _strip_reasoning
+from mill.model.openai_api import OpenAICompletions
+from mill.model.openai_protocol import echo_window as _echo_window
+from mill.model.openai_protocol import echoed as _echoed
 from mill.model.tokenizing import scoring_window
 from mill.types import OutputType, Request
+from mill.types import strip_reasoning as _strip_reasoning
 
 
 def test_strip_reasoning_removes_closed_and_unclosed_blocks() -> None:

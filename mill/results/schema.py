@@ -1,20 +1,12 @@
-"""The typed results schema: ``results.json``, ``manifest.json`` and ``samples/<task>.jsonl``.
-
-One definition shared by the writer (the experiment folder, :mod:`mill.runner.execute`) and
-every reader (reports, the sweep summary, ``compare``, the sinks and user scripts through
-:func:`mill.load`). Every class has ``from_dict`` (reading what ``to_dict`` wrote, and
+"""The typed results schema: ``results.json``, ``manifest.json`` and the lines of
+``samples/<task>.jsonl``. Every class has ``from_dict`` (reading what ``to_dict`` wrote, and
 results written before ``schema_version`` existed) and ``to_dict`` (the JSON written).
-
-``python -m mill.results`` prints the Markdown of docs/results-schema.md, generated from
-these classes (a test checks the file is up to date).
 
 Nothing here imports torch.
 """
 
 from __future__ import annotations
 
-import json
-import warnings
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -563,7 +555,7 @@ class Manifest:
         return cls.from_dict(read_json(Path(path)))
 
 
-# --- samples/<task>.jsonl ---------------------------------------------------------------
+# --- samples/<task>.jsonl -------------------------------------------------------------
 
 
 def sample_from_dict(data: dict[str, Any]) -> SampleRecord:
@@ -576,219 +568,12 @@ def sample_from_dict(data: dict[str, Any]) -> SampleRecord:
     return SampleRecord(**{k: v for k, v in data.items() if k in names}, response=model_response)
 
 
-def read_samples(path: str | Path) -> list[SampleRecord]:
-    """Every line of a ``samples/<task>.jsonl`` file."""
-    path = Path(path)
-    records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(sample_from_dict(json.loads(line)))
-            except (ValueError, TypeError) as err:
-                raise ResultsError(f"{path}:{number} is not a sample record ({err})") from err
-    return records
-
-
-# --- a whole folder ---------------------------------------------------------------------
-
-
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from ``path`` (ResultsError naming the file when it is not one)."""
     data = files.read_json(path, ResultsError)
     if not isinstance(data, dict):
         raise ResultsError(f"{path} must hold a JSON object")
     return data
-
-
-class EditedResults(ResultsError):
-    """A run's ``results.json`` or samples file changed after the run wrote it."""
-
-
-def missing_integrity(results: Results, manifest: Manifest) -> list[str]:
-    """The integrity fields (:data:`INTEGRITY_FIELDS`) a finished run should carry and this
-    one lacks, each as ``file (what is missing)``; a folder of a schema version older than
-    :data:`INTEGRITY_SINCE` lacks them all. Empty for a run that carries them all."""
-    if results.schema_version < INTEGRITY_SINCE:
-        return [f"results.json (schema_version {results.schema_version}: no checksums recorded)"]
-    missing = []
-    if not manifest.results_sha256:
-        missing.append("manifest.json (no results_sha256)")
-    for task in results.tasks:
-        if task not in results.samples_sha256:
-            missing.append(f"results.json (no samples_sha256 for {task})")
-    return missing
-
-
-def changed_files(path: Path, results: Results, manifest: Manifest) -> list[str]:
-    """The files of the run folder ``path`` that no longer hold what the run wrote:
-    ``results.json`` against the manifest's ``results_sha256``, each ``samples/<task>.jsonl``
-    against ``results.json``'s ``samples_sha256`` (a recorded file that is gone counts)."""
-    edited = []
-    results_path = path / "results.json"
-    if manifest.results_sha256 and files.sha256_file(results_path) != manifest.results_sha256:
-        edited.append("results.json")
-    for task, digest in results.samples_sha256.items():
-        samples = path / "samples" / f"{task}.jsonl"
-        if not samples.is_file() or files.sha256_file(samples) != digest:
-            edited.append(f"samples/{task}.jsonl")
-    return edited
-
-
-def edited_files(path: Path, results: Results, manifest: Manifest) -> list[str]:
-    """:func:`changed_files`, then every integrity field the run lacks
-    (:func:`missing_integrity`): a checksum deleted or never written proves nothing, so the
-    folder counts as edited."""
-    return changed_files(path, results, manifest) + missing_integrity(results, manifest)
-
-
-def check_edited(
-    path: Path,
-    results: Results,
-    manifest: Manifest,
-    trust_edited: bool,
-    how: str = "trust_edited=True",
-    error: type[MillError] = EditedResults,
-) -> list[str]:
-    """:func:`edited_files`, refused with one line (``error``) unless ``trust_edited``;
-    returns the edited files (what a reader accepting them says it read). ``how``: how the
-    reader accepts them (``trust_edited=true`` on the command line)."""
-    changed = changed_files(path, results, manifest)
-    lacking = missing_integrity(results, manifest)
-    edited = changed + lacking
-    if edited and not trust_edited:
-        why = []
-        if changed:
-            why.append(
-                f"{', '.join(changed)} changed after the run wrote it (its SHA-256 is not "
-                "the one the run recorded)"
-            )
-        if lacking:
-            why.append(
-                f"{', '.join(lacking)} lacks the checksums a finished run records "
-                f"(results schema {SCHEMA_VERSION}), so nothing shows it unedited"
-            )
-        raise error(
-            f"{path}: {'; '.join(why)}; Mill does not read edited results: rerun the "
-            f"evaluation, or read them knowingly with {how}"
-        )
-    return edited
-
-
-def edited_note(path: Path, edited: list[str]) -> str:
-    """What a reader that accepted edited files says (console, logs, report pages)."""
-    return (
-        f"{path}: read with trust_edited: {', '.join(edited)} changed after the run wrote "
-        "it or lacks its checksums; nothing shows they are the run's own results"
-    )
-
-
-@dataclass
-class Run:
-    """A finished experiment folder, typed: what :func:`load` returns."""
-
-    path: Path
-    results: Results
-    manifest: Manifest
-    edited: list[str] = field(default_factory=list)
-    """Files read although they changed after the run (``trust_edited``); empty otherwise."""
-
-    def samples_path(self, task: str) -> Path:
-        """``samples/<task>.jsonl`` of this run."""
-        return self.path / "samples" / f"{task}.jsonl"
-
-    def samples(self, task: str) -> list[SampleRecord]:
-        """The per-doc records of ``task``, sorted by (subject, doc id)."""
-        path = self.samples_path(task)
-        if not path.is_file():
-            raise ResultsError(f"{path} is missing; the run folder is incomplete")
-        return read_samples(path)
-
-
-def load(folder: str | Path, trust_edited: bool = False) -> Run:
-    """Read a finished run's folder: ``results.json``, ``manifest.json`` and its samples.
-
-    The files are checked against the SHA-256 the run recorded (:func:`edited_files`): an
-    edited one raises :class:`EditedResults`, unless ``trust_edited=True``, which reads it
-    with a warning and lists it in ``Run.edited``."""
-    path = Path(folder)
-    results_path = path / "results.json"
-    if not results_path.is_file():
-        raise ResultsError(f"{path} has no results.json; give the folder of a run that succeeded")
-    manifest_path = path / "manifest.json"
-    manifest = Manifest.read(manifest_path) if manifest_path.is_file() else Manifest()
-    results = Results.read(results_path)
-    edited = check_edited(path, results, manifest, trust_edited)
-    if edited:
-        warnings.warn(edited_note(path, edited), stacklevel=2)
-    return Run(path, results, manifest, edited)
-
-
-# --- docs/results-schema.md -------------------------------------------------------------
-
-SCHEMA_CLASSES = (
-    Results,
-    TaskResults,
-    MetricValue,
-    GroupResults,
-    GroupMetric,
-    DataSource,
-    Truncation,
-    Manifest,
-)
-
-
-def _table(cls: type) -> list[str]:
-    lines = [f"### `{cls.__name__}`", "", " ".join((cls.__doc__ or "").split()), ""]
-    lines += ["| field | type | meaning |", "| --- | --- | --- |"]
-    for f in fields(cls):
-        kind = str(f.type).replace("|", "or")
-        lines.append(f"| `{f.name}` | `{kind}` | {f.metadata.get('doc', '')} |")
-    return lines + [""]
-
-
-def _sample_table() -> list[str]:
-    lines = ["### `SampleRecord` (one line of `samples/<task>.jsonl`)", ""]
-    for cls in (SampleRecord, DocOutput):
-        lines += [f"`{cls.__name__}`: " + " ".join((cls.__doc__ or "").split()), ""]
-        lines += ["| field | type |", "| --- | --- |"]
-        for f in fields(cls):
-            lines.append(f"| `{f.name}` | `{str(f.type).replace('|', 'or')}` |")
-        lines.append("")
-    return lines
-
-
-def schema_markdown() -> str:
-    """The text of docs/results-schema.md."""
-    lines = [
-        "# Results schema",
-        "",
-        "<!-- generated by `python -m mill.results > docs/results-schema.md`; do not edit -->",
-        "",
-        f"Schema version: {SCHEMA_VERSION}. Read a run with `mill.load(folder)` (returns",
-        "`mill.results.Run`: `.results`, `.manifest`, `.samples(task)`); `mill.evaluate`",
-        "returns the same `Results`. Every class has `from_dict` and `to_dict`; `to_dict` is",
-        "exactly the JSON in the file.",
-        "",
-        f"A finished run of schema version {INTEGRITY_SINCE} or later carries its checksums:",
-        "",
-        *(f"- {item}" for item in INTEGRITY_FIELDS),
-        "",
-        "Every reader (`mill.load`, `mill report`, `mill compare`) checks them: a file whose",
-        "SHA-256 differs, a checksum that is missing, or a folder of an older schema version",
-        "(nothing proves it unedited) is refused in one line, and read only with",
-        "`trust_edited=true` (`trust_edited=True` in Python), which flags it in what it prints.",
-        "",
-    ]
-    for cls in SCHEMA_CLASSES:
-        lines += _table(cls)
-    lines += _sample_table()
-    return "\n".join(lines).rstrip() + "\n"
-
-
-if __name__ == "__main__":
-    print(schema_markdown(), end="")
 
 
 def judge_label(identity: dict[str, Any] | None) -> str:
