@@ -82,7 +82,7 @@ def _prediction(
     """The sample's prediction: the chosen index (LOGPROBS), the answers metrics extracted
     from the generation, else the generation itself (GENERATIVE), or the log-probability."""
     if task.OUTPUT_TYPE is OutputType.LOGPROBS:
-        return int(np.argmax([r.logprob for r in responses]))
+        return int(np.argmax(np.array([r.logprob for r in responses], dtype=float)))
     if task.OUTPUT_TYPE is OutputType.GENERATIVE:
         extracted = {m.name: m.extracted_answer(responses) for m in metrics}
         extracted = {k: v for k, v in extracted.items() if v is not None}

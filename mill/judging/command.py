@@ -57,6 +57,7 @@ def judge_job(cfg: DictConfig) -> DictConfig:
     for key in ("report", "runner"):  # this command's own report and runner settings win
         if cfg.get(key) is not None:
             ours = OmegaConf.to_container(cfg[key], resolve=True)
+            assert isinstance(ours, dict)  # a config group is a mapping
             resolved[key] = {**resolved.get(key, {}), **ours}
     resolved["runner"]["num_processes"] = 1
     return OmegaConf.create(resolved)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -109,7 +109,7 @@ def execution_settings(cfg: DictConfig, tasks: Sequence[Task]) -> ExecutionSetti
     node = cfg.get("execution")
     plain = OmegaConf.to_container(node, resolve=True) if node is not None else None
     assert plain is None or isinstance(plain, dict)  # a config group is a mapping
-    settings = ExecutionSettings.from_config(plain)
+    settings = ExecutionSettings.from_config(cast("dict[str, Any] | None", plain))
     check_sandbox(settings)
     return settings
 

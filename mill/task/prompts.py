@@ -80,8 +80,9 @@ def make_doc(
     if isinstance(item, Unusable):
         raise item.error
     for shot in shots:
-        if isinstance(pool[shot], Unusable):
-            raise pool[shot].error
+        unusable = pool[shot]
+        if isinstance(unusable, Unusable):
+            raise unusable.error
     shot_items = [pool[i] for i in shots]
 
     def bad(message: str) -> BadRow:
@@ -122,7 +123,7 @@ def make_doc(
         if task.OUTPUT_TYPE is OutputType.GENERATIVE:
             prompt = task._messages(item, shot_items, task._get_instruction_text(item))
             truth = task._get_ground_truth(item)
-            gold = tuple(truth) if isinstance(truth, list) else truth
+            answer = tuple(truth) if isinstance(truth, list) else truth
             if task._hand_messages:  # the server applies its own chat template
                 turns = (
                     [m.to_dict() for m in prompt]
@@ -131,11 +132,11 @@ def make_doc(
                 )
                 return Doc(
                     context=render_text(prompt),
-                    gold=gold,
+                    gold=answer,
                     messages=tuple((t["role"], t["content"]) for t in turns),
                     **common,
                 )
-            return Doc(context=task._render(prompt), gold=gold, **common)
+            return Doc(context=task._render(prompt), gold=answer, **common)
         text = task._get_perplexity_text(item)
         counted = task._get_ground_truth(item)
         return Doc(context="", continuation=text, gold=str(counted or text), **common)
