@@ -7,6 +7,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -222,6 +223,7 @@ def test_an_lm_eval_task_refuses_chat_turns_for_a_chat_endpoint_in_one_line() ->
     from mill.lm_eval.bridge import LMEvalTask
 
     task = LMEvalTask.__new__(LMEvalTask)
+    task.spec = SimpleNamespace()  # type: ignore[assignment]  # the name is its spec's field
     task.name = "gsm8k"
     with pytest.raises(TaskError, match="'gsm8k' builds its own prompts") as err:
         next(task.docs(DataSource("bundled"), messages=True))
