@@ -158,12 +158,15 @@ def _drop_unclaimed(output_dir: Path) -> bool:
         ):
             root.removeHandler(handler)
             handler.close()
-    (output_dir / "mill.log").unlink(missing_ok=True)
-    output_dir.rmdir()
-    cwd, parent = Path.cwd().resolve(), output_dir.resolve().parent
-    while parent != cwd and parent.is_relative_to(cwd) and not any(parent.iterdir()):
-        parent.rmdir()
-        parent = parent.parent
+    try:  # another rank of a launcher may be removing the same folder
+        (output_dir / "mill.log").unlink(missing_ok=True)
+        output_dir.rmdir()
+        cwd, parent = Path.cwd().resolve(), output_dir.resolve().parent
+        while parent != cwd and parent.is_relative_to(cwd) and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+    except OSError:
+        pass
     return True
 
 
