@@ -262,7 +262,7 @@ def test_runnable_shell_examples_run(where: str, before: str, body: str, tmp_pat
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     script = _script(body, spec)
     proc = run_process(
-        bash, "-e", "-c", script, cwd=tmp_path, env={**env, "PATH": path}, timeout=1200
+        bash, "-e", "-c", script, cwd=tmp_path, env={**env, "PATH": path}, timeout=3600
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"{where}:\n{script}\n{out[-3000:]}"
