@@ -102,7 +102,8 @@ def _job(cfg: DictConfig) -> float | None:
             print(f"mill: interrupted{how}", file=sys.stderr)
         raise SystemExit(128 + signum) from None
     except MillError as err:
-        if not isinstance(err, ExperimentExists):  # not this run's folder: leave its log
+        refused = not multirun and _drop_unclaimed(output_dir)
+        if not (refused or isinstance(err, ExperimentExists)):  # not its folder: its log kept
             to_file(logging.ERROR, str(err))
         _say(str(err))
         if not multirun:
@@ -141,6 +142,32 @@ def _job(cfg: DictConfig) -> float | None:
         file=sys.stderr,
     )
     return _first_value(results)
+
+
+def _drop_unclaimed(output_dir: Path) -> bool:
+    """Remove the folder Hydra made for a run refused before it claimed it (bad input found
+    before ``manifest.json`` was written: nothing in it but the log Hydra opened), and the
+    parents that this left empty inside the working folder. True when it was removed.
+    """
+    if not output_dir.is_dir() or {p.name for p in output_dir.iterdir()} - {"mill.log"}:
+        return False
+    root = logging.getLogger()
+    for handler in list(root.handlers):  # Hydra's file handler: closed before its file goes
+        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == (
+            output_dir.resolve()
+        ):
+            root.removeHandler(handler)
+            handler.close()
+    try:  # another rank of a launcher may be removing the same folder
+        (output_dir / "mill.log").unlink(missing_ok=True)
+        output_dir.rmdir()
+        cwd, parent = Path.cwd().resolve(), output_dir.resolve().parent
+        while parent != cwd and parent.is_relative_to(cwd) and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+    except OSError:
+        pass
+    return True
 
 
 def _first_value(results: Any) -> Any:

@@ -103,6 +103,29 @@ def test_bad_input_is_one_line_exit_2_and_no_results(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_run_refused_before_it_claims_a_folder_leaves_none(tmp_path: Path) -> None:
+    """Bad input found before the manifest is written (the settings' ranges): Hydra made
+    the run folder, Mill removes it, with the date folder it left empty; a run refused after
+    claiming its folder (a model folder that does not exist) stays, marked failed, and
+    ``mill runs`` lists it as failed."""
+    proc = run_mill("task.limit=-1", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("mill: error: task.limit=-1")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    named = tmp_path / "demo"
+    assert run_mill("model.batch_size=0", f"hydra.run.dir={named}", cwd=tmp_path).returncode == 2
+    assert not named.exists()
+    proc = run_mill("model=hf", "model.pretrained=/nonexistent", cwd=tmp_path)
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+    (claimed,) = (tmp_path / "outputs" / "runs").glob("*/*")
+    manifest = json.loads((claimed / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "does not exist" in manifest["error"]
+    assert not (claimed / "results.json").exists()
+    listed = run_mill("runs", cwd=tmp_path)
+    assert listed.returncode == 0 and "failed: ModelError" in listed.stdout + listed.stderr
+
+
+@pytest.mark.slow
 def test_existing_folder_is_never_overwritten(tmp_path: Path) -> None:
     out = tmp_path / "run"
     assert run_mill("task.limit=3", f"hydra.run.dir={out}").returncode == 0

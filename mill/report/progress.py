@@ -29,11 +29,13 @@ class PhaseProgress:
         self._total = 0
         self._count = 0
         self._start = self._last = 0.0
+        self._first: tuple[float, int] | None = None  # when the first batch finished, and its size
 
     def phase(self, name: str, total: int) -> None:
         self.done()
         self._name, self._total, self._count = name, total, 0
         self._start = self._last = time.monotonic()
+        self._first = None
         if self.interactive:
             self._bar = Progress(
                 TextColumn("{task.description}"),
@@ -56,13 +58,18 @@ class PhaseProgress:
             self._bar.advance(self._task_id, n)
             return
         now = time.monotonic()
+        if (
+            self._first is None
+        ):  # the first batch also pays for warming up: the rate starts after it
+            self._first = (now, self._count)
         if now - self._last >= self.every_s and self._count < self._total:
             self._last = now
-            rate = self._count / max(now - self._start, 1e-9)
-            eta = (self._total - self._count) / rate if rate else float("nan")
+            since, done = self._first
+            rate = (self._count - done) / max(now - since, 1e-9)
+            eta = f", eta {(self._total - self._count) / rate:.0f}s" if rate > 0 else ""
             self.console.print(
                 f"[mill] {self._name}: {self._count}/{self._total} "
-                f"({100 * self._count / max(self._total, 1):.0f}%, eta {eta:.0f}s)"
+                f"({100 * self._count / max(self._total, 1):.0f}%{eta})"
             )
 
     def done(self) -> None:
