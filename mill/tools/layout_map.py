@@ -3,9 +3,11 @@
     python -m mill.tools.layout_map --write
 
 Every package and module of ``mill/`` in the layers of ``[tool.importlinter]`` in
-pyproject.toml, top layer first, each with the first sentence of its docstring, so the map
-cannot drift from the code: ``tests/tools/test_layout_map.py`` fails when the block in the
-page differs from what this prints.
+pyproject.toml, top layer first (the folders the install maps into the package, tasks/ and
+conf/, and benchmarks/ beside it included), each with the first sentence of its docstring
+and whether the wheel ships it, so the map cannot drift from the code:
+``tests/tools/test_layout_map.py`` fails when the block in the page differs from what this
+prints.
 """
 
 from __future__ import annotations
@@ -29,10 +31,34 @@ _ROLE = re.compile(r":(?:func|class|mod|meth|attr):`~?([^`]+)`")
 
 
 def layers(pyproject: Path = REPO / "pyproject.toml") -> list[list[str]]:
-    """The layers of the import contract, top first, each a list of module names."""
-    contracts = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["importlinter"]
-    (found,) = [c["layers"] for c in contracts["contracts"] if c["type"] == "layers"]
-    return [[name.strip().strip("()") for name in layer.split("|")] for layer in found]
+    """The layers of the import contract, top first, each a list of module names; an optional
+    name (in parentheses: a package the install maps in from another folder, which only a
+    checkout that links it into mill/ has) is given by its folder's root name (``conf``)
+    unless that root is in the layer already (``tasks``)."""
+    tool = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]
+    folders = tool["setuptools"]["package-dir"]
+    (found,) = [c["layers"] for c in tool["importlinter"]["contracts"] if c["type"] == "layers"]
+    result = []
+    for layer in found:
+        names: list[str] = []
+        for name in (n.strip() for n in layer.replace(":", "|").split("|")):
+            if name.startswith("("):
+                name = folders[name.strip("()")]
+            if name not in names:
+                names.append(name)
+        result.append(names)
+    return result
+
+
+def shipped(module: str, pyproject: Path = REPO / "pyproject.toml") -> str:
+    """Whether the wheel ships ``module``: ``yes``, ``as mill.x`` (a folder the install maps
+    into the package) or ``no`` (beside the package)."""
+    tool = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]
+    if module == "mill" or module.startswith("mill."):
+        return "yes"
+    mapped = {folder: name for name, folder in tool["setuptools"]["package-dir"].items()}
+    root = module.split(".")[0]
+    return f"as `{mapped[root]}`" if root in mapped else "no"
 
 
 def summary(module: str, root: Path = REPO) -> str:
@@ -48,13 +74,15 @@ def summary(module: str, root: Path = REPO) -> str:
 
 def layout_block(root: Path = REPO) -> str:
     """The generated block: one line per module, grouped by layer, top layer first."""
-    lines = [BEGIN, "", "| layer | module | what it is |", "|---|---|---|"]
-    for number, layer in enumerate(layers(root / "pyproject.toml"), start=1):
+    pyproject = root / "pyproject.toml"
+    lines = [BEGIN, "", "| layer | module | in the wheel | what it is |", "|---|---|---|---|"]
+    for number, layer in enumerate(layers(pyproject), start=1):
         for module in layer:
             path = module.replace(".", "/") + (
                 "/" if (root / module.replace(".", "/")).is_dir() else ".py"
             )
-            lines.append(f"| {number} | `{path}` | {summary(module, root).replace('|', '/')} |")
+            what = summary(module, root).replace("|", "/")
+            lines.append(f"| {number} | `{path}` | {shipped(module, pyproject)} | {what} |")
     return "\n".join([*lines, "", END])
 
 

@@ -1,6 +1,6 @@
 """Run Mill on one workload and dump what it computed as JSON (the twin of ``lmeval_driver``).
 
-``python -m mill.bench.mill_driver SPEC.json OUT.json`` with SPEC ``{"overrides": [...Hydra
+``python -m benchmarks.mill_driver SPEC.json OUT.json`` with SPEC ``{"overrides": [...Hydra
 overrides, as on the mill command line...], "threads": 2}``.
 
 The run goes through the public API: :func:`mill.compose` composes the config exactly as
@@ -25,7 +25,7 @@ T_START = time.perf_counter()
 import torch  # noqa: E402
 
 import mill  # noqa: E402
-from mill.bench.driver_common import TokenCounter, import_model_code, peak_rss_kib  # noqa: E402
+from benchmarks.driver_common import TokenCounter, import_model_code, peak_rss_kib  # noqa: E402
 from mill.instantiate import instantiate  # noqa: E402
 from mill.model.rolling import rolling_windows  # noqa: E402
 from mill.record import SampleRecord  # noqa: E402

@@ -15,8 +15,8 @@ a multiple-choice task with a ``!function process_docs`` (mill_arc_easy), a grou
 flexible filters (lm-eval's ``gsm8k`` on the shared files), a ``loglikelihood_rolling``
 task (mill_wikitext), and ``leaderboard_bbh`` on the original BIG-Bench-Hard files.
 
-    python -m mill.bench.lmeval_bridge_parity --limit 10
-    python -m mill.bench.lmeval_bridge_parity --workloads gsm8k --model gpt2_random
+    python -m benchmarks.lmeval_bridge_parity --limit 10
+    python -m benchmarks.lmeval_bridge_parity --workloads gsm8k --model gpt2_random
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import mill
-from mill.bench.driver_common import REPO, SHARED, mill_cmd
-from mill.bench.side_by_side import hf_model_overrides, model_dir, same_numbers
+from benchmarks.driver_common import REPO, SHARED, mill_cmd
+from benchmarks.side_by_side import hf_model_overrides, model_dir, same_numbers
 
 TASKS_DIR = REPO / "tests" / "lmeval" / "tasks"
 TOL = 1e-4
@@ -275,7 +275,7 @@ def run_mill(
 
 
 def _close(a: Any, b: Any) -> bool:
-    """:func:`~mill.bench.side_by_side.same_numbers` at this tool's tolerance."""
+    """:func:`~benchmarks.side_by_side.same_numbers` at this tool's tolerance."""
     return same_numbers(a, b, TOL, TOL)
 
 

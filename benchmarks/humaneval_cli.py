@@ -4,7 +4,7 @@ no isolation) and ``mill task=humaneval model=replay`` (every program in its own
 sandbox, ``execution`` at its defaults: 3 s, twice the cores), on the same samples file.
 
 The samples: five completions of each of the 164 problems (820 programs,
-:mod:`mill.bench.humaneval_programs`: the canonical solution, a wrong return value, a
+:mod:`benchmarks.humaneval_programs`: the canonical solution, a wrong return value, a
 syntax error, an infinite loop and an exception; ``task.repeats=5`` replays them, no
 sampling settings). Both sides run as fresh processes, verdict cache cold
 (``runner.cache=false``). Timed: the CLI's whole process; Mill's execution phase (its
@@ -12,8 +12,8 @@ phase clock in ``manifest.json``) and its whole process (model load, tasks, the 
 included). Checked: every program's pass/fail equal, pass@1 and pass@5 equal (exit 1 if
 not).
 
-    python -m mill.bench.humaneval_cli                 # 820 programs, 1 round
-    python -m mill.bench.humaneval_cli --rounds 2 --json humaneval_cli.json
+    python -m benchmarks.humaneval_cli                 # 820 programs, 1 round
+    python -m benchmarks.humaneval_cli --rounds 2 --json humaneval_cli.json
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mill.bench.driver_common import REPO, SHARED_DATA, mill_cmd
-from mill.bench.humaneval_programs import HUMANEVAL, load_problems, mutants
-from mill.bench.sandbox_speed import uptime
+from benchmarks.driver_common import REPO, SHARED_DATA, mill_cmd
+from benchmarks.humaneval_programs import HUMANEVAL, load_problems, mutants
+from benchmarks.sandbox_speed import uptime
 
 KINDS = ("canonical", "wrong_return", "syntax_error", "infinite_loop", "exception")
 """The five completions per problem (the program set's kinds but ``other_body``)."""

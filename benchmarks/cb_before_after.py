@@ -2,7 +2,7 @@
 from two interpreters (each with its own checkout of Mill), the same overrides, rounds
 alternating, medians of wall time. Checks that both wrote the same samples.
 
-    python -m mill.bench.cb_before_after --before /work/wt-before/.venv/bin/python \\
+    python -m benchmarks.cb_before_after --before /work/wt-before/.venv/bin/python \\
         --rounds 3 --gpt2-docs 20 --stories-docs 50
 
 Workloads: ``gpt2_bench`` (random 6x384 GPT-2, every answer runs to ``max_gen_toks``) on
@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 
 import mill
-from mill.bench.driver_common import SHARED_DATA
+from benchmarks.driver_common import SHARED_DATA
 
 DATA = SHARED_DATA
 
 
 def workloads(gpt2_docs: int, stories_docs: int) -> dict[str, list[str]]:
-    from mill.bench.side_by_side import model_dir
+    from benchmarks.side_by_side import model_dir
 
     common = ["task=gsm8k", "data=local", f"data.dir={DATA}", "++task.fewshot_split=train"]
     common += ["++task.generation.max_gen_toks=256", "report.progress=never", "model.device=cpu"]

@@ -10,14 +10,14 @@ index): |delta log-likelihood| <= 1e-4, identical is_greedy, identical
 generations, identical per-doc and aggregate metrics. Prints a markdown table; exits 1 on
 any mismatch.
 
-    python -m mill.bench.parity                    # everything (tens of minutes on 2 cores)
-    python -m mill.bench.parity --workloads arc_easy_0shot --models stories260k --limit 20
+    python -m benchmarks.parity                    # everything (tens of minutes on 2 cores)
+    python -m benchmarks.parity --workloads arc_easy_0shot --models stories260k --limit 20
 
 The real model (SmolLM2-135M-Instruct, its GGUF converted once: docs/real-model.md) runs
 its own suite, each workload with the chat template off and on, per request within
 max(1e-4, 3e-5 |logp|)::
 
-    python -m mill.bench.parity --models smollm2 --limit 100
+    python -m benchmarks.parity --models smollm2 --limit 100
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from mill.bench.driver_common import SHARED_DATA, abs_path, lmeval_batch, lmeval_python
-from mill.bench.side_by_side import compare, model_dir, new_workdir, run_pair
-from mill.bench.workloads import ALL_WORKLOADS, REAL_MODEL_WORKLOADS, WORKLOADS
+from benchmarks.driver_common import SHARED_DATA, abs_path, lmeval_batch, lmeval_python
+from benchmarks.side_by_side import compare, model_dir, new_workdir, run_pair
+from benchmarks.workloads import ALL_WORKLOADS, REAL_MODEL_WORKLOADS, WORKLOADS
 
 DEFAULT_MODELS = ["gpt2_random", "stories260k"]
 REAL_MODELS = {"smollm2"}

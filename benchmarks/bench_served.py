@@ -10,18 +10,18 @@ number of requests in flight:
   with a fresh response cache (nothing is reused between runs);
 * lm-eval: ``lm_eval --model local-completions --model_args ...,tokenized_requests=False``
   in its own virtualenv (it needs ``tenacity``), on lm-eval's own ``arc_easy`` task YAML
-  with only the data source switched to the same local files (see :mod:`mill.bench.workloads`).
+  with only the data source switched to the same local files (see :mod:`benchmarks.workloads`).
 
 The time of each side is the wall time of its whole process (imports, task building, all
 requests, metrics and output files). Scores are compared per request (log-likelihood within
 1e-4, is_greedy), per doc (acc, acc_norm) and in aggregate, with ``side_by_side.compare``.
 
-    python -m mill.bench.bench_served                   # 300 docs, 1 request in flight
-    python -m mill.bench.bench_served --limit 50 --concurrency 4 --keep /tmp/bench-served
+    python -m benchmarks.bench_served                   # 300 docs, 1 request in flight
+    python -m benchmarks.bench_served --limit 50 --concurrency 4 --keep /tmp/bench-served
 
 The lm-eval interpreter is ``driver_common.lmeval_python()`` (``$MILL_LMEVAL_PYTHON``, the dev
 virtualenv, or this interpreter with lm_eval);
-the server's is found by :mod:`mill.bench.servers` (``$MILL_LLAMA_PYTHON``, ...).
+the server's is found by :mod:`tests.support.servers` (``$MILL_LLAMA_PYTHON``, ...).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import mill
-from mill.bench.driver_common import (
+from benchmarks.driver_common import (
     REPO,
     SHARED_DATA,
     abs_path,
@@ -45,10 +45,16 @@ from mill.bench.driver_common import (
     timed_run,
     write_task_yamls,
 )
-from mill.bench.servers import SERVED_NAME, STORIES, convert_stories_gguf, http_json, llama_server
-from mill.bench.side_by_side import compare, new_workdir
-from mill.bench.whole_process import lmeval_tasks_root
-from mill.bench.workloads import WORKLOADS, derive_data
+from benchmarks.side_by_side import compare, new_workdir
+from benchmarks.whole_process import lmeval_tasks_root
+from benchmarks.workloads import WORKLOADS, derive_data
+from tests.support.servers import (
+    SERVED_NAME,
+    STORIES,
+    convert_stories_gguf,
+    http_json,
+    llama_server,
+)
 
 
 @dataclass

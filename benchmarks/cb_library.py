@@ -8,8 +8,8 @@ generated tokens per second, peak RSS, and whether transformers' greedy tokens e
 Mill's (Mill stops at the stop strings ``Question:``/EOS; transformers, which has no stop
 strings in continuous batching, runs on, so Mill's tokens must be a prefix of its own).
 
-    python -m mill.bench.cb_library                          # both models, 50 docs, 256 tokens
-    python -m mill.bench.cb_library --models stories260k --docs 20
+    python -m benchmarks.cb_library                          # both models, 50 docs, 256 tokens
+    python -m benchmarks.cb_library --models stories260k --docs 20
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mill.bench.driver_common import SHARED_DATA
-from mill.bench.side_by_side import model_dir
+from benchmarks.driver_common import SHARED_DATA
+from benchmarks.side_by_side import model_dir
 
 DATA = SHARED_DATA
 UNTIL = ("Question:",)
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                 cmd = [
                     sys.executable,
                     "-m",
-                    "mill.bench.cb_library",
+                    "benchmarks.cb_library",
                     "--max-gen",
                     str(args.max_gen),
                 ]

@@ -4,11 +4,11 @@ and the tools that time whole processes (``side_by_side``, ``whole_process``,
 
 Imports only the standard library, and nothing heavy at import time: ``lmeval_driver`` runs
 in lm-eval's own interpreter, which need not have Mill installed. The tools start it (and
-every other child of theirs) as ``python -m mill.bench.<module>`` in the checkout's root
+every other child of theirs) as ``python -m benchmarks.<module>`` in the checkout's root
 (:func:`module_cmd`, ``cwd=REPO``): ``-m`` puts the working directory first on
-``sys.path``, so the checkout's ``mill`` package is found there without any path edit, and
-``mill/__init__.py``, ``mill/bench/__init__.py`` and this module import nothing but the
-standard library (``tests/bench/test_driver_common.py`` imports them with ``python -S``: no
+``sys.path``, so the checkout's ``benchmarks`` (and ``mill``) are found there without any
+path edit, and ``benchmarks/__init__.py`` and this module import nothing but the standard
+library (``tests/bench/test_driver_common.py`` imports them with ``python -S``: no
 site-packages, as in a virtualenv without Mill).
 """
 
@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-"""The checkout the tools run from (its ``mill/bench``)."""
+REPO = Path(__file__).resolve().parents[1]
+"""The checkout the tools run from (its ``benchmarks``)."""
 SHARED = Path(os.environ.get("MILL_SHARED", REPO.parent / "shared"))
 """``../shared`` beside the checkout, or ``$MILL_SHARED``."""
 SHARED_DATA = Path(os.environ.get("MILL_SHARED_DATA", SHARED / "data"))
@@ -56,15 +56,15 @@ def mill_cmd(args: list[str]) -> list[str]:
 
 
 def module_cmd(python: str | Path, module: str, *args: str) -> list[str]:
-    """``python -m mill.bench.<module> args``; run it with ``cwd=REPO`` (see above)."""
-    return [str(python), "-m", f"mill.bench.{module}", *args]
+    """``python -m benchmarks.<module> args``; run it with ``cwd=REPO`` (see above)."""
+    return [str(python), "-m", f"benchmarks.{module}", *args]
 
 
 def write_task_yamls(tasks: list[dict[str, Any]], folder: Path, root: Path) -> Path:
     """Task YAMLs in ``folder`` (lm-eval's ``--include_path``) that ``include`` lm-eval's
     own YAML (``task["include"]``, relative to lm-eval's task folder ``root``) and
     override only what ``task["overrides"]`` names (data source, shots); returns
-    ``folder``. ``tasks``: :meth:`mill.bench.workloads.Workload.lmeval_tasks`."""
+    ``folder``. ``tasks``: :meth:`benchmarks.workloads.Workload.lmeval_tasks`."""
     import yaml  # lm-eval's interpreter has it (lm-eval needs it)
 
     folder.mkdir(parents=True, exist_ok=True)

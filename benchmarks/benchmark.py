@@ -10,9 +10,9 @@ Time is the work after imports: task and data loading, model loading, scoring, m
 (lm-eval's task-registry scan is left out; Mill's config composition is counted). Wall
 time of each process is printed as well.
 
-    python -m mill.bench.benchmark                             # the issue's table
-    python -m mill.bench.benchmark --workloads arc_easy_0shot --lmeval-batch-size 8
-    python -m mill.bench.benchmark --repeat 3  # median of 3 alternating rounds per side
+    python -m benchmarks.benchmark                             # the issue's table
+    python -m benchmarks.benchmark --workloads arc_easy_0shot --lmeval-batch-size 8
+    python -m benchmarks.benchmark --repeat 3  # median of 3 alternating rounds per side
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from mill.bench.driver_common import SHARED_DATA, abs_path, lmeval_batch, lmeval_python
-from mill.bench.side_by_side import compare, model_dir, new_workdir, run_pair
-from mill.bench.workloads import WORKLOADS
+from benchmarks.driver_common import SHARED_DATA, abs_path, lmeval_batch, lmeval_python
+from benchmarks.side_by_side import compare, model_dir, new_workdir, run_pair
+from benchmarks.workloads import WORKLOADS
 
 TARGETS = {
     "arc_easy_0shot": 4.0,

@@ -2,7 +2,7 @@
 
 Each round starts the ``mill`` command line and ``lm_eval``'s own command line (in its dev
 virtualenv) as fresh processes on the same model folder, data and prompts (the workloads of
-:mod:`mill.bench.workloads`), and times each from start to exit; the sides alternate so
+:mod:`benchmarks.workloads`), and times each from start to exit; the sides alternate so
 machine drift hits both. Mill's phases come from its run's manifest (``phases``, read with
 ``mill.load``); peak RSS is each child's ``ru_maxrss``. Next to Mill, each round also times
 ``floor_driver``: a process that only imports torch and ``transformers`` and loads the same
@@ -12,10 +12,10 @@ own time (wall minus scoring minus the floor) and the ratio a harness with Mill'
 and nothing but the floor besides would reach; and (``--demo``) the wall time of the offline
 demo ``mill``.
 
-    python -m mill.bench.whole_process --workloads arc_easy_0shot --rounds 3 --demo 3
+    python -m benchmarks.whole_process --workloads arc_easy_0shot --rounds 3 --demo 3
 
 Generation (issue 23): ``--peers`` adds, next to lm-eval's ``hf``, transformers' own
-continuous batching (``generate_batch``: :mod:`mill.bench.generate_batch_driver`, a fresh
+continuous batching (``generate_batch``: :mod:`benchmarks.generate_batch_driver`, a fresh
 process on the token prompts Mill built, read from Mill's first round's samples) and
 llama.cpp's ``llama-server`` (the model converted to GGUF by ``mill.tools.convert_gguf``,
 F32 cache, started once before the rounds and served to Mill's own
@@ -26,11 +26,11 @@ and the side are both greedy, how many docs were compared and how many differ (l
 its text against Mill's; ``generate_batch``: Mill's tokens a prefix of its tokens, which
 run on past Mill's stop strings; ``llama-server``: its text against Mill's HF engine's).
 
-    python -m mill.bench.whole_process --model gpt2_bench --workloads gsm8k_cot_8shot \
+    python -m benchmarks.whole_process --model gpt2_bench --workloads gsm8k_cot_8shot \
         humaneval_n10 --peers lmeval generate_batch --rounds 3 --no-floor
-    python -m mill.bench.whole_process --model stories260k --workloads gsm8k_0shot \
+    python -m benchmarks.whole_process --model stories260k --workloads gsm8k_0shot \
         --peers lmeval llama_server --rounds 3 --no-floor
-    python -m mill.bench.whole_process --model /models/TinyLlama-1.1B --device cuda \
+    python -m benchmarks.whole_process --model /models/TinyLlama-1.1B --device cuda \
         --dtype bfloat16 --workloads gsm8k_cot_8shot --peers lmeval generate_batch
 """
 
@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import mill
-from mill.bench.driver_common import (
+from benchmarks.driver_common import (
     REPO,
     SHARED_DATA,
     abs_path,
@@ -60,8 +60,8 @@ from mill.bench.driver_common import (
     timed_run,
     write_task_yamls,
 )
-from mill.bench.side_by_side import hf_model_overrides, model_dir
-from mill.bench.workloads import ALL_WORKLOADS, Workload, derive_data
+from benchmarks.side_by_side import hf_model_overrides, model_dir
+from benchmarks.workloads import ALL_WORKLOADS, Workload, derive_data
 
 PEERS = ("lmeval", "generate_batch", "llama_server")
 LLAMA_SLOTS = 4
@@ -191,8 +191,8 @@ def greedy_check(
 def start_llama_server(model: Path, work: Path, threads: int) -> Any:
     """llama-server on ``model`` converted to GGUF (started; F32 cache, ``LLAMA_SLOTS``
     slots of the model's whole window)."""
-    from mill.bench.servers import native_llama_server
     from mill.tools.convert_gguf import convert
+    from tests.support.servers import native_llama_server
 
     gguf = work / f"{model.name}.gguf"
     if (model / "mill_gguf.json").is_file():  # converted from a GGUF: serve that file itself
@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     gen_rows: list[dict[str, Any]] = []
     server = None
     if "llama_server" in order:
-        from mill.bench.servers import ServerUnavailable
+        from tests.support.servers import ServerUnavailable
 
         try:
             server = start_llama_server(model, work, args.threads)

@@ -9,7 +9,7 @@ report. A harness built on those classes cannot finish loading before this proce
 its wall time is the least any such harness spends outside scoring; ``whole_process``
 prints it next to Mill's.
 
-    python -m mill.bench.floor_driver MODEL_DIR --device cpu --dtype float32
+    python -m benchmarks.floor_driver MODEL_DIR --device cpu --dtype float32
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ the set is compared with runs them unprotected.
 A completion becomes a program the way OpenAI's ``check_correctness`` builds it:
 ``prompt + completion + "\\n" + test + "\\n" + f"check({entry_point})"``.
 
-Used by ``tests/execution/test_parity.py`` and :mod:`mill.bench.sandbox_speed`.
+Used by ``tests/execution/test_parity.py`` and :mod:`benchmarks.sandbox_speed`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mill.bench.driver_common import SHARED_DATA
+from benchmarks.driver_common import SHARED_DATA
 
 HUMANEVAL = SHARED_DATA / "humaneval" / "HumanEval.jsonl"
 

@@ -22,7 +22,7 @@ counted (no sampling, stop checks, metrics or report). With ``--lmeval SECONDS``
 the largest whole-process ratio any harness built on ``transformers``' model classes could
 reach against that wall time, and the largest with no start-up cost at all.
 
-    python -m mill.bench.generation_floor RUN_DIR [--lmeval SECONDS] [--repeat 5]
+    python -m benchmarks.generation_floor RUN_DIR [--lmeval SECONDS] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mill.bench.driver_common import REPO, child_env, timed_run
-from mill.bench.whole_process import floor_cmd
+from benchmarks.driver_common import REPO, child_env, timed_run
+from benchmarks.whole_process import floor_cmd
 from mill.model.memory import kv_bytes_per_token
 from mill.model.prefix_attention import common_prefix
 

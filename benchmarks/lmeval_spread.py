@@ -6,7 +6,7 @@ the same model folder and data, and prints, against the first batch size, the la
 and ``is_greedy`` flags differ. The parity bar (docs/parity.md) is set against this:
 what lm-eval itself moves by when only its batching changes.
 
-    python -m mill.bench.lmeval_spread --model smollm2 --workload arc_easy_0shot \
+    python -m benchmarks.lmeval_spread --model smollm2 --workload arc_easy_0shot \
         --limit 300 --batch-sizes 1 4 16
 """
 
@@ -16,9 +16,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from mill.bench.driver_common import SHARED_DATA, abs_path, lmeval_batch
-from mill.bench.side_by_side import model_dir, new_workdir, run_pair
-from mill.bench.workloads import ALL_WORKLOADS
+from benchmarks.driver_common import SHARED_DATA, abs_path, lmeval_batch
+from benchmarks.side_by_side import model_dir, new_workdir, run_pair
+from benchmarks.workloads import ALL_WORKLOADS
 
 
 def request_logprobs(out: dict[str, Any]) -> dict[tuple[str, int, int], tuple[float, bool]]:

@@ -7,7 +7,7 @@ heads, 4 KV heads, MLP 5632, 2048 positions) and the real GPT-2 tokenizer (vocab
 child process and prints its peak RSS (``ru_maxrss``), time and tokens fed, for each
 batching setting given.
 
-    python -m mill.bench.memory_check --docs 16 --settings auto auto@16384 4
+    python -m benchmarks.memory_check --docs 16 --settings auto auto@16384 4
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mill.bench.driver_common import SHARED_DATA, abs_path
-from mill.bench.side_by_side import model_dir, run_side
-from mill.bench.workloads import WORKLOADS
+from benchmarks.driver_common import SHARED_DATA, abs_path
+from benchmarks.side_by_side import model_dir, run_side
+from benchmarks.workloads import WORKLOADS
 
 
 def main() -> int:

@@ -7,8 +7,8 @@ then all again, and prints after each step the peak RSS, the RSS and its two par
 libraries' code and data, mapped files). Last it calls glibc's ``malloc_trim(0)``: what
 that gives back was freed by the passes but kept by ``malloc``.
 
-    python -m mill.bench.rss_growth                   # gpt2_bench, 300 docs, shared data
-    MALLOC_MMAP_THRESHOLD_=131072 python -m mill.bench.rss_growth   # fixed mmap threshold
+    python -m benchmarks.rss_growth                   # gpt2_bench, 300 docs, shared data
+    MALLOC_MMAP_THRESHOLD_=131072 python -m benchmarks.rss_growth   # fixed mmap threshold
 
 Linux only (``/proc``, glibc).
 """
@@ -20,7 +20,7 @@ import ctypes
 import os
 import time
 
-from mill.bench.driver_common import SHARED_DATA, abs_path
+from benchmarks.driver_common import SHARED_DATA, abs_path
 from mill.runner.phases import proc_status_mib
 
 
@@ -50,11 +50,11 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     show("start")
     import torch
+    from mill.tasks.arc import ArcEasy
 
-    from mill.bench.side_by_side import model_dir
+    from benchmarks.side_by_side import model_dir
     from mill.data.load import DataSource
     from mill.model.hf import HFCausalLM
-    from mill.tasks.arc import ArcEasy
 
     torch.set_num_threads(2)
     show("imports")

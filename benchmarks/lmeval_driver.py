@@ -2,10 +2,10 @@
 
 Runs in lm-eval's own interpreter (the dev virtualenv of ``scripts/setup_lmeval_venv.sh``,
 ``$MILL_LMEVAL_PYTHON``), which need not have Mill installed: it imports nothing from Mill
-but :mod:`mill.bench.driver_common` (standard library only). The tools start it as
-``python -m mill.bench.lmeval_driver SPEC.json OUT.json`` in the checkout's root, so Python
+but :mod:`benchmarks.driver_common` (standard library only). The tools start it as
+``python -m benchmarks.lmeval_driver SPEC.json OUT.json`` in the checkout's root, so Python
 itself finds the checkout's ``mill`` package in the working directory (``-m`` puts it first
-on ``sys.path``; see :mod:`mill.bench.driver_common`).
+on ``sys.path``; see :mod:`benchmarks.driver_common`).
 
 SPEC (written by ``parity`` / ``benchmark``)::
 
@@ -38,7 +38,7 @@ import torch  # noqa: E402
 from lm_eval.models.huggingface import HFLM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
-from mill.bench.driver_common import (  # noqa: E402
+from benchmarks.driver_common import (  # noqa: E402
     TokenCounter,
     import_model_code,
     peak_rss_kib,

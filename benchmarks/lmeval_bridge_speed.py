@@ -9,16 +9,16 @@
 The tasks are lm-eval's own ``arc_easy`` (25-shot) and MMLU subjects (5-shot) YAMLs by
 default (``--workloads gsm8k_8shot``: its GSM8K, 8-shot, strict and flexible filters),
 ``include``d by YAMLs that point them at local JSONL files derived from ``../shared/data``
-(the workloads of :mod:`mill.bench.workloads`, few-shot examples placed ``first_n``), so all
+(the workloads of :mod:`benchmarks.workloads`, few-shot examples placed ``first_n``), so all
 three run lm-eval's prompts and metrics on identical documents. Each round starts every side as a
 fresh process and times it from start to exit; the order rotates between rounds so drift of
 the machine hits every side. Prints each run's seconds, a markdown table of the medians and
 ratios, and checks that every metric value of every task is identical on the three sides
 (exit 1 if not).
 
-    python -m mill.bench.lmeval_bridge_speed --rounds 3
-    python -m mill.bench.lmeval_bridge_speed --workloads gsm8k_8shot --rounds 3
-    python -m mill.bench.lmeval_bridge_speed --workloads arc_easy_25shot --limit 2 --rounds 1
+    python -m benchmarks.lmeval_bridge_speed --rounds 3
+    python -m benchmarks.lmeval_bridge_speed --workloads gsm8k_8shot --rounds 3
+    python -m benchmarks.lmeval_bridge_speed --workloads arc_easy_25shot --limit 2 --rounds 1
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import mill
-from mill.bench.driver_common import (
+from benchmarks.driver_common import (
     SHARED_DATA,
     abs_path,
     child_env,
@@ -41,9 +41,9 @@ from mill.bench.driver_common import (
     mill_cmd,
     timed_run,
 )
-from mill.bench.side_by_side import hf_model_overrides, model_dir
-from mill.bench.whole_process import LMEVAL_BATCH, lm_eval_cli, lmeval_task_dir, mill_phases
-from mill.bench.workloads import WORKLOADS, derive_data
+from benchmarks.side_by_side import hf_model_overrides, model_dir
+from benchmarks.whole_process import LMEVAL_BATCH, lm_eval_cli, lmeval_task_dir, mill_phases
+from benchmarks.workloads import WORKLOADS, derive_data
 
 SIDES = ("lmeval", "bridge", "engine")
 LABELS = {
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         default=["arc_easy_25shot", "mmlu_5shot"],
         choices=sorted(WORKLOADS),
-        help="mill.bench.workloads names (arc_easy_25shot, mmlu_5shot, gsm8k_8shot, ...)",
+        help="benchmarks.workloads names (arc_easy_25shot, mmlu_5shot, gsm8k_8shot, ...)",
     )
     parser.add_argument("--model", default="gpt2_bench", help="as benchmark (1024 window)")
     parser.add_argument(

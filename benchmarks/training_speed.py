@@ -1,7 +1,7 @@
 """What an evaluation costs inside training: Mill's training callback vs a standalone
 ``mill`` run vs lm-eval's ``HFLM(pretrained=model)`` in the same process, on the same
 checkpoint, task, docs and prompts (the ``arc_easy_0shot`` workload of
-:mod:`mill.bench.workloads` on local files; lm-eval reads the same rows through its own
+:mod:`benchmarks.workloads` on local files; lm-eval reads the same rows through its own
 ARC-Easy YAML).
 
 * **callback**: :class:`mill.integrations.core.TrainingEvaluator` (what the three
@@ -17,8 +17,8 @@ ARC-Easy YAML).
 Each side uses ``--threads`` threads. Prints a table, the ratios and the acc/acc_norm of
 each side (they must agree); ``--json`` writes it all.
 
-    python -m mill.bench.training_speed                    # gpt2_bench, 300 docs
-    python -m mill.bench.training_speed --model stories260k --limit 20 --json out.json
+    python -m benchmarks.training_speed                    # gpt2_bench, 300 docs
+    python -m benchmarks.training_speed --model stories260k --limit 20 --json out.json
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import mill
-from mill.bench.driver_common import SHARED_DATA, child_env, mill_cmd, timed_run, write_task_yamls
-from mill.bench.side_by_side import model_dir
-from mill.bench.workloads import WORKLOADS, derive_data
+from benchmarks.driver_common import SHARED_DATA, child_env, mill_cmd, timed_run, write_task_yamls
+from benchmarks.side_by_side import model_dir
+from benchmarks.workloads import WORKLOADS, derive_data
 
 METRICS = ("acc", "acc_norm")
 

