@@ -17,7 +17,7 @@ demo ``mill``.
 Generation (issue 23): ``--peers`` adds, next to lm-eval's ``hf``, transformers' own
 continuous batching (``generate_batch``: :mod:`benchmarks.generate_batch_driver`, a fresh
 process on the token prompts Mill built, read from Mill's first round's samples) and
-llama.cpp's ``llama-server`` (the model converted to GGUF by ``mill.tools.convert_gguf``,
+llama.cpp's ``llama-server`` (the model converted to GGUF by ``mill.convert.gguf``,
 F32 cache, started once before the rounds and served to Mill's own
 ``model=openai_completions`` with token-id prompts; the timed process is that ``mill``).
 Each generative workload prints a second table: per side the median wall, peak RSS,
@@ -191,7 +191,7 @@ def greedy_check(
 def start_llama_server(model: Path, work: Path, threads: int) -> Any:
     """llama-server on ``model`` converted to GGUF (started; F32 cache, ``LLAMA_SLOTS``
     slots of the model's whole window)."""
-    from mill.tools.convert_gguf import convert
+    from mill.convert.gguf import convert
     from tests.support.servers import native_llama_server
 
     gguf = work / f"{model.name}.gguf"

@@ -382,7 +382,7 @@ def native_llama_server(
 
 def convert_stories_gguf(out: Path) -> Path:
     """Convert the bundled stories260k model to GGUF at ``out``."""
-    from mill.tools.convert_gguf import convert
+    from mill.convert.gguf import convert
 
     convert(STORIES, out)
     return out

@@ -3,7 +3,7 @@
 The result loads fully offline with ``AutoModelForCausalLM.from_pretrained(out_dir)`` and
 ``AutoTokenizer.from_pretrained(out_dir)``::
 
-    python -m mill.tools.convert_llama2c \\
+    mill-convert-llama2c \\
         --model stories260K.bin --tokenizer tok512.bin --out mill/resources/models/stories260k
 
 Checkpoint (legacy llama2.c "version 0"): a header of 7 int32 values ``dim, hidden_dim,
@@ -363,9 +363,9 @@ def convert(model_bin: Path, tokenizer_bin: Path, out_dir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Command-line entry point: ``python -m mill.tools.convert_llama2c``."""
+    """Command-line entry point: ``mill-convert-llama2c``."""
     parser = argparse.ArgumentParser(
-        prog="python -m mill.tools.convert_llama2c",
+        prog="mill-convert-llama2c",
         description="Convert llama2.c files into a Hugging Face Llama directory.",
     )
     parser.add_argument("--model", type=Path, required=True, help="llama2.c checkpoint (.bin)")

@@ -13,14 +13,14 @@ import torch
 from safetensors.numpy import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-import mill.tools
-from mill.tools.convert_llama2c import convert
+import mill.convert
+from mill.convert.llama2c import convert
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SOURCE = SHARED / "models" / "stories260K"
 MODEL_BIN = SOURCE / "stories260K.bin"
 TOKENIZER_BIN = SOURCE / "tok512.bin"
-SHIPPED = Path(mill.tools.__file__).resolve().parents[1] / "resources" / "models" / "stories260k"
+SHIPPED = Path(mill.convert.__file__).resolve().parents[1] / "resources" / "models" / "stories260k"
 
 needs_source = pytest.mark.skipif(not SOURCE.is_dir(), reason=f"{SOURCE} is absent")
 

@@ -3,7 +3,7 @@
 Written for the bundled stories260k model, so that llama.cpp servers can serve the same weights
 the HF backend loads (the served-model tests compare the two)::
 
-    python -m mill.tools.convert_gguf mill/resources/models/stories260k stories260k.gguf
+    mill-convert-gguf mill/resources/models/stories260k stories260k.gguf
 
 Needs the ``gguf`` package (``pip install 'mill-eval[served]'``). All tensors are written as
 F32 (``general.file_type`` 0).
@@ -324,9 +324,9 @@ def convert(src: Path, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Command-line entry point: ``python -m mill.tools.convert_gguf SRC OUT``."""
+    """Command-line entry point: ``mill-convert-gguf SRC OUT``."""
     parser = argparse.ArgumentParser(
-        prog="python -m mill.tools.convert_gguf",
+        prog="mill-convert-gguf",
         description="Convert a Hugging Face Llama folder into an F32 GGUF file for llama.cpp.",
     )
     parser.add_argument("src", type=Path, help="Hugging Face model folder")

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-import mill.tools
-from mill.tools.convert_gguf import convert, unpermute_rotary
-from mill.tools.convert_llama2c import _permute_rotary, read_checkpoint, read_pieces
+import mill.convert
+from mill.convert.gguf import convert, unpermute_rotary
+from mill.convert.llama2c import _permute_rotary, read_checkpoint, read_pieces
 from tests.helpers import run_process
 
 gguf = pytest.importorskip("gguf", reason="the gguf package (extra 'served') is not installed")
 
-STORIES = Path(mill.tools.__file__).resolve().parents[1] / "resources" / "models" / "stories260k"
+STORIES = Path(mill.convert.__file__).resolve().parents[1] / "resources" / "models" / "stories260k"
 SHARED_SOURCE = Path(__file__).resolve().parents[2].parent / "shared" / "models" / "stories260K"
 
 
@@ -134,7 +134,7 @@ def test_unpermute_inverts_the_hf_permutation() -> None:
 @pytest.mark.slow
 def test_cli_writes_the_file(tmp_path: Path) -> None:
     out = tmp_path / "sub" / "m.gguf"
-    proc = run_process(sys.executable, "-m", "mill.tools.convert_gguf", STORIES, out, timeout=120)
+    proc = run_process(sys.executable, "-m", "mill.convert.gguf", STORIES, out, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert gguf.GGUFReader(out).fields["general.architecture"].contents() == "llama"
 
@@ -146,7 +146,7 @@ def test_cli_rejects_a_non_llama_folder(tmp_path: Path) -> None:
     config = json.loads((src / "config.json").read_text())
     (src / "config.json").write_text(json.dumps({**config, "model_type": "gpt2"}))
     out = tmp_path / "out" / "m.gguf"
-    proc = run_process(sys.executable, "-m", "mill.tools.convert_gguf", src, out, timeout=120)
+    proc = run_process(sys.executable, "-m", "mill.convert.gguf", src, out, timeout=120)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "model_type 'gpt2'" in lines[0], proc.stderr

@@ -1,14 +1,14 @@
 """The layout map of docs/how-mill-works.md is what the import contract and the docstrings
-say (``python -m mill.tools.layout_map --write`` regenerates it)."""
+say (``python -m scripts.layout_map --write`` regenerates it)."""
 
 from __future__ import annotations
 
-from mill.tools.layout_map import layers, layout_block, page_block, summary
+from scripts.layout_map import layers, layout_block, page_block, summary
 
 
 def test_the_page_holds_the_generated_map() -> None:
     assert page_block() == layout_block(), (
-        "docs/how-mill-works.md's layout map is stale: run python -m mill.tools.layout_map --write"
+        "docs/how-mill-works.md's layout map is stale: run python -m scripts.layout_map --write"
     )
 
 
