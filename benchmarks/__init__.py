@@ -14,6 +14,8 @@ work folders):
 * memory: ``memory_check``, ``rss_growth``;
 * generation engines: ``cb_library`` (transformers' continuous batching against Mill's HF
   engine), ``cb_before_after`` (two checkouts' whole runs);
+* same behaviour: ``before_after`` (two revisions' run folders, file by file, byte for byte
+  but for what legitimately varies);
 * what they share: ``driver_common`` (standard library only), ``workloads``,
   ``side_by_side``, ``humaneval_programs``, and the two drivers ``mill_driver`` and
   ``lmeval_driver``; the real model servers on 127.0.0.1 are the tests' own
