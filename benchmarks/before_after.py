@@ -31,6 +31,9 @@ Then every file of both sides' folders is compared, after these and only these a
 * in text (logs, YAML, HTML, text reports): date-times (``2026-11-28 23:40:25``, ISO 8601
   with an offset), durations (``17.4 s``), the ``memory by phase`` log line (RSS) and the
   side's own revision (its hash, whole or from 7 characters on: the HTML report names it);
+* in HTML reports: the cells of a ``seconds`` column (a run's or a program's wall time)
+  and the value beside a setting named as a JSON key above (``...dataset.fingerprint``,
+  ``git_sha``);
 * in SQLite files (the response cache): the ``created`` column (when each response was
   written); each model's key, a digest of its identity, which holds the model's absolute
   path, replaced by the digest of the identity with the paths replaced; and the
@@ -80,6 +83,14 @@ _DATETIME = re.compile(
 )
 _DURATION = re.compile(r"\b\d+(?:\.\d+)? ?s\b")
 _MEMORY_LINE = re.compile(r"^.*memory by phase.*$", re.M)
+_TABLE = re.compile(r"<table[^>]*>.*?</table>", re.S)
+_HEAD = re.compile(r"<thead>(.*?)</thead>", re.S)
+_HEAD_CELL = re.compile(r"<th[^>]*>(.*?)</th>", re.S)
+_ROW = re.compile(r"<tr[^>]*>.*?</tr>", re.S)
+_CELL = re.compile(r"<td[^>]*>.*?</td>", re.S)
+_SETTING = re.compile(
+    rf"(<code>(?:[^<]*\.)?(?:{'|'.join(sorted(VARYING_KEYS))})</code></td><td>).*?(</td>)"
+)
 _TEXT = {".json", ".jsonl", ".yaml", ".yml", ".txt", ".html", ".log", ".md", ".csv", ""}
 
 
@@ -270,8 +281,28 @@ def normalised(path: Path, places: Places) -> bytes:
     elif path.suffix == ".jsonl":
         text = "\n".join(_json_text(line) for line in text.splitlines() if line.strip())
     text = _MEMORY_LINE.sub("<memory>", text)
+    if path.suffix == ".html":
+        text = _SETTING.sub(r"\1<removed>\2", _TABLE.sub(_without_seconds, text))
     text = _DATETIME.sub("<time>", text)
     return _DURATION.sub("<duration>", text).encode()
+
+
+def _without_seconds(table: re.Match[str]) -> str:
+    """An HTML table with the cells of its ``seconds`` column emptied."""
+    head = _HEAD.search(table.group(0))
+    names = [re.sub("<[^>]+>", "", c) for c in _HEAD_CELL.findall(head.group(1))] if head else []
+    if "seconds" not in names:
+        return table.group(0)
+    column = names.index("seconds")
+
+    def row(match: re.Match[str]) -> str:
+        cells = list(_CELL.finditer(match.group(0)))
+        if len(cells) <= column:
+            return match.group(0)
+        cell = cells[column]
+        return f"{match.group(0)[: cell.start()]}<td><seconds></td>{match.group(0)[cell.end() :]}"
+
+    return _ROW.sub(row, table.group(0))
 
 
 def _sqlite_rows(path: Path, places: Places) -> str:
@@ -366,16 +397,14 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     sides = {"before": args.before, "after": args.after}
     roots: dict[str, Path] = {}
+    places: list[Places] = []
     try:
         for side, rev in sides.items():
             roots[side] = checkout(rev, work / side / "checkout")
             print(f"{side}: {rev or 'the working tree'} at {roots[side]}", flush=True)
-            run_side(side_places(roots[side], work / side), runs)
-        places = (
-            side_places(roots["before"], work / "before"),
-            side_places(roots["after"], work / "after"),
-        )
-        rows = compare(places[0].out, places[1].out, places)
+            places.append(side_places(roots[side], work / side))  # its revision, now
+            run_side(places[-1], runs)
+        rows = compare(places[0].out, places[1].out, (places[0], places[1]))
     except Refused as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

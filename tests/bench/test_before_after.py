@@ -47,6 +47,19 @@ def test_only_the_varying_fields_are_removed(tmp_path: Path) -> None:
         "[<time>][mill][INFO] run succeeded (<duration>)\n<memory>\n20 requests, 0.5 acc, 3 shots"
         "\ngit <revision>, <SIDE>/cwd\n"
     )
+    html = tmp_path / "report.html"
+    html.write_text(
+        "<table><thead><tr><th>task</th><th class='num'>seconds</th><th>acc</th></tr></thead>"
+        "<tbody><tr><td>arc</td><td class='num'>2.4760</td><td>0.25</td></tr></tbody></table>"
+        "<td><code>data.arc.fingerprint</code></td><td>c547af71</td>"
+        "<td><code>task.limit</code></td><td>5</td>"
+    )
+    assert normalised(html, places).decode() == (
+        "<table><thead><tr><th>task</th><th class='num'>seconds</th><th>acc</th></tr></thead>"
+        "<tbody><tr><td>arc</td><td><seconds></td><td>0.25</td></tr></tbody></table>"
+        "<td><code>data.arc.fingerprint</code></td><td><removed></td>"
+        "<td><code>task.limit</code></td><td>5</td>"
+    )
 
 
 @pytest.fixture(scope="module")
