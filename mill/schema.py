@@ -14,7 +14,7 @@ value. The subsystems read their settings checked and typed by the same declarat
 of their key) instead of parsing their slice again, so a value that reaches them by another
 way (:func:`mill.evaluate`'s Python objects, a test) is held to the same rules.
 The configuration reference (docs/reference/config.md) shows each rule beside its key
-(``mill.tools.config_reference``), so the page and the checks cannot drift, and
+(``scripts.config_reference``), so the page and the checks cannot drift, and
 ``tests/test_schema.py`` fails when a key of a shipped config in ``conf/`` is not declared.
 
 Declaring a new setting: add ``"<group>.<key>": Number(minimum, ..., meaning="...")`` (or

@@ -23,11 +23,11 @@ export MILL_SHARED_DATA="$data"
 el installed
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 python3 -c "import sys, torch, transformers, lm_eval; print(sys.version.split()[0], 'torch', torch.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name())" || exit 1
-floor=""  # the first workload also times the floor (mill.bench.floor_driver), the others skip it
+floor=""  # the first workload also times the floor (benchmarks.floor_driver), the others skip it
 for w in ${WORKLOADS:-arc_easy_0shot gsm8k_8shot arc_easy_25shot mmlu_5shot wikitext2}; do
   t=$(left 150); (( t < 30 )) && { el "skip $w"; continue; }
   el "whole process $w (timeout $t s)"
-  timeout "$t" python3 -m mill.bench.whole_process --device cuda --dtype bfloat16 --model llama_1b \
+  timeout "$t" python3 -m benchmarks.whole_process --device cuda --dtype bfloat16 --model llama_1b \
     --workloads "$w" --rounds "${ROUNDS:-1}" --threads 8 --lmeval-batch-size "${LMB:-32}" \
     --data-dir "$data" --json "$OUT/wp_$w.json" $floor 2>&1 | grep -v "^Writing"
   floor="--no-floor"
@@ -36,13 +36,13 @@ done
 for w in ${GEN_WORKLOADS:-gsm8k_cot_8shot humaneval_n10}; do
   t=$(left 150); (( t < 40 )) && { el "skip $w"; continue; }
   el "whole process, generation, $w (timeout $t s)"
-  timeout "$t" python3 -m mill.bench.whole_process --device cuda --dtype bfloat16 \
+  timeout "$t" python3 -m benchmarks.whole_process --device cuda --dtype bfloat16 \
     --model "${GEN_MODEL:-llama_1b}" --workloads "$w" --peers lmeval generate_batch --no-floor \
     --rounds "${ROUNDS:-1}" --threads 8 --lmeval-batch-size "${LMB:-32}" --data-dir "$data" \
     ${GEN_LIMIT:+--limit "$GEN_LIMIT"} --json "$OUT/wp_gen_$w.json" 2>&1 | grep -v "^Writing"
 done
 t=$(left 100); if (( t >= 40 )); then el "parity, fp32 on CUDA (timeout $t s)"
-  timeout "$t" python3 -m mill.bench.parity --device cuda --dtype float32 --models gpt2_bench \
+  timeout "$t" python3 -m benchmarks.parity --device cuda --dtype float32 --models gpt2_bench \
     --workloads arc_easy_0shot gsm8k_8shot_stop --limit 40 --threads 8 --data-dir "$data" \
     --json "$OUT/parity.json" > "$OUT/parity.log" 2>&1
   tail -15 "$OUT/parity.log"; fi

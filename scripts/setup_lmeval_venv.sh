@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create the dev-only virtualenv with lm-evaluation-harness 0.4.13 that mill.bench.parity,
-# mill.bench.benchmark and `pytest -m parity` compare Mill against. lm-eval is never a
+# Create the dev-only virtualenv with lm-evaluation-harness 0.4.13 that benchmarks.parity,
+# benchmarks.benchmark and `pytest -m parity` compare Mill against. lm-eval is never a
 # dependency of Mill itself. Point MILL_LMEVAL_PYTHON at another interpreter to use a
 # virtualenv elsewhere.
 set -euo pipefail

@@ -148,11 +148,11 @@ def test_every_yaml_snippet_parses(where: str, code: str) -> None:
 
 
 def test_the_configuration_reference_is_generated_from_conf() -> None:
-    from mill.tools.config_reference import reference_markdown
+    from scripts.config_reference import reference_markdown
 
     page = (REPO / "docs" / "reference" / "config.md").read_text(encoding="utf-8")
     assert page == reference_markdown(), (
-        "regenerate: python -m mill.tools.config_reference > docs/reference/config.md"
+        "regenerate: python -m scripts.config_reference > docs/reference/config.md"
     )
 
 

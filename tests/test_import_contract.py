@@ -1,7 +1,8 @@
 """The import-layer contract (``[tool.importlinter]`` in pyproject.toml) covers every module
-of ``mill``: a module left out of the layers is a module nothing checks; and the runtime
-never imports the tools of ``mill.bench``. Every import, lazy ones included, closes no cycle
-between modules of ``mill`` and takes no other module's private name."""
+of ``mill`` and the task library (tasks/, installed as ``mill.tasks``): a module left out of
+the layers is a module nothing checks; and the package never imports the tools of
+``benchmarks/``. Every import, lazy ones included, closes no cycle between modules of
+``mill`` and takes no other module's private name."""
 
 from __future__ import annotations
 
@@ -48,16 +49,30 @@ def test_every_mill_module_is_in_a_layer() -> None:
     layered = _layered()
     assert len(layered) == len(set(layered)), "a module is in two layers"
     assert modules <= set(layered), sorted(modules - set(layered))
-    assert layered[0] == "mill.bench"  # the tools: above everything
+    assert layered[0] == "benchmarks"  # the tools: above everything
 
 
-def test_the_runtime_is_forbidden_to_import_the_tools() -> None:
-    """The second contract's sources are every module of mill but mill.bench: a new module
-    is kept from importing the benchmark and parity tools as soon as it is layered."""
+def test_the_task_library_and_the_configs_are_layered_under_both_names() -> None:
+    """tasks/ is the root ``tasks`` wherever lint-imports runs (the repository root is on its
+    path), and ``mill.tasks`` too in a checkout that links it into mill/ (optional there, as
+    ``mill.conf``, whose Python is a docstring: its YAML's targets are checked by
+    tests/conf/test_targets.py)."""
+    tool = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]
+    roots = tool["importlinter"]["root_packages"]
+    assert roots == ["mill", "tasks", "benchmarks"]
+    assert all((PYPROJECT.parent / root / "__init__.py").is_file() for root in roots)
+    (layers,) = [c["layers"] for c in _contracts() if c["type"] == "layers"]
+    assert "tasks : (mill.tasks)" in layers  # one layer: tasks.idk imports mill.tasks.arc
+    assert "(mill.conf)" in layers[-1]
+    assert set(tool["setuptools"]["package-dir"]) == {"mill", "mill.tasks", "mill.conf"}
+
+
+def test_the_package_is_forbidden_to_import_the_tools() -> None:
+    """The second contract: nothing of ``mill`` (the task library included) imports
+    ``benchmarks``, a new module included as soon as it exists."""
     (forbidden,) = [c for c in _contracts() if c["type"] == "forbidden"]
-    assert forbidden["forbidden_modules"] == ["mill.bench"]
-    runtime = _mill_modules() - {"mill.bench"}
-    assert sorted(forbidden["source_modules"]) == sorted(runtime)
+    assert forbidden["forbidden_modules"] == ["benchmarks"]
+    assert forbidden["source_modules"] == ["mill", "tasks"]
 
 
 # ----- every import, lazy ones included: no cycle, no private name ---------------------------

@@ -34,6 +34,12 @@ def test_non_editable_install_runs_the_demo(tmp_path: Path) -> None:
     )
     assert build.returncode == 0, build.stderr
     assert not (target / "tasks").exists()  # no generic top-level `tasks` package
+    # nor the benchmark tools (beside the package) or the maintenance scripts
+    assert not (target / "benchmarks").exists() and not (target / "scripts").exists()
+    shipped = {p.name for p in target.iterdir() if not p.name.endswith("-info")} - {"bin"}
+    assert shipped == {"mill"}, shipped
+    for script in ("mill", "mill-convert-gguf", "mill-convert-llama2c"):  # the commands
+        assert (target / "bin" / script).is_file(), script
     for path in (
         "mill/conf/mill.yaml",
         "mill/conf/task/arc.yaml",

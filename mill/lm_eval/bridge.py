@@ -32,11 +32,7 @@ from mill.lm_eval.adapters import LMEvalMetric, aggregation_name, generation_arg
 from mill.lm_eval.code_eval import CODE_EVAL
 from mill.lm_eval.code_eval import supplied as code_eval_supplied
 from mill.lm_eval.errors import code_error, dataset_error, unknown_task_error
-from mill.lm_eval.overrides import (
-    apply_overrides,
-    read_overrides,
-    write_overrides,  # noqa: F401 - mill.bench imports it here
-)
+from mill.lm_eval.overrides import apply_overrides, read_overrides
 from mill.lm_eval.requirement import require_lm_eval
 from mill.metrics.base import Metric
 from mill.metrics.stats import interval

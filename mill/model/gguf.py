@@ -105,7 +105,7 @@ _CONTROL = 3  # gguf.TokenType.CONTROL
 def permute_rotary(w: np.ndarray, n_heads: int) -> np.ndarray:
     """Reorder the rows of a q/k projection from llama.cpp's interleaved rotary pairs back to
     Hugging Face's half-split layout: the inverse of
-    :func:`mill.tools.convert_gguf.unpermute_rotary`, which llama.cpp's converter applies."""
+    :func:`mill.convert.gguf.unpermute_rotary`, which llama.cpp's converter applies."""
     rows = w.shape[0]
     out = w.reshape(n_heads, rows // n_heads // 2, 2, *w.shape[1:]).swapaxes(1, 2)
     return out.reshape(w.shape).copy()

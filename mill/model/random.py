@@ -13,12 +13,49 @@ from mill.model.hf import HFCausalLM
 from mill.model.identity import cache_root
 
 
+def build_random_gpt2(
+    tokenizer_dir: Path,
+    out_dir: Path,
+    n_layer: int = 2,
+    n_embd: int = 64,
+    n_head: int = 4,
+    n_positions: int = 1024,
+    seed: int = 0,
+) -> Path:
+    """Write config, safetensors weights and the tokenizer files into ``out_dir``."""
+    import torch
+    from transformers import (
+        GPT2Config,
+        GPT2LMHeadModel,
+        GPT2TokenizerFast,  # type: ignore[attr-defined]  # lazy export mypy cannot see
+    )
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    config = GPT2Config(
+        vocab_size=50257,
+        n_positions=n_positions,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=n_head,
+        bos_token_id=50256,
+        eos_token_id=50256,
+    )
+    model = GPT2LMHeadModel(config)
+    model.save_pretrained(out_dir)
+    for name in ("vocab.json", "merges.txt", "tokenizer.json"):
+        source = Path(tokenizer_dir) / name
+        if source.exists():
+            shutil.copyfile(source, out_dir / name)
+    GPT2TokenizerFast.from_pretrained(out_dir).save_pretrained(out_dir)
+    return out_dir
+
+
 def random_gpt2_dir(
     n_layer: int = 2, n_embd: int = 64, n_head: int = 4, seed: int = 0, n_positions: int = 1024
 ) -> Path:
     """Folder of the random model, built on first use."""
-    from mill.tools.random_model import build_random_gpt2
-
     window = "" if n_positions == 1024 else f"-p{n_positions}"
     out = cache_root() / "models" / f"random-gpt2-l{n_layer}-d{n_embd}-h{n_head}{window}-s{seed}"
     if not (out / "model.safetensors").exists():

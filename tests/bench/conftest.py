@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from mill.bench.servers import ServerUnavailable, llama_server_binary
+from tests.support.servers import ServerUnavailable, llama_server_binary
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""mill.bench.bench_judge end to end at a tiny size: two MT-Bench questions judged by a real
+"""benchmarks.bench_judge end to end at a tiny size: two MT-Bench questions judged by a real
 ``llama-server`` at 1 and 2 calls in flight, whole ``mill judge`` processes (dev only:
 ``pytest -m benchmark``; the numbers of the full run are in docs/benchmark.md)."""
 
@@ -24,7 +24,7 @@ pytestmark = [
 @pytest.mark.usefixtures("llama_server_bin")
 def test_judgments_per_second_at_each_number_in_flight(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, "-m", "mill.bench.bench_judge", "--in-flight", "1", "2"]
+    cmd = [sys.executable, "-m", "benchmarks.bench_judge", "--in-flight", "1", "2"]
     cmd += ["--limit", "2", "--max-gen-toks", "4", "--keep", str(tmp_path / "work")]
     cmd += ["--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, cwd=REPO)

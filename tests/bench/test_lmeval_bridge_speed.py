@@ -1,4 +1,4 @@
-"""mill.bench.lmeval_bridge_speed end to end at a tiny size: lm-eval's CLI with ``hf``, the
+"""benchmarks.lmeval_bridge_speed end to end at a tiny size: lm-eval's CLI with ``hf``, the
 bridge (``mill task=lm_eval``) and Mill's engine in lm-eval's CLI run the same lm-eval
 ARC-Easy 25-shot task on local files, each as its own process, with identical metric
 values (dev only: ``pytest -m benchmark``)."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mill.bench.driver_common import REPO, lmeval_python
+from benchmarks.driver_common import REPO, lmeval_python
 
 DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 LMEVAL = lmeval_python()
@@ -39,7 +39,7 @@ pytestmark = [
 def test_three_sides_run_whole_process_with_identical_metrics(tmp_path: Path) -> None:
     sides = ["lmeval", "bridge", "engine"] if LMEVAL.exists() else ["bridge", "engine"]
     out = tmp_path / "speed.json"
-    cmd = [sys.executable, "-m", "mill.bench.lmeval_bridge_speed"]
+    cmd = [sys.executable, "-m", "benchmarks.lmeval_bridge_speed"]
     cmd += ["--model", "gpt2_random", "--workloads", "arc_easy_25shot", "--limit", "2"]
     cmd += ["--rounds", "1", "--data-dir", str(DATA), "--sides", *sides, "--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False, cwd=REPO)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mill.bench.lmeval_spread import request_logprobs, spread
+from benchmarks.lmeval_spread import request_logprobs, spread
 
 
 def _out(lls: list[float], greedy: list[bool], acc: float) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""mill.bench.sandbox_speed end to end at a tiny size: Mill's sandbox, Mill unsandboxed and
+"""benchmarks.sandbox_speed end to end at a tiny size: Mill's sandbox, Mill unsandboxed and
 OpenAI's reference executor run the same HumanEval programs, each side its own process,
 with identical pass/fail (dev only: ``pytest -m benchmark``)."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mill.bench.driver_common import REPO
-from mill.bench.humaneval_programs import HUMANEVAL
+from benchmarks.driver_common import REPO
+from benchmarks.humaneval_programs import HUMANEVAL
 
 pytestmark = [
     pytest.mark.benchmark,
@@ -27,7 +27,7 @@ pytestmark = [
 
 def test_three_sides_agree_and_report_their_speed(tmp_path: Path) -> None:
     out = tmp_path / "speed.json"
-    cmd = [sys.executable, "-m", "mill.bench.sandbox_speed", "--limit", "2"]
+    cmd = [sys.executable, "-m", "benchmarks.sandbox_speed", "--limit", "2"]
     cmd += ["--timeout", "1", "--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""mill.bench.training_speed at a tiny size (dev only: ``pytest -m benchmark``): the
+"""benchmarks.training_speed at a tiny size (dev only: ``pytest -m benchmark``): the
 callback's evaluation, a standalone ``mill`` run and lm-eval's ``HFLM(pretrained=model)``
 in the same process give the same scores on the same checkpoint and docs, and the callback
 is the fastest of the three."""
@@ -30,7 +30,7 @@ pytestmark = [
 def test_callback_is_faster_than_a_standalone_run_and_lm_eval(tmp_path: Path) -> None:
     out = tmp_path / "speed.json"
     done = run_process(
-        sys.executable, "-m", "mill.bench.training_speed",
+        sys.executable, "-m", "benchmarks.training_speed",
         "--model", "stories260k", "--limit", "10", "--data-dir", DATA, "--json", out,
         timeout=900,
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""mill.bench.whole_process times the floor (floor_driver) next to Mill and lm-eval, and
+"""benchmarks.whole_process times the floor (floor_driver) next to Mill and lm-eval, and
 its columns are computed from what it timed: Mill's phases from its runs' manifests."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mill.bench.driver_common import REPO, lmeval_python, module_cmd
-from mill.bench.side_by_side import model_dir
+from benchmarks.driver_common import REPO, lmeval_python, module_cmd
+from benchmarks.side_by_side import model_dir
 
 DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 LMEVAL = lmeval_python()

@@ -1,4 +1,4 @@
-"""mill.bench.whole_process on the generation workloads of issue 23 at a smoke size: each
+"""benchmarks.whole_process on the generation workloads of issue 23 at a smoke size: each
 peer once (lm-eval ``hf``, transformers' ``generate_batch``, llama.cpp's ``llama-server``
 through Mill's ``openai_completions``), a few docs, a few tokens. Asserts the greedy checks
 (every peer's answers equal Mill's) and the generation table's shape and arithmetic, never
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mill.bench.driver_common import REPO, SHARED_DATA, lmeval_python, module_cmd
+from benchmarks.driver_common import REPO, SHARED_DATA, lmeval_python, module_cmd
 
 pytestmark = [
     pytest.mark.slow,  # starts mill, lm_eval, the generate_batch driver and llama-server

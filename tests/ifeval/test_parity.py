@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from mill.tasks.ifeval import IFEval
 
-from mill.bench.driver_common import lmeval_python
+from benchmarks.driver_common import lmeval_python
 from mill.data.load import DataSource
 from mill.ifeval.text import punkt_tab_root
 from mill.metrics.ifeval import InstructionLevelAccuracy, PromptLevelAccuracy

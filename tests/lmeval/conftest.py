@@ -33,8 +33,8 @@ needs_shared = pytest.mark.skipif(
 
 
 def parity_script() -> ModuleType:
-    """:mod:`mill.bench.lmeval_bridge_parity` (its helpers are the tests' too)."""
-    from mill.bench import lmeval_bridge_parity
+    """:mod:`benchmarks.lmeval_bridge_parity` (its helpers are the tests' too)."""
+    from benchmarks import lmeval_bridge_parity
 
     return lmeval_bridge_parity
 

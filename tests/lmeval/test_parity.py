@@ -4,7 +4,7 @@ its ``hf`` model, and ``mill task=lm_eval`` (or lm-eval with ``MillLM``), on the
 and local files. Per request |delta log-likelihood| <= 1e-4 (relative for whole-document
 rolling sums), identical is_greedy, generations, filtered answers and per-doc metrics;
 task and group values equal (within 1e-4 relative where a per-doc value is continuous).
-See mill/bench/lmeval_bridge_parity.py and docs/lm-eval.md."""
+See benchmarks/lmeval_bridge_parity.py and docs/lm-eval.md."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ def tiny_gguf(path: Path, arch: str = "llama") -> Path:
 
 
 def test_permute_rotary_inverts_llama_cpps_permutation() -> None:
-    from mill.tools.convert_gguf import unpermute_rotary
+    from mill.convert.gguf import unpermute_rotary
 
     rng = np.random.default_rng(0)
     for heads, rows in ((9, 576), (3, 192), (1, 4)):
@@ -67,11 +67,11 @@ def test_permute_rotary_inverts_llama_cpps_permutation() -> None:
 
 
 def test_llama_tensors_round_trip_through_llama_cpps_layout(tmp_path: Path) -> None:
-    """stories260k written as GGUF by mill.tools.convert_gguf (llama.cpp's names, q/k rows
+    """stories260k written as GGUF by mill.convert.gguf (llama.cpp's names, q/k rows
     interleaved) reads back into every original tensor bit for bit."""
     from safetensors.numpy import load_file
 
-    from mill.tools.convert_gguf import convert
+    from mill.convert.gguf import convert
 
     src = Path(str(resources.files("mill.resources").joinpath("models/stories260k")))
     convert(src, tmp_path / "s.gguf")

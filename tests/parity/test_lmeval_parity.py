@@ -1,12 +1,12 @@
 """Mill against the real lm-evaluation-harness 0.4.13 (dev only: ``pytest -m parity``).
 
-Runs ``python -m mill.bench.parity`` for each workload and model on a slice of the real
-data: lm-eval in the interpreter ``mill.bench.driver_common.lmeval_python`` names
+Runs ``python -m benchmarks.parity`` for each workload and model on a slice of the real
+data: lm-eval in the interpreter ``benchmarks.driver_common.lmeval_python`` names
 (``$MILL_LMEVAL_PYTHON``, the dev virtualenv ``<repo>/.venv-lmeval``, or this one with the
 ``dev`` extra's lm_eval), Mill in this interpreter, both on the same model folder and the
 same local files. Per request: |delta log-likelihood| <= 1e-4, identical is_greedy and
 generations; per doc and in aggregate: identical metrics. The full-size comparison is
-``python -m mill.bench.parity`` (see docs/parity.md).
+``python -m benchmarks.parity`` (see docs/parity.md).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from mill.bench.driver_common import REPO, lmeval_python, module_cmd
-from mill.bench.workloads import WORKLOADS
+from benchmarks.driver_common import REPO, lmeval_python, module_cmd
+from benchmarks.workloads import WORKLOADS
 
 DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
@@ -43,13 +43,13 @@ LIMITS = {
     "humaneval_n10": 3,
     "gsm8k_0shot": 20,
 }
-"""Docs per workload here; ``mill.bench.parity`` runs the full sizes."""
+"""Docs per workload here; ``benchmarks.parity`` runs the full sizes."""
 
 
 MODELS = ["gpt2_random", "stories260k"]
 # Each workload on one model, the two architectures (GPT-2: learned positions, tanh GELU;
 # Llama: RoPE, RMSNorm) alternating, so every workload and both architectures run in CI;
-# MILL_FULL_PARITY=1 runs every pair (python -m mill.bench.parity runs the full sizes).
+# MILL_FULL_PARITY=1 runs every pair (python -m benchmarks.parity runs the full sizes).
 PAIRS = [
     (workload, model)
     for i, workload in enumerate(WORKLOADS)
@@ -129,7 +129,7 @@ def _smollm2_missing() -> str | None:
 
 
 def _smollm2_cases() -> list[str]:
-    from mill.bench.workloads import REAL_MODEL_WORKLOADS
+    from benchmarks.workloads import REAL_MODEL_WORKLOADS
 
     return list(REAL_MODEL_WORKLOADS) if os.environ.get("MILL_FULL_PARITY") else SMOLLM2_CI
 

@@ -4,7 +4,7 @@
 are shared by the session (never stop them in a test); ``start_llama_server`` starts a
 private llama-cpp-python server (for tests that kill or restart it), stopped at the end of
 the test. They skip, with the reason, only when the server is not installed (see
-mill/bench/servers.py); CI builds both and sets ``MILL_LLAMA_PYTHON`` and
+tests/support/servers.py); CI builds both and sets ``MILL_LLAMA_PYTHON`` and
 ``MILL_LLAMA_SERVER``, which turn a server that cannot start into a failure.
 """
 
@@ -15,20 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from mill.bench.servers import (
+from tests.helpers import run_mill
+from tests.served.runs import GSM8K, ok
+from tests.support.servers import (
     ServerProcess,
     ServerUnavailable,
+    build_chat_model,
     convert_stories_gguf,
     llama_python,
     llama_server_binary,
+    transformers_server,
 )
-from mill.bench.servers import (
+from tests.support.servers import (
     llama_server as make_llama_server,
 )
-from mill.bench.servers import native_llama_server as make_native_server
-from tests.helpers import run_mill
-from tests.served.runs import GSM8K, ok
-from tests.support.servers import build_chat_model, transformers_server
+from tests.support.servers import native_llama_server as make_native_server
 
 
 def _require(find: Callable[[], str]) -> None:

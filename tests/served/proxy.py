@@ -36,7 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from mill.bench.servers import LocalEndpoint
+from tests.support.servers import LocalEndpoint
 
 _HOP_BY_HOP = {
     "connection",

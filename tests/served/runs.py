@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from mill.bench.servers import SERVED_NAME, STORIES
+from tests.support.servers import SERVED_NAME, STORIES
 
 GSM8K = ["task=gsm8k", "task.limit=8", "task.num_fewshot=0", "task.generation.max_gen_toks=96"]
 """The GSM8K sample of the served generation tests (prompt + 96 new tokens fit 512)."""

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from mill.bench.servers import STORIES, ServerProcess, free_port
 from tests.helpers import run_mill
 from tests.served.proxy import FaultProxy
 from tests.served.runs import completions_args, error_lines, ok
+from tests.support.servers import STORIES, ServerProcess, free_port
 
 pytestmark = pytest.mark.slow
 

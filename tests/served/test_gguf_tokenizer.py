@@ -10,7 +10,7 @@ from importlib import resources
 import pytest
 from transformers import AutoTokenizer
 
-from mill.bench.servers import SERVED_NAME, STORIES, ServerProcess, http_json
+from tests.support.servers import SERVED_NAME, STORIES, ServerProcess, http_json
 
 pytestmark = pytest.mark.slow
 

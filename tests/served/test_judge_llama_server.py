@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from mill.bench.servers import SERVED_NAME, STORIES, ServerProcess
 from tests.helpers import run_mill
 from tests.served.proxy import FaultProxy
 from tests.served.runs import ok, samples
+from tests.support.servers import SERVED_NAME, STORIES, ServerProcess
 
 pytestmark = pytest.mark.slow
 

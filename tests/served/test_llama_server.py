@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from mill.bench.servers import SERVED_NAME, STORIES, ServerProcess, http_json
+from tests.support.servers import SERVED_NAME, STORIES, ServerProcess, http_json
 
 pytestmark = pytest.mark.slow
 

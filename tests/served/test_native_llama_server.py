@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from mill.bench.servers import SERVED_NAME, STORIES, ServerProcess, http_json
 from tests.helpers import run_mill
 from tests.served.proxy import FaultProxy
 from tests.served.runs import GSM8K, completions_args, error_lines, ok, samples
+from tests.support.servers import SERVED_NAME, STORIES, ServerProcess, http_json
 
 pytestmark = pytest.mark.slow
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from mill.bench.servers import ServerProcess
 from tests.helpers import run_mill
 from tests.served.proxy import FaultProxy
 from tests.served.runs import error_lines, ok, samples
+from tests.support.servers import ServerProcess
 
 pytestmark = pytest.mark.slow
 

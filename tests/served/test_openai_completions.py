@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from mill.bench.servers import SERVED_NAME, STORIES, ServerProcess, free_port, http_json
 from mill.model.base import request_seed, server_seed
 from tests.helpers import run_mill
 from tests.served.proxy import FaultProxy
 from tests.served.runs import GSM8K, completions_args, error_lines, ok, samples
+from tests.support.servers import SERVED_NAME, STORIES, ServerProcess, free_port, http_json
 
 pytestmark = pytest.mark.slow
 

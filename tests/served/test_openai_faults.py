@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from mill.bench.servers import ServerProcess
 from tests.helpers import mill_command, run_mill
 from tests.served.proxy import FaultProxy
 from tests.served.runs import completions_args, error_lines
+from tests.support.servers import ServerProcess
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,8 @@ import urllib.request
 
 import pytest
 
-from mill.bench.servers import SERVED_NAME, ServerProcess, free_port, http_json
 from tests.served.proxy import FaultProxy
+from tests.support.servers import SERVED_NAME, ServerProcess, free_port, http_json
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from mill.bench import servers
-from mill.bench.servers import ServerProcess, ServerUnavailable, http_json
+from tests.support import servers
+from tests.support.servers import ServerProcess, ServerUnavailable, http_json
 
 FINDERS = {
     # name: (environment variable, lookup, module default, a default that is not there)

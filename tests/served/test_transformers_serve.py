@@ -9,9 +9,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from mill.bench.servers import STORIES, ServerProcess, http_json
 from tests.helpers import run_mill
 from tests.served.runs import error_lines
+from tests.support.servers import STORIES, ServerProcess, http_json
 
 pytestmark = pytest.mark.slow
 

@@ -28,7 +28,7 @@ from mill.tasks.piqa import PIQA
 from mill.tasks.wikitext import WikiText
 from mill.tasks.winogrande import WinoGrande
 
-from mill.bench.driver_common import lmeval_python
+from benchmarks.driver_common import lmeval_python
 from mill.data.load import DataSource
 from mill.model.chat import tokenizer_chat_template
 from mill.progress import NullProgress

@@ -1,1 +1,0 @@
-"""Offline developer tools (model conversion and similar one-off utilities)."""
