@@ -24,11 +24,11 @@ def build_random_gpt2(
 ) -> Path:
     """Write config, safetensors weights and the tokenizer files into ``out_dir``."""
     import torch
-    from transformers import (
-        GPT2Config,
-        GPT2LMHeadModel,
-        GPT2TokenizerFast,  # type: ignore[attr-defined]  # lazy export mypy cannot see
-    )
+    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    # the fast tokenizer on transformers 4.x and 5.x: a lazy export that mypy cannot see
+    tokenizer_class = transformers.GPT2TokenizerFast  # type: ignore[attr-defined]
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -48,7 +48,7 @@ def build_random_gpt2(
         source = Path(tokenizer_dir) / name
         if source.exists():
             shutil.copyfile(source, out_dir / name)
-    GPT2TokenizerFast.from_pretrained(out_dir).save_pretrained(out_dir)
+    tokenizer_class.from_pretrained(out_dir).save_pretrained(out_dir)
     return out_dir
 
 
