@@ -25,6 +25,7 @@ from mill.files import register_resource_resolver
 from mill.redact import redact_logs, redact_text, sweep_job_config
 from mill.runner.dist import launched_rank, launched_world_size
 from mill.runner.logs import to_file
+from mill.schema import SETTINGS, check_number
 
 COMMANDS = ("report", "compare", "judge", "runs")
 """``mill <command> ...`` is ``mill -cn <command> ...`` (conf/<command>.yaml); any other
@@ -70,8 +71,9 @@ def _job(cfg: DictConfig) -> float | None:
     output_dir = Path(hydra_cfg.runtime.output_dir)
     multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
     if multirun and "command" not in cfg:
+        progress = OmegaConf.select(cfg, "report.progress", default="auto")
         _sweeps[Path(str(hydra_cfg.sweep.dir))] = str(
-            OmegaConf.select(cfg, "report.progress", default="auto")
+            check_number("report.progress", progress, SETTINGS["report.progress"])
         )
     try:
         if multirun:  # the sweep's credentials, kept out of what the launcher wrote

@@ -9,6 +9,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import ConfigError
+from mill.schema import typed_command
 
 
 def rejudge_config(run: str, judge: DictConfig) -> dict[str, Any]:
@@ -46,8 +47,10 @@ def judge_job(cfg: DictConfig) -> DictConfig:
     """The job ``mill judge run=<finished run> judge=<judge>`` runs (the CLI hands it to
     :func:`mill.runner.job.run_job`): the run's answers, this judge, this command's own
     report and runner settings."""
-    run = cfg.get("run")
-    if OmegaConf.is_missing(cfg, "run") or not run:
+    run = None if OmegaConf.is_missing(cfg, "run") else cfg.get("run")
+    if run is not None:  # a path: a number there is refused, naming `run`
+        run = typed_command("judge", {"run": run})["run"]
+    if not run:
         raise ConfigError(
             "mill judge needs the finished run: mill judge run=<run dir> judge=<judge>"
         )

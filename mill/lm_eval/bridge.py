@@ -36,6 +36,7 @@ from mill.lm_eval.overrides import apply_overrides, read_overrides
 from mill.lm_eval.requirement import require_lm_eval
 from mill.metrics.base import Metric
 from mill.metrics.stats import interval
+from mill.schema import check_number, task_rules
 from mill.task.base import Task, TaskGroup
 from mill.types import ChatTemplate, Doc, OutputType, Request, Response
 
@@ -382,13 +383,17 @@ class _RandomState:
         random.setstate(self.outer)
 
 
+_RULES = task_rules("mill.lm_eval.bridge.LMEvalSuite")
+"""The rules of the bridge's task settings (the schema's, with its own ``task.limit``)."""
+
+
 def _limit(limit: float | None) -> int | float | None:
-    """``task.limit`` as lm-eval's ``--limit``: a count, or a fraction below 1."""
-    if limit is None:
+    """``task.limit`` as lm-eval's ``--limit``: a count, or a fraction below 1 (checked by
+    the schema's rule for the bridge's tasks)."""
+    value = check_number("task.limit", limit, _RULES["task.limit"])
+    if value is None:
         return None
-    if float(limit) <= 0:
-        raise ConfigError("task.limit must be > 0 (a count, or a fraction below 1)")
-    return float(limit) if float(limit) < 1 else int(limit)
+    return float(value) if float(value) < 1 else int(value)
 
 
 def _include_paths(include_path: str | Sequence[str] | None) -> list[str]:
@@ -446,6 +451,7 @@ class LMEvalSuite(TaskGroup):
                 "task=lm_eval needs lm-eval task or group names: task.tasks=[hellaswag,gsm8k]"
             )
         self.limit = _limit(limit)
+        num_fewshot = check_number("task.num_fewshot", num_fewshot, _RULES["task.num_fewshot"])
         self.chat_template = bool(chat_template)
         self.fewshot_as_multiturn = bool(fewshot_as_multiturn)
         self.system_prompt = system_prompt
@@ -496,7 +502,7 @@ class LMEvalSuite(TaskGroup):
             )
         if num_fewshot is not None:
             if task_obj.get_config("num_fewshot") != 0:
-                task_obj.set_config(key="num_fewshot", value=int(num_fewshot))
+                task_obj.set_config(key="num_fewshot", value=num_fewshot)
         elif task_obj.get_config("num_fewshot") is None:
             task_obj.set_config(key="num_fewshot", value=0)
         task_obj.set_fewshot_seed(seed=fewshot_seed)

@@ -36,8 +36,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from mill.errors import ConfigError, ModelError
+from mill.errors import ModelError
 from mill.redact import redact_text, redact_url, register_url_secrets
+from mill.schema import typed
 
 T = TypeVar("T")
 
@@ -190,21 +191,22 @@ class JSONClient:
             password = urllib.parse.unquote(parsed.password or "")
             token = base64.b64encode(f"{user}:{password}".encode()).decode()
             self._headers["Authorization"] = f"Basic {token}"
-        try:
-            mb = float(max_response_mb)
-        except (TypeError, ValueError):
-            mb = 0.0
-        if not mb > 0:
-            raise ConfigError(
-                f"model.max_response_mb={max_response_mb!r} must be a number > 0 (the largest "
-                "answer, in MB, Mill reads from the server)"
-            )
-        self.max_response_mb = mb
-        self._max_bytes = int(mb * 1024 * 1024)
-        self.timeout_s = float(timeout_s)
-        self.max_retries = int(max_retries)
-        self.backoff_s = float(backoff_s)
-        self.num_concurrent = max(1, int(num_concurrent))
+        values = typed(  # the schema's rules (model.*): one line naming the key when bad
+            "model",
+            {
+                "timeout_s": timeout_s,
+                "max_retries": max_retries,
+                "backoff_s": backoff_s,
+                "num_concurrent": num_concurrent,
+                "max_response_mb": max_response_mb,
+            },
+        )
+        self.max_response_mb = float(values["max_response_mb"])
+        self._max_bytes = int(self.max_response_mb * 1024 * 1024)
+        self.timeout_s = float(values["timeout_s"])
+        self.max_retries = int(values["max_retries"])
+        self.backoff_s = float(values["backoff_s"])
+        self.num_concurrent = int(values["num_concurrent"])
         self._local = threading.local()
         self.attempts = 0
         """HTTP attempts made (retries included)."""

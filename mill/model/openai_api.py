@@ -57,7 +57,7 @@ from mill.model.tokenizing import (
     cut_at_stop,
     generation_args,
 )
-from mill.schema import SETTINGS, check_number
+from mill.schema import SETTINGS, check_number, typed
 from mill.types import OutputType, Request, Response
 from mill.types import strip_reasoning as _strip_reasoning
 
@@ -156,9 +156,8 @@ class OpenAICompletions(TokenizingLM):
                         "conversation per request, sent as messages); drop it, or use "
                         "model=openai_completions"
                     )
-        self.batch_prompts = int(batch_prompts)
-        if self.batch_prompts < 1 or int(num_concurrent) < 1:
-            raise ConfigError("model.batch_prompts and model.num_concurrent must be >= 1")
+        values = typed("model", {"batch_prompts": batch_prompts, "max_gen_toks": max_gen_toks})
+        self.batch_prompts = int(values["batch_prompts"])
         api_key = os.environ.get(api_key_env) if api_key_env else None
         self.client = JSONClient(
             base_url,
@@ -170,7 +169,7 @@ class OpenAICompletions(TokenizingLM):
             max_response_mb=max_response_mb,
         )
         self.base_url = self.client.base_url  # credentials masked: for messages
-        self.max_gen_toks = int(max_gen_toks)
+        self.max_gen_toks = int(values["max_gen_toks"])
         self.sampling = dict(self.default_sampling if sampling is None else sampling)
         self.strip_reasoning = bool(strip_reasoning)
         self.reasoning_tag = str(reasoning_tag)

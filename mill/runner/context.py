@@ -29,6 +29,7 @@ from mill.runner.cache import ResponseStore, corrupt_cache_error
 from mill.runner.dist import Dist
 from mill.runner.phases import PhaseClock
 from mill.runner.settings import RunnerSettings
+from mill.schema import typed
 from mill.sinks import RunRecord, Sink, send
 
 if TYPE_CHECKING:
@@ -97,11 +98,12 @@ class RunContext:
         cfg = OmegaConf.create(resolved)
         folder = ExperimentFolder(folder_path) if folder_path is not None else None
         writes = folder if dist.is_main else None
-        mode = str(cfg.report.progress)
+        report = typed("report", dict(resolved.get("report") or {}))
+        mode = str(report["progress"])
         err_console = make_console(stderr=True, mode=mode)
         show = dist.is_main and show  # ranks other than 0 never render
         progress: Progress = (
-            PhaseProgress(err_console, interactive(mode), float(cfg.report.every_s))
+            PhaseProgress(err_console, interactive(mode), float(report["every_s"]))
             if show
             else NullProgress()
         )
@@ -132,7 +134,7 @@ class RunContext:
 
     @property
     def mode(self) -> str:
-        return str(self.cfg.report.progress)
+        return str(typed("report", {"progress": self.cfg.report.progress})["progress"])
 
     @property
     def cache_root(self) -> Path | None:

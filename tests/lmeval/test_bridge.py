@@ -3,11 +3,13 @@ mapping to Mill requests, scoring through lm-eval's filters and process_results,
 
 from __future__ import annotations
 
+import math
 import random
 import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -228,3 +230,21 @@ def test_an_lm_eval_task_refuses_chat_turns_for_a_chat_endpoint_in_one_line() ->
     with pytest.raises(TaskError, match="'gsm8k' builds its own prompts") as err:
         next(task.docs(DataSource("bundled"), messages=True))
     assert "model=openai_completions" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("limit", "expected"), [(None, None), (0.5, 0.5), (5, 5), (5.0, 5)])
+def test_the_bridges_limit_is_lm_evals_count_or_fraction(limit: Any, expected: Any) -> None:
+    from mill.lm_eval.bridge import _limit
+
+    assert _limit(limit) == expected and type(_limit(limit)) is type(expected)
+
+
+@pytest.mark.parametrize("limit", [0, -1, math.inf, math.nan, "lots", True])
+def test_the_bridges_limit_is_checked_by_the_schema(limit: Any) -> None:
+    """Issue 35: the bridge's task.limit is checked by the schema's rule for lm-eval tasks
+    (a count, or a fraction below 1), one line naming the key; it had its own float()
+    check, which let nan through and failed on text with a traceback."""
+    from mill.lm_eval.bridge import _limit
+
+    with pytest.raises(ConfigError, match=r"^task\.limit=.* is not allowed: give "):
+        _limit(limit)

@@ -7,6 +7,7 @@ being read whole; credentials in the URL are used (Basic auth, the query) and ne
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Iterator
@@ -361,3 +362,23 @@ def test_the_prompt_ids_probe_takes_a_500_as_the_servers_answer(
     assert len(script.seen) == 1
     script.plan = [(502, {}, {"error": "bad gateway"})]
     assert _prompt_ids_probe(url)._ids_accepted() is True
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("timeout_s", math.inf),
+        ("timeout_s", 0),
+        ("max_retries", -1),
+        ("max_retries", 1.5),
+        ("backoff_s", math.nan),
+        ("num_concurrent", 0),
+        ("max_response_mb", math.inf),
+    ],
+)
+def test_the_clients_settings_are_checked_by_the_schema(key: str, value: float) -> None:
+    """Issue 35: the served client reads its numbers typed by the schema's model.* rules
+    (one line naming the key), not by float()/int() of its own (model.timeout_s=inf was a
+    three-line internal message; max_retries=1.5 became 1)."""
+    with pytest.raises(ConfigError, match=rf"^model\.{key}=.* is not allowed: give "):
+        JSONClient("http://127.0.0.1:1/v1", **{key: value})
