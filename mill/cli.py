@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -59,6 +59,13 @@ def _say(message: str) -> None:
         print(f"mill: error: {redact_text(message)}", file=sys.stderr)
 
 
+def _hydra_cfg() -> DictConfig | None:
+    """Hydra's config of the running job (a DictConfig; Hydra's stubs say HydraConf)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return cast(DictConfig | None, HydraConfig.instance().cfg)
+
+
 @hydra.main(version_base="1.3", config_path="pkg://mill.conf", config_name="mill")
 def _job(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
@@ -82,13 +89,14 @@ def _job(cfg: DictConfig) -> float | None:
         if cfg.get("command") == "judge":  # mill judge: a finished run's answers judged
             from mill.judging import judge_job
 
-            results = run_job(judge_job(cfg), output_dir, HydraConfig.instance().cfg)
+            results = run_job(judge_job(cfg), output_dir, _hydra_cfg())
             return None if results is None else _first_value(results)
         if "command" in cfg:  # mill compare / mill report (mill.report.command)
             from mill.report.command import run_command
 
-            return run_command(cfg)
-        results = run_job(cfg, output_dir, HydraConfig.instance().cfg)
+            run_command(cfg)
+            return None
+        results = run_job(cfg, output_dir, _hydra_cfg())
     except KeyboardInterrupt as err:
         # SIGINT/SIGTERM: the manifest says interrupted; say how to finish the run
         from mill.runner.job import Interrupted, resume_command
@@ -400,13 +408,13 @@ def main() -> None:
         if null is not None:
             _say(null)
             raise SystemExit(2) from None
-        storage = storage_error(err)
+        storage: MillError | None = storage_error(err)
         if storage is None and isinstance(err, (FileExistsError, NotADirectoryError)):
             from mill.experiment.folder import check_folder
 
             try:
-                sweep = any(a in ("-m", "--multirun") for a in argv)
-                check_folder(Path(str(err.filename)), f"hydra.{'sweep' if sweep else 'run'}.dir")
+                swept = any(a in ("-m", "--multirun") for a in argv)
+                check_folder(Path(str(err.filename)), f"hydra.{'sweep' if swept else 'run'}.dir")
             except MillError as refused:
                 storage = refused
         if storage is None:

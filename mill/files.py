@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import IO, Any, BinaryIO, TextIO, cast
 
 from mill.errors import MillError, StorageError
 
@@ -101,7 +101,7 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     """Write ``data`` to ``path`` through ``<path>.tmp`` and a rename (:func:`replacing`); a
     failed write leaves neither a new ``path`` nor the temporary file."""
     with replacing(path, binary=isinstance(data, bytes)) as handle:
-        handle.write(data)
+        cast(IO[Any], handle).write(data)  # text for str, bytes for bytes (binary= above)
 
 
 def write_json(path: Path, data: Any) -> str:

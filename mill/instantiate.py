@@ -23,9 +23,9 @@ import inspect
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, Node, OmegaConf
 
 from mill.errors import ConfigError
 from mill.redact import hide_sweep_credentials
@@ -40,7 +40,7 @@ def _targets(node: Any, path: str = "") -> Iterable[tuple[str, str]]:
             if key == "_target_":
                 yield path or "<root>", str(node[key])
             else:
-                yield from _targets(value, f"{path}.{key}" if path else str(key))
+                yield from _targets(value, f"{path}.{key!s}" if path else str(key))
     elif isinstance(node, ListConfig):
         for i, value in enumerate(node):
             yield from _targets(value, f"{path}[{i}]")
@@ -191,14 +191,14 @@ def _value(node: DictConfig | ListConfig, key: Any) -> Any:
     try:
         return node[key]
     except Exception:  # noqa: BLE001 (any resolver error: the raw value is what is checked)
-        raw = node._get_node(key)
+        raw = cast(Node | None, node._get_node(key))  # one key: one node
         return raw._value() if raw is not None else None
 
 
 def _walk(node: Any, path: str) -> Iterable[tuple[str, Any, Any]]:
     """``(path, key, value)`` of every entry under ``node``, containers included."""
     if isinstance(node, DictConfig):
-        items: Iterable[tuple[Any, str]] = ((k, f"{path}.{k}") for k in node.keys())
+        items: Iterable[tuple[Any, str]] = ((k, f"{path}.{k!s}") for k in node.keys())
     elif isinstance(node, ListConfig):
         items = ((i, f"{path}[{i}]") for i in range(len(node)))
     else:
@@ -264,7 +264,7 @@ def check_hydra_hooks(hydra_node: Any, allow: Iterable[str] = ()) -> None:
         return
     allow = tuple(allow)
     for key in hydra_node.keys():
-        where = f"hydra.{key}"
+        where = f"hydra.{key!s}"
         value = _value(hydra_node, key)
         if key in ("job_logging", "hydra_logging"):
             _check_logging(value, where, allow)
@@ -371,9 +371,9 @@ def _sweep_jobs(loader: Any, cfg: DictConfig) -> list[list[str]]:
     arguments = [f"{k}={v}" for k, v in params.items()]
     # the overrides as written: an override's ${...} (hydra.sweep.subdir=${hydra.job.num})
     # is resolved by Hydra in each job, not here
-    arguments += [str(o) for o in OmegaConf.to_container(cfg.hydra.overrides.task)]
+    arguments += [str(o) for o in cast(list[Any], OmegaConf.to_container(cfg.hydra.overrides.task))]
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(arguments)
-    base = [str(o) for o in OmegaConf.to_container(cfg.hydra.overrides.hydra)]
+    base = [str(o) for o in cast(list[Any], OmegaConf.to_container(cfg.hydra.overrides.hydra))]
     return [base + job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 

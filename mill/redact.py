@@ -267,7 +267,7 @@ def _string_leaves(node: Any, where: str = "") -> Iterator[tuple[str, Any, Any, 
     from omegaconf import DictConfig, ListConfig
 
     if isinstance(node, DictConfig):
-        items: Any = [(k, f"{where}.{k}" if where else str(k)) for k in node.keys()]
+        items: Any = [(k, f"{where}.{k!s}" if where else str(k)) for k in node.keys()]
     elif isinstance(node, ListConfig):
         items = [(i, f"{where}[{i}]") for i in range(len(node))]
     else:

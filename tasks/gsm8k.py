@@ -8,7 +8,7 @@ exemplars (Wei et al. 2022); strict extraction reads ``The answer is <number>``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from mill.task import Task
 from mill.types import GenerationArgs, OutputType
@@ -76,7 +76,7 @@ class GSM8K(Task):
     DATASET_REVISION = "740312add88f781978c0658806c59bc2815b9866"
     LOCAL_FILES = {"test": "gsm8k/test.jsonl", "train": "gsm8k/train.jsonl"}
     SAMPLE_SPLIT = "test"
-    FEWSHOT_SPLIT = "train"
+    FEWSHOT_SPLIT: ClassVar[str | None] = "train"  # None in GSM8KCoT (fixed exemplars)
     OUTPUT_TYPE = OutputType.GENERATIVE
     METRICS = ["exact_match_strict", "exact_match_flexible"]
     GENERATION = GenerationArgs(until=("Question:", "</s>", "<|im_end|>"), max_gen_toks=256)

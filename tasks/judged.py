@@ -72,7 +72,7 @@ class JudgedTask(Task):
             else {}
         )
         max_turns = self.max_turns
-        self.rows = []
+        self.rows: list[dict[str, Any]] = []
         for n, row in enumerate(rows, 1):
             turns = row.get("turns")
             if (
@@ -122,7 +122,7 @@ class JudgedTask(Task):
         self.references: str | None = settings["references"]
         self.baseline: str | None = settings["baseline"]
         self.max_turns: int | None = max_turns
-        self.rows: list[dict[str, Any]] = []
+        self.rows = []
         if questions:
             self._read(_rows(self.questions, "question file"), references, baseline)
         self._format = "plain_text"

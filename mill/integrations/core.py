@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -230,7 +230,8 @@ class TrainingEvaluator:
             raise ConfigError(f"mill cannot evaluate this model during training: {why}")
 
     def due(self, step: int) -> bool:
-        return bool(self.every_n_steps) and step > 0 and step % self.every_n_steps == 0
+        every = self.every_n_steps
+        return bool(every and step > 0 and step % every == 0)
 
     def evaluate(self, model: Any, tokenizer: Any, step: int, output_dir: str | Path) -> dict:
         """Evaluate ``model`` at ``step`` on every rank (all ranks must call it together);
@@ -278,12 +279,14 @@ class TrainingEvaluator:
                 else:
                     cfg.runner.cache = False
                 with above_progress_bars():  # the trainer's tqdm bar stays whole
-                    results = run_job(cfg, folder, None, model=lm, dist=dist)
+                    results = run_job(cfg, folder, None, model=cast(LanguageModel, lm), dist=dist)
         finally:
             if training is not None:
+                assert trained is not None  # its training flag was read
                 trained.train(training)
         self._done.add(step)
-        return dist.broadcast(to_log(results) if results is not None else None)
+        # rank 0 holds the results (run_job returns None on the other ranks)
+        return cast(dict, dist.broadcast(to_log(results) if results is not None else None))
 
     def finish(self, output_dir: str | Path) -> Path | None:
         """``curves.html`` and its PNGs under ``<output_dir>/mill/``, from every finished

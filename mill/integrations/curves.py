@@ -28,9 +28,11 @@ def step_results(root: Path) -> list[tuple[int, Results]]:
     return sorted(out, key=lambda item: item[0])
 
 
-def series(history: Sequence[tuple[int, Results]]) -> dict[str, dict[str, list]]:
+def series(
+    history: Sequence[tuple[int, Results]],
+) -> dict[str, dict[str, list[tuple[int, Score]]]]:
     """metric -> task -> [(step, score)] in step order."""
-    out: dict[str, dict[str, list]] = {}
+    out: dict[str, dict[str, list[tuple[int, Score]]]] = {}
     for step, results in sorted(history, key=lambda item: item[0]):
         for task, body in results.tasks.items():
             for metric, row in body.metrics.items():

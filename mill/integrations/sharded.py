@@ -44,7 +44,7 @@ def unwrap(model: Any) -> Any:
     import torch
     from torch.distributed.fsdp import FullyShardedDataParallel
 
-    wrappers: tuple[type, ...] = (
+    wrappers: tuple[type[Any], ...] = (
         torch.nn.parallel.DistributedDataParallel,
         torch.nn.DataParallel,
         FullyShardedDataParallel,
@@ -110,7 +110,7 @@ def whole_copy(model: Any, state: dict[str, Any]) -> Any:
     from torch.distributed.fsdp import FSDPModule
 
     inner = unwrap(model)
-    cls = next(c for c in type(inner).__mro__ if not issubclass(c, FSDPModule))
+    cls: Any = next(c for c in type(inner).__mro__ if not issubclass(c, FSDPModule))
     with init_empty_weights(include_buffers=False):
         whole = cls(copy.deepcopy(inner.config))
     whole.load_state_dict(state, strict=True, assign=True)

@@ -86,7 +86,7 @@ class LMEvalMetric(CorpusMetric):
 
         self.metric = metric
         self.filter_name = filter_name
-        self.name = f"{metric},{filter_name}"  # type: ignore[misc]
+        self.name = f"{metric},{filter_name}"
         self.higher_is_better = True if higher_is_better is None else bool(higher_is_better)  # type: ignore[misc]
         self._aggregation = aggregation or mean
         self._scorer = scorer

@@ -116,7 +116,7 @@ class LMEvalTask(Task):
                 f"lm-eval task {lm_task.task_name!r} has output_type {output_type!r}, which "
                 f"Mill does not run (supported: {', '.join(_TASK_OUTPUT_TYPES)})"
             )
-        self.OUTPUT_TYPE = _TASK_OUTPUT_TYPES[output_type]  # type: ignore[misc]
+        self.OUTPUT_TYPE = _TASK_OUTPUT_TYPES[output_type]
         super().__init__(
             name=lm_task.task_name,
             chat_template=suite.chat_template,

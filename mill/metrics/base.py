@@ -57,7 +57,8 @@ class DocResponses(list[Response]):
 class Metric:
     """A named score: ``score`` per doc, ``aggregate`` over the corpus, ``stderr`` of it."""
 
-    name: ClassVar[str] = ""
+    name: str = ""
+    """The class default; a configured instance may carry its own (``metrics.<name>``)."""
     output_types: ClassVar[frozenset[OutputType]] = frozenset()
     higher_is_better: ClassVar[bool] = True
     needs_unconditioned: ClassVar[bool] = False

@@ -20,7 +20,7 @@ from mill.metrics.judge import JudgedMetric
 
 def metric_config(name: str) -> DictConfig:
     """The built-in config ``conf/metrics/<name>.yaml`` (its body under key ``name``)."""
-    path = resources.files("mill.conf").joinpath("metrics", f"{name}.yaml")
+    path = resources.files("mill.conf").joinpath("metrics").joinpath(f"{name}.yaml")
     if not path.is_file():
         raise ConfigError(f"no built-in metric config named {name!r}")
     register_resource_resolver()  # ${mill_resource:...} in a worker process too

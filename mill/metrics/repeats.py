@@ -52,7 +52,7 @@ class _RepeatsMetric(MeanMetric):
         out: list[Metric] = []
         for k in self.ks:
             part = type(self)(k=k, **self.exact_match)
-            part.name = f"{self.name}@{k}"  # type: ignore[misc]
+            part.name = f"{self.name}@{k}"
             out.append(part)
         return out
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Protocol, cast
 
 import torch
 
@@ -106,7 +106,7 @@ def score_positions(
             row_max[start : start + block] = peak
             lse_shifted[start : start + block] = torch.log(total)
             if best is not None:
-                best[start : start + block] = arg
+                best[start : start + block] = cast(torch.Tensor, arg)  # greedy: an argmax
     logprobs = (target_logit - row_max[rows]) - lse_shifted[rows]
     is_argmax = None if best is None else best[rows] == targets
     return logprobs, is_argmax

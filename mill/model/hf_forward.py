@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -33,9 +34,10 @@ class HFForward(Forward, Stepper):
     ) -> None:
         self.model = model
         self.share_prefix = share_prefix
-        self.config = model.config
-        self.body = model.base_model
-        self.head = model.get_output_embeddings()
+        hf: Any = model  # a transformers PreTrainedModel (its config, body and head)
+        self.config: Any = hf.config
+        self.body = hf.base_model
+        self.head = hf.get_output_embeddings()
         self.head_weight = self.head.weight
         self.head_bias = getattr(self.head, "bias", None)
         self.vocab_size = int(self.head_weight.shape[0])
@@ -53,7 +55,7 @@ class HFForward(Forward, Stepper):
     def device(self) -> torch.device:
         return self._device
 
-    def hidden(self, input_ids, attention_mask, position_ids, past, use_cache):  # type: ignore[override]
+    def hidden(self, input_ids, attention_mask, position_ids, past, use_cache):
         from transformers import DynamicCache
 
         if use_cache and past is None:
@@ -122,14 +124,14 @@ class HFForward(Forward, Stepper):
             self._head_held = False
             hook.post_forward(self.head, None)
 
-    def expand_cache(self, past, indices):  # type: ignore[override]
+    def expand_cache(self, past, indices):
         past.batch_select_indices(indices)
         return past
 
     def can_share_prefix_cache(self) -> bool:
         return self.can_grow_cache()  # plain KV layers only (no sliding windows)
 
-    def broadcast_cache(self, past, rows):  # type: ignore[override]
+    def broadcast_cache(self, past, rows):
         import copy
 
         out = copy.copy(past)
@@ -152,7 +154,7 @@ class HFForward(Forward, Stepper):
             ~allowed, torch.finfo(dtype).min
         )
 
-    def select_cache(self, past, keep):  # type: ignore[override]
+    def select_cache(self, past, keep):
         past.batch_select_indices(keep)
         return past
 
@@ -181,7 +183,7 @@ class HFForward(Forward, Stepper):
         )
 
     @contextmanager
-    def shared_prefix(self, tokens):  # type: ignore[override]
+    def shared_prefix(self, tokens):
         from mill.model.prefix_attention import SharedPrefix, activate
 
         if not tokens:  # no common prefix: only repeats' prompts are shared
@@ -198,12 +200,12 @@ class HFForward(Forward, Stepper):
         with activate(self.config, shared):
             yield shared
 
-    def next_logits(self, input_ids, attention_mask, position_ids, past):  # type: ignore[override]
+    def next_logits(self, input_ids, attention_mask, position_ids, past):
         with torch.inference_mode():
             hidden, past = self.hidden(input_ids, attention_mask, position_ids, past, True)
             return self.logits(hidden[:, -1], few_rows=self._device.type == "cpu"), past
 
-    def next_argmax(self, input_ids, attention_mask, position_ids, past):  # type: ignore[override]
+    def next_argmax(self, input_ids, attention_mask, position_ids, past):
         """A greedy step: on CPU with at least :data:`~mill.model.head.CPU_GREEDY_MIN_ROWS`
         rows the head runs tile by tile into a running argmax (32-36 ms instead of 50-58 ms
         for 50-64 rows of GPT-2's head, docs/benchmark-history.md); else the argmax of the

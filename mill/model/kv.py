@@ -16,6 +16,8 @@ join, so the last steps read fewer rows without a second copy of the storage.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
@@ -49,7 +51,7 @@ class SlotLayer(DynamicLayer):
         self.keys = self._k[:, :, :length]
         self.values = self._v[:, :, :length]
 
-    def update(self, key_states, value_states, *args, **kwargs):  # type: ignore[override]
+    def update(self, key_states, value_states, *args, **kwargs):
         owner = self._owner
         if key_states.shape[-2] != 1:
             raise RuntimeError("a SlotLayer takes one token per slot and step")
@@ -75,7 +77,7 @@ class SlotCache:
     ``columns`` (:meth:`place`, :meth:`advance`).
     """
 
-    def __init__(self, config: object, prefill: object, slots: int, capacity: int) -> None:
+    def __init__(self, config: Any, prefill: object, slots: int, capacity: int) -> None:
         layers = prefill.layers  # type: ignore[attr-defined]
         k0 = layers[0].keys
         self.slots, self.capacity = slots, capacity
@@ -93,7 +95,7 @@ class SlotCache:
     def place(self, slot: int, prefill: object, row: int, tokens: int) -> None:
         """Copy the last ``tokens`` positions of row ``row`` of a (left-padded) prefill
         cache into ``slot``, from column 0."""
-        storage = [(layer._k, layer._v) for layer in self.cache.layers]  # type: ignore[attr-defined]
+        storage = [(layer._k, layer._v) for layer in self._slot_layers()]
         _copy_context(storage, slot, prefill, row, tokens)
         self.columns[slot] = tokens
         self._views()
@@ -126,8 +128,8 @@ class SlotCache:
         fresh narrower copy would raise the peak by its size at the last wave)."""
         if any(b <= a for a, b in zip(keep, keep[1:], strict=False)):
             raise ValueError(f"slots to keep must ascend: {keep}")
-        for layer in self.cache.layers:
-            layer.select(keep)  # type: ignore[attr-defined]
+        for layer in self._slot_layers():
+            layer.select(keep)
         self.columns = self.columns[torch.tensor(keep, device=self.columns.device)]
         self.slots = len(keep)
         self.rows = torch.arange(self.slots, device=self.columns.device)
@@ -137,13 +139,17 @@ class SlotCache:
         self.length = int(self.columns.max()) if self.slots else 0
         if self.length >= self.capacity:
             raise RuntimeError(f"slot cache full: {self.length} of {self.capacity} columns")
-        for layer in self.cache.layers:
-            layer.view(self.length)  # type: ignore[attr-defined]
+        for layer in self._slot_layers():
+            layer.view(self.length)
+
+    def _slot_layers(self) -> list[SlotLayer]:
+        """The cache's layers: the SlotLayers ``__init__`` put there."""
+        return cast(list[SlotLayer], self.cache.layers)
 
 
 def supports_growing(cache: object) -> bool:
     """True if every layer of ``cache`` is a plain ``DynamicLayer`` (no sliding windows)."""
-    layers = getattr(cache, "layers", None)
+    layers: Any = getattr(cache, "layers", None)
     return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
 

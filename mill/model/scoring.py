@@ -236,11 +236,11 @@ def _tree_continuations(
         positions[g, off : off + k] = len(contexts[g]) + np.arange(k)
         allowed[g, off : off + k, : len(contexts[g])] = True
         allowed[g, off : off + k, width + off : width + off + k] = _TRIL[k]
-    ids, positions = torch.from_numpy(ids), torch.from_numpy(positions)
-    allowed = torch.from_numpy(allowed)
+    ids_t, positions_t = torch.from_numpy(ids), torch.from_numpy(positions)
+    allowed_t = torch.from_numpy(allowed)
     device = fwd.device
-    mask = fwd.attention_mask_4d(allowed[:, None].to(device))
-    hidden, _ = fwd.hidden(ids.to(device), mask, positions.to(device), past, use_cache=False)
+    mask = fwd.attention_mask_4d(allowed_t[:, None].to(device))
+    hidden, _ = fwd.hidden(ids_t.to(device), mask, positions_t.to(device), past, use_cache=False)
     hidden = hidden.reshape(-1, hidden.shape[-1])
     flat = torch.from_numpy(
         np.concatenate(
@@ -577,14 +577,14 @@ def score_continuations(
 
     with torch.inference_mode():
         single.sort(key=lambda it: (-(len(it.context) + len(it.continuation)), it.index))
-        for batch in budget_batches(
+        for single_batch in budget_batches(
             single,
             lambda it: (1, min(len(it.context) + len(it.continuation), max_length + 1) - 1),
             token_budget,
             max_rows,
         ):
-            _full_pass(fwd, batch, max_length, greedy, results)
-            report(batch)
+            _full_pass(fwd, single_batch, max_length, greedy, results)
+            report(single_batch)
 
         tree = fwd.supports_4d_mask()
 

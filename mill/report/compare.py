@@ -83,7 +83,7 @@ def _statistic(metric: Any, values: list[Any]) -> tuple[np.ndarray, Statistic]:
     from mill.metrics.base import MeanMetric, RatioMetric
 
     if isinstance(metric, RatioMetric):
-        arr = np.asarray(values, dtype=np.float64).reshape(len(values), 2)
+        arr: np.ndarray = np.asarray(values, dtype=np.float64).reshape(len(values), 2)
         from_sums = np.vectorize(metric.from_sums, otypes=[np.float64])
         return arr, lambda idx: from_sums(arr[idx, 0].sum(-1), arr[idx, 1].sum(-1))
     if isinstance(metric, MeanMetric):

@@ -11,7 +11,7 @@ import json
 import shlex
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from mill.dotted import flatten
 from mill.metrics.ifeval import TypeAccuracy
@@ -214,7 +214,12 @@ def programs_section(run: RunFolder) -> str:
         if not records:
             continue
         rows, classes = [], []
-        records.sort(key=lambda r: (all(v["status"] == "passed" for v in r.execution), r.doc_id))
+        records.sort(
+            key=lambda r: (
+                all(v["status"] == "passed" for v in cast(list[dict[str, Any]], r.execution)),
+                r.doc_id,
+            )
+        )
         for record in records:
             verdicts = record.execution or []
             passed = sum(v["status"] == "passed" for v in verdicts)
@@ -363,7 +368,9 @@ def run_page(
     if m.argv:
         repro.append(f"<h3>Command</h3><pre>{esc(shlex.join(m.argv))}</pre>")
     known = m.to_dict()
-    env = {k: known[k] for k in ("git_sha", "seeds", "versions", "device") if k in known}
+    env: dict[str, Any] = {
+        k: known[k] for k in ("git_sha", "seeds", "versions", "device") if k in known
+    }
     if env:
         repro.append(kv_table(env))
     if repro:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mill.errors import MillError
 from mill.files import job_order, read_json
@@ -107,7 +107,7 @@ class RunFolder(Run):
             from omegaconf import OmegaConf
 
             loaded = OmegaConf.to_container(OmegaConf.load(resolved))
-            config = loaded if isinstance(loaded, dict) else {}
+            config = cast(dict[str, Any], loaded) if isinstance(loaded, dict) else {}
         try:
             results = Results.from_dict(read_json(results_path, ReportInputError))
         except ReportInputError:
@@ -178,19 +178,19 @@ class RunFolder(Run):
                         interval=_pair(row.ci),
                     )  # fmt: skip
                 )
-        for group, body in self.results.groups.items():
-            for metric, both in body.metrics.items():
-                for kind, row in both.kinds():
+        for group, group_body in self.results.groups.items():
+            for metric, both in group_body.metrics.items():
+                for kind, kind_row in both.kinds():
                     out.append(
                         Score(
                             group,
                             metric,
-                            row.value,
-                            row.stderr,
-                            row.n,
+                            kind_row.value,
+                            kind_row.stderr,
+                            kind_row.n,
                             both.higher_is_better,
                             kind,
-                            _pair(row.ci),
+                            _pair(kind_row.ci),
                         )
                     )
         return out

@@ -11,7 +11,7 @@ that interval.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mill.metrics.ifeval import TypeAccuracy
@@ -321,7 +321,7 @@ def compare_png(rows: Sequence[dict[str, Any]], label_a: str, label_b: str) -> b
     return to_png(fig)
 
 
-def curve_png(metric: str, series: dict[str, Sequence[tuple[int, Score]]]) -> bytes:
+def curve_png(metric: str, series: Mapping[str, Sequence[tuple[int, Score]]]) -> bytes:
     """A metric against the training step: per task a line, a band of +-1 stderr and a
     lighter one of the 95% CI (evaluation during training's ``curves.html``)."""
     fig = _figure(8.0, 3.6)

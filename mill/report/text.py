@@ -6,7 +6,7 @@ rebuild, so the two are the same text."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 
@@ -64,7 +64,7 @@ def judge_lines(results: Results) -> list[str]:
             if details.get("position_bias") is not None:
                 line += f", position bias {number(details['position_bias'])}"
             if details.get("interval"):  # Arena-Hard's own report: percent, (-x / +y)
-                line += f"; score {round(row.value, 1)} {details['interval']}"
+                line += f"; score {round(cast(float, row.value), 1)} {details['interval']}"
             lines.append(line)
     return lines
 

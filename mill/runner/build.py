@@ -70,7 +70,7 @@ def seed_metrics(metrics: dict[str, list[Metric]], runner: DictConfig | None) ->
     seed = runner.get("seed") if runner is not None else None
     for metric in (m for ms in metrics.values() for m in ms):
         if seed is not None and hasattr(metric, "run_seed"):
-            metric.run_seed = int(seed)  # type: ignore[attr-defined]
+            metric.run_seed = int(seed)
 
 
 def build_source(node: DictConfig) -> DataSource:

@@ -287,9 +287,10 @@ class CachedModel(LanguageModel):
         for i, (request, digest) in enumerate(zip(requests, hashes, strict=True)):
             if digest in cached:
                 fields = {**cached[digest], "request_id": request.id}
-                out[i] = Response(**fields)
+                response = Response(**fields)
+                out[i] = response
                 self.hits += 1
-                on_response(request, out[i])
+                on_response(request, response)
             else:
                 todo.setdefault(digest, []).append(i)
         if not todo:
@@ -362,11 +363,13 @@ def open_store(cache_dir: Path, identity: dict[str, Any]) -> ResponseStore:
 def open_shared_store(dist: Dist, cache_dir: Path, identity: dict[str, Any]) -> ResponseStore:
     """The response cache on every rank of ``dist``: rank 0 creates the database, then the
     others open it (a bad cache file stops every rank with the same line)."""
-    store = None
+    store: ResponseStore | None = None
     for turn in (True, False):
-        opened = agree(
-            dist, lambda t=turn: open_store(cache_dir, identity) if dist.is_main is t else None
-        )
+
+        def opener(t: bool = turn) -> ResponseStore | None:
+            return open_store(cache_dir, identity) if dist.is_main is t else None
+
+        opened = agree(dist, opener)
         store = opened or store
     assert store is not None
     return store

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -98,7 +98,7 @@ def _resolve(cfg: DictConfig) -> dict[str, Any]:
     except OmegaConfBaseException as err:
         raise ConfigError(f"config is incomplete: {err}".splitlines()[0]) from err
     assert isinstance(resolved, dict)
-    return resolved
+    return cast(dict[str, Any], resolved)
 
 
 def _prepare(
@@ -119,7 +119,8 @@ def _prepare(
             previous = folder.reopen()
             old = OmegaConf.to_container(OmegaConf.load(folder.path / "resolved.yaml"))
             assert isinstance(old, dict)
-            changed = config_changes(old, redact(resolved))  # the file is redacted
+            # the file is redacted
+            changed = config_changes(cast(dict[str, Any], old), redact(resolved))
             if changed:
                 folder.unlock()
                 raise ConfigError(

@@ -9,7 +9,7 @@ Written as ``summary.json`` and ``summary.md`` in the sweep folder and printed t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
@@ -50,7 +50,7 @@ def _job_config(job_dir: Path) -> dict[str, Any]:
             except Exception:  # an unreadable config leaves the names unknown
                 continue
             if isinstance(loaded, dict):
-                return loaded
+                return cast(dict[str, Any], loaded)
     return {}
 
 

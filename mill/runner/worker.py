@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 from omegaconf import OmegaConf
 
@@ -51,8 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     rank = launched_rank()
     redact_logs()
     _logging(folder, rank)
-    resolved = OmegaConf.to_container(OmegaConf.load(folder / "resolved.yaml"))
-    assert isinstance(resolved, dict)
+    loaded = OmegaConf.to_container(OmegaConf.load(folder / "resolved.yaml"))
+    assert isinstance(loaded, dict)
+    resolved = cast(dict[str, Any], loaded)
     restore(resolved, json.loads(os.environ.get(SECRETS_ENV) or "[]"))
     dist = Dist(rank=rank)
     try:

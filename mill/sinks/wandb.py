@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from mill.errors import ConfigError
 from mill.redact import redact
@@ -108,7 +108,7 @@ class WandbSink(Sink):
                 tags=_tags(self.tags, record.tags),
                 config={**record.settings, "mill_tags": dict(record.tags)},
                 dir=str(where) if where is not None else None,
-                mode=self.mode,
+                mode=cast(Literal["online", "offline", "disabled", "shared"] | None, self.mode),
                 reinit="create_new",
                 settings=wandb.Settings(silent=True, console="off"),
             )

@@ -73,14 +73,16 @@ class Task:
     FEWSHOT_SPLIT: ClassVar[str | None] = None
     FEWSHOT_SAMPLES: ClassVar[list[dict[str, Any]]] = []
     """Fixed few-shot examples used instead of a split (lm-eval ``fewshot_config.samples``)."""
-    SUBJECTS: ClassVar[list[str]] = ["default"]
-    METRICS: ClassVar[list[str]] = []
+    # SUBJECTS, METRICS, OUTPUT_TYPE and the delimiters: class defaults an instance may
+    # shadow (a YAML task, a judged task whose subjects are its file's categories)
+    SUBJECTS: list[str] = ["default"]
+    METRICS: list[str] = []
     """Names of the default metrics (``conf/metrics/<name>.yaml``)."""
-    OUTPUT_TYPE: ClassVar[OutputType] = OutputType.LOGPROBS
+    OUTPUT_TYPE: OutputType = OutputType.LOGPROBS
     MULTIPLE_INPUT: ClassVar[bool] = False
     """LOGPROBS: the choices are contexts scored on one shared continuation (WinoGrande)."""
-    TARGET_DELIMITER: ClassVar[str] = " "
-    FEWSHOT_DELIMITER: ClassVar[str] = "\n\n"
+    TARGET_DELIMITER: str = " "
+    FEWSHOT_DELIMITER: str = "\n\n"
     GENERATION: ClassVar[GenerationArgs] = GenerationArgs()
     EXECUTES: ClassVar[bool] = False
     """GENERATIVE tasks scored by running programs (:meth:`programs`): the run checks the

@@ -72,9 +72,9 @@ def fenced_code(answer: str, opened: bool, block: str = "leading") -> str:
 class CodeTask(Task):
     """A GENERATIVE task scored by running each generation's program in the sandbox."""
 
-    OUTPUT_TYPE: ClassVar[OutputType] = OutputType.GENERATIVE
+    OUTPUT_TYPE = OutputType.GENERATIVE
     EXECUTES: ClassVar[bool] = True
-    METRICS: ClassVar[list[str]] = ["pass_at_k"]
+    METRICS = ["pass_at_k"]
 
     def program(self, item: dict[str, Any], completion: str) -> str:
         """The complete Python program that passes when ``completion`` solves ``item``."""
