@@ -71,14 +71,15 @@ def unpermute_rotary(w: np.ndarray, n_heads: int) -> np.ndarray:
     The inverse of the permutation Hugging Face's Llama conversion applies.
     """
     rows, cols = w.shape
-    return (
-        w.reshape(n_heads, 2, rows // n_heads // 2, cols).swapaxes(1, 2).reshape(rows, cols).copy()
-    )
+    out: np.ndarray = w.reshape(n_heads, 2, rows // n_heads // 2, cols).swapaxes(1, 2)
+    interleaved: np.ndarray = out.reshape(rows, cols).copy()
+    return interleaved
 
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return loaded
     except FileNotFoundError:
         raise ModelError(f"{path} is missing; pass a Hugging Face model folder") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:

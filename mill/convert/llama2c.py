@@ -154,7 +154,8 @@ def _permute_rotary(w: np.ndarray, n_heads: int) -> np.ndarray:
     """Reorder the rows of a q/k projection from interleaved to half-split rotary pairs."""
     rows, cols = w.shape
     head_dim = rows // n_heads
-    return w.reshape(n_heads, head_dim // 2, 2, cols).transpose(0, 2, 1, 3).reshape(rows, cols)
+    out: np.ndarray = w.reshape(n_heads, head_dim // 2, 2, cols).transpose(0, 2, 1, 3)
+    return out.reshape(rows, cols)
 
 
 def _hf_state_dict(cfg: Llama2cConfig, t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

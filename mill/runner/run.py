@@ -174,7 +174,7 @@ def load(run: RunContext, plan: Plan, model: LanguageModel | None) -> Loaded:
 
 def _model_node(cfg: DictConfig, dist: Dist) -> DictConfig:
     """The model config for this rank: under data parallelism each rank takes its device."""
-    node = cfg.model.copy()
+    node: DictConfig = cfg.model.copy()
     if dist.world_size == 1:
         return node
     refuse_device_map(node, dist.world_size)
@@ -188,8 +188,10 @@ def _load_model(run: RunContext) -> LanguageModel:
     of the terminal when the run shows."""
     from mill.instantiate import instantiate
 
+    model: LanguageModel
     if not run.show:
-        return instantiate(_model_node(run.cfg, run.dist), run.allow)
+        model = instantiate(_model_node(run.cfg, run.dist), run.allow)
+        return model
     from mill.progress import loading_steps
     from mill.report.console import interactive
     from mill.report.progress import LoadingLine
@@ -197,7 +199,8 @@ def _load_model(run: RunContext) -> LanguageModel:
     name = str(run.cfg.model.get("name", ""))
     with LoadingLine(run.err_console, interactive(run.mode), name) as line:
         with loading_steps(line.step):
-            return instantiate(_model_node(run.cfg, run.dist), run.allow)
+            model = instantiate(_model_node(run.cfg, run.dist), run.allow)
+    return model
 
 
 # --- score -------------------------------------------------------------------------

@@ -55,7 +55,7 @@ def explain(err: KeyError, whose: str) -> str:
     return f"{whose} lacks field {err} that the task needs"
 
 
-class Unusable(dict):
+class Unusable(dict[str, Any]):
     """In place of a row that cannot be used (skipping bad rows): holds its error."""
 
     def __init__(self, error: Exception) -> None:
@@ -74,7 +74,7 @@ def strict(value: Any, path: str = "") -> Any:
     return value
 
 
-class Row(dict):
+class Row(dict[str, Any]):
     """A dict whose ``[]`` raises :class:`MissingField` for a missing or null field."""
 
     def __init__(self, data: Any = (), path: str = "") -> None:
@@ -92,7 +92,7 @@ class Row(dict):
         return strict(value, name)
 
 
-class RowList(list):
+class RowList(list[Any]):
     """A list (a field's values) whose items raise :class:`MissingField` when null."""
 
     def __init__(self, data: Any = (), path: str = "") -> None:
