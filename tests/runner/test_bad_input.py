@@ -185,9 +185,9 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
             conn.execute("UPDATE responses SET response = ? WHERE request = ?", (edited, request))
         return args, [str(db), "is corrupt", "fails its checksum", "runner.cache=false"]
     if name == "task.limit not a number":
-        return ["task.limit=abc"], ["task.limit='abc'", "give a finite number > 0"]
+        return ["task.limit=abc"], ["task.limit='abc'", "give a whole number >= 1"]
     if name == "task.limit not whole":
-        return ["task.limit=2.5"], ["task.limit=2.5", "not a whole number"]
+        return ["task.limit=2.5"], ["task.limit=2.5", "give a whole number >= 1"]
     if name == "task.num_fewshot not whole":
         return ["task.num_fewshot=1.5"], ["task.num_fewshot=1.5", "give a whole number >= 0"]
     if name == "lm-eval task YAML syntax error":
