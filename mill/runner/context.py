@@ -56,6 +56,8 @@ class RunContext:
     manifest: Manifest
     show: bool
     """Render on the terminal (rank 0 only): progress, the loading line."""
+    mode: str
+    """``report.progress`` (auto, always, never), typed once when the run opens."""
     err_console: Console
     progress: Progress
     allow: list[str]
@@ -116,6 +118,7 @@ class RunContext:
             folder_path=folder_path,
             manifest=writes.read_manifest() if writes is not None else Manifest(),
             show=show,
+            mode=mode,
             err_console=err_console,
             progress=progress,
             allow=[str(a) for a in cfg.get("allow_targets", [])],
@@ -131,10 +134,6 @@ class RunContext:
     def writes(self) -> ExperimentFolder | None:
         """The folder rank 0 writes (None without one, and on other ranks)."""
         return self.folder if self.main else None
-
-    @property
-    def mode(self) -> str:
-        return str(typed("report", {"progress": self.cfg.report.progress})["progress"])
 
     @property
     def cache_root(self) -> Path | None:
