@@ -131,6 +131,17 @@ def lm_eval_cli(
     return cmd + ([] if limit is None else ["--limit", str(limit)])
 
 
+def lmeval_flags(workload: Workload) -> list[str]:
+    """The lm-eval command line's flags that depend on the workload: its samples logged
+    (generations, compared with Mill's), the chat template as Mill's overrides set it, and
+    ``--predict_only`` for a standalone YAML without lm-eval's metric code."""
+    flags = ["--log_samples"] if workload.output_type == "generative" else []
+    chat = workload.lmeval_chat()
+    flags += ["--apply_chat_template"] if chat["apply_chat_template"] else []
+    flags += ["--fewshot_as_multiturn"] if chat["fewshot_as_multiturn"] else []
+    return flags + ([] if workload.lmeval_yaml else ["--predict_only"])
+
+
 def mill_outputs(run_dir: Path) -> dict[int, dict[str, Any]]:
     """Per doc id of a finished Mill run (one task): its prompt tokens, each generation's
     tokens and text."""
@@ -401,10 +412,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                 args.device,
                 workload.limit,
             )
-            if workload.output_type == "generative":
-                lm_cmd.append("--log_samples")
-            if not workload.lmeval_yaml:  # standalone YAML without lm-eval's metric code
-                lm_cmd.append("--predict_only")
+            lm_cmd += lmeval_flags(workload)
         sides: dict[str, list[dict[str, Any]]] = {side: [] for side in ("mill", "floor", *PEERS)}
         produced: dict[str, dict[int, Any]] = {}
         mill_scores: dict[str, Any] = {}

@@ -91,3 +91,21 @@ def test_no_floor_leaves_it_out(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     (entry,) = json.loads(out.read_text())["workloads"]
     assert len(entry["mill"]) == 1 and entry["floor"] == [] and "floor_s" not in entry
+
+
+def test_lmeval_gets_the_chat_template_where_mill_does() -> None:
+    """lm-eval's command line turns the template on exactly where the workload's Mill
+    overrides do (IFEval's prompts as the user turn; few-shot turns only with shots)."""
+    from benchmarks.whole_process import lmeval_flags
+    from benchmarks.workloads import ALL_WORKLOADS
+
+    ifeval = ALL_WORKLOADS["ifeval_100"]
+    assert "++task.chat_template=true" in ifeval.mill_overrides(Path("/data"))
+    assert lmeval_flags(ifeval) == ["--log_samples", "--apply_chat_template"]
+    assert lmeval_flags(ALL_WORKLOADS["gsm8k_5shot_chat"]) == [
+        "--log_samples",
+        "--apply_chat_template",
+        "--fewshot_as_multiturn",
+    ]
+    assert lmeval_flags(ALL_WORKLOADS["arc_easy_full"]) == []
+    assert lmeval_flags(ALL_WORKLOADS["humaneval_n10"])[-1] == "--predict_only"
