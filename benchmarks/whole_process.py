@@ -157,6 +157,51 @@ def mill_outputs(run_dir: Path) -> dict[int, dict[str, Any]]:
     }
 
 
+def loglik_distance(mill_dir: Path, peer_dir: Path) -> dict[str, Any]:
+    """How far a peer's run (llama-server's Q4_1 arithmetic) is from Mill's HF engine on
+    the same requests: per request (doc, choice) the absolute and relative difference of
+    the log-likelihoods, the docs whose prediction differs, and each side's metrics."""
+    ours, theirs = mill.load(mill_dir), mill.load(peer_dir)
+    absolute: list[float] = []
+    relative: list[float] = []
+    docs = same = 0
+    metrics: dict[str, tuple[float, float]] = {}
+    for task, result in ours.results.tasks.items():
+        peer = {(s.subject, s.doc_id): s for s in theirs.samples(task)}
+        for sample in ours.samples(task):
+            other = peer[(sample.subject, sample.doc_id)]
+            docs += 1
+            same += sample.prediction == other.prediction
+            for a, b in zip(sample.response.logprobs, other.response.logprobs, strict=True):
+                absolute.append(abs(a - b))
+                relative.append(abs(a - b) / max(abs(a), 1e-12))
+        peer_metrics = theirs.results.tasks[task].metrics
+        for name, value in result.metrics.items():
+            if name in peer_metrics:
+                metrics[f"{task}/{name}"] = (value.value, peer_metrics[name].value)
+    return {
+        "requests": len(absolute),
+        "max_abs": max(absolute),
+        "median_abs": statistics.median(absolute),
+        "max_rel": max(relative),
+        "median_rel": statistics.median(relative),
+        "docs": docs,
+        "same_prediction": same,
+        "metrics": metrics,
+    }
+
+
+def distance_line(d: dict[str, Any]) -> str:
+    """:func:`loglik_distance` in one line."""
+    scores = ", ".join(f"{k} {a:.4f} -> {b:.4f}" for k, (a, b) in d["metrics"].items())
+    return (
+        f"llama-server (Q4_1) against Mill's fp32 engine on {d['requests']} requests: "
+        f"|d logp| max {d['max_abs']:.3g}, median {d['median_abs']:.3g}; relative max "
+        f"{d['max_rel']:.3g}, median {d['median_rel']:.3g}; the same prediction on "
+        f"{d['same_prediction']} of {d['docs']} docs; {scores}"
+    )
+
+
 def lmeval_outputs(out_dir: Path) -> dict[int, list[str]]:
     """Per doc id, the generations lm-eval logged (``--log_samples``) under ``out_dir``."""
     (path,) = sorted(out_dir.rglob("samples_*.jsonl"))
@@ -486,6 +531,11 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                         produced[side] = {d: gens[i * n : (i + 1) * n] for i, d in enumerate(ids)}
         med = {s: statistics.median(x["wall_s"] for x in v) for s, v in sides.items() if v}
         entry: dict[str, Any] = {"workload": name, "limit": workload.limit, **sides}
+        if workload.output_type == "logprobs" and sides["mill"] and sides["llama_server"]:
+            entry["llama_server_distance"] = distance = loglik_distance(
+                work / f"{name}.mill.0", work / f"{name}.llama_server.0"
+            )
+            print(f"{name}: {distance_line(distance)}", flush=True)
         entry["median_wall_s"] = med
         report.append(entry)
         if "mill" in produced:
