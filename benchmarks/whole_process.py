@@ -17,9 +17,13 @@ demo ``mill``.
 Generation (issue 23): ``--peers`` adds, next to lm-eval's ``hf``, transformers' own
 continuous batching (``generate_batch``: :mod:`benchmarks.generate_batch_driver`, a fresh
 process on the token prompts Mill built, read from Mill's first round's samples) and
-llama.cpp's ``llama-server`` (the model converted to GGUF by ``mill.convert.gguf``,
-F32 cache, started once before the rounds and served to Mill's own
-``model=openai_completions`` with token-id prompts; the timed process is that ``mill``).
+llama.cpp's ``llama-server`` (the model converted to GGUF by ``mill.convert.gguf``, or a
+GGUF-converted model's own file, F32 cache, started once before the rounds and served to
+Mill's own ``model=openai_completions`` with token-id prompts; the timed process is that
+``mill``). ``llama-server`` returns no prompt log-probabilities, so log-likelihood workloads
+are served by llama-cpp-python's server instead (the same llama.cpp arithmetic, text
+prompts, one request at a time); their line says how far its log-likelihoods, predictions
+and metrics are from Mill's HF engine's (:func:`loglik_distance`).
 Each generative workload prints a second table: per side the median wall, peak RSS,
 generated tokens, tokens per second of the whole process, wall over Mill's, and where Mill
 and the side are both greedy, how many docs were compared and how many differ (lm-eval:
@@ -131,6 +135,17 @@ def lm_eval_cli(
     return cmd + ([] if limit is None else ["--limit", str(limit)])
 
 
+def lmeval_flags(workload: Workload) -> list[str]:
+    """The lm-eval command line's flags that depend on the workload: its samples logged
+    (generations, compared with Mill's), the chat template as Mill's overrides set it, and
+    ``--predict_only`` for a standalone YAML without lm-eval's metric code."""
+    flags = ["--log_samples"] if workload.output_type == "generative" else []
+    chat = workload.lmeval_chat()
+    flags += ["--apply_chat_template"] if chat["apply_chat_template"] else []
+    flags += ["--fewshot_as_multiturn"] if chat["fewshot_as_multiturn"] else []
+    return flags + ([] if workload.lmeval_yaml else ["--predict_only"])
+
+
 def mill_outputs(run_dir: Path) -> dict[int, dict[str, Any]]:
     """Per doc id of a finished Mill run (one task): its prompt tokens, each generation's
     tokens and text."""
@@ -144,6 +159,51 @@ def mill_outputs(run_dir: Path) -> dict[int, dict[str, Any]]:
         }
         for s in run.samples(task)
     }
+
+
+def loglik_distance(mill_dir: Path, peer_dir: Path) -> dict[str, Any]:
+    """How far a peer's run (llama.cpp's Q4_1 arithmetic) is from Mill's HF engine on
+    the same requests: per request (doc, choice) the absolute and relative difference of
+    the log-likelihoods, the docs whose prediction differs, and each side's metrics."""
+    ours, theirs = mill.load(mill_dir), mill.load(peer_dir)
+    absolute: list[float] = []
+    relative: list[float] = []
+    docs = same = 0
+    metrics: dict[str, tuple[float | None, float | None]] = {}
+    for task, result in ours.results.tasks.items():
+        peer = {(s.subject, s.doc_id): s for s in theirs.samples(task)}
+        for sample in ours.samples(task):
+            other = peer[(sample.subject, sample.doc_id)]
+            docs += 1
+            same += sample.prediction == other.prediction
+            for a, b in zip(sample.response.logprobs, other.response.logprobs, strict=True):
+                absolute.append(abs(a - b))
+                relative.append(abs(a - b) / max(abs(a), 1e-12))
+        peer_metrics = theirs.results.tasks[task].metrics
+        for name, value in result.metrics.items():
+            if name in peer_metrics:
+                metrics[f"{task}/{name}"] = (value.value, peer_metrics[name].value)
+    return {
+        "requests": len(absolute),
+        "max_abs": max(absolute),
+        "median_abs": statistics.median(absolute),
+        "max_rel": max(relative),
+        "median_rel": statistics.median(relative),
+        "docs": docs,
+        "same_prediction": same,
+        "metrics": metrics,
+    }
+
+
+def distance_line(d: dict[str, Any]) -> str:
+    """:func:`loglik_distance` in one line."""
+    scores = ", ".join(f"{k} {a:.4f} -> {b:.4f}" for k, (a, b) in d["metrics"].items())
+    return (
+        f"llama.cpp against Mill's HF engine on {d['requests']} requests: "
+        f"|d logp| max {d['max_abs']:.3g}, median {d['median_abs']:.3g}; relative max "
+        f"{d['max_rel']:.3g}, median {d['median_rel']:.3g}; the same prediction on "
+        f"{d['same_prediction']} of {d['docs']} docs; {scores}"
+    )
 
 
 def lmeval_outputs(out_dir: Path) -> dict[int, list[str]]:
@@ -188,11 +248,13 @@ def greedy_check(
     return {"compared": len(mill_docs), "mismatches": len(differ), "differ": differ[:20]}
 
 
-def start_llama_server(model: Path, work: Path, threads: int) -> Any:
-    """llama-server on ``model`` converted to GGUF (started; F32 cache, ``LLAMA_SLOTS``
-    slots of the model's whole window)."""
+def start_llama_server(model: Path, work: Path, threads: int, *, echo: bool = False) -> Any:
+    """llama.cpp serving ``model`` converted to GGUF (started; F32 cache, the model's whole
+    window): ``llama-server`` with ``LLAMA_SLOTS`` slots, or, for log-likelihoods
+    (``echo``), llama-cpp-python's server, because ``llama-server``'s ``/v1/completions``
+    returns no prompt log-probabilities (it ignores ``echo``)."""
     from mill.convert.gguf import convert
-    from tests.support.servers import native_llama_server
+    from tests.support.servers import llama_server, native_llama_server
 
     gguf = work / f"{model.name}.gguf"
     if (model / "mill_gguf.json").is_file():  # converted from a GGUF: serve that file itself
@@ -200,6 +262,9 @@ def start_llama_server(model: Path, work: Path, threads: int) -> Any:
     else:
         convert(model, gguf)
     window = window_of(model)
+    if echo:
+        log = work / "llama-cpp-python-server.log"
+        return llama_server(gguf, log, n_ctx=window, threads=threads).start()
     server = native_llama_server(
         gguf, work / "llama-server.log", slots=LLAMA_SLOTS, n_ctx=window, threads=threads
     )
@@ -345,21 +410,25 @@ def main(argv: list[str] | None = None) -> int:
     order = [side for side in ("mill", "floor", *PEERS) if side in wanted]
     work = Path(tempfile.mkdtemp(prefix="mill-whole-"))
     report: list[dict[str, Any]] = []
-    rows = []
+    rows: list[str] = []
     gen_rows: list[dict[str, Any]] = []
-    server = None
+    servers: dict[bool, Any] = {}  # echo (log-likelihoods) -> its server
     if "llama_server" in order:
         from tests.support.servers import ServerUnavailable
 
+        kinds = {ALL_WORKLOADS[name].output_type != "generative" for name in args.workloads}
         try:
-            server = start_llama_server(model, work, args.threads)
+            for echo in sorted(kinds):
+                servers[echo] = start_llama_server(model, work, args.threads, echo=echo)
         except ServerUnavailable as err:
             print(f"llama_server: {err}", file=sys.stderr)
+            for server in servers.values():
+                server.stop()
             return 2
     try:
-        return _run(args, env, model, order, work, report, rows, gen_rows, server)
+        return _run(args, env, model, order, work, report, rows, gen_rows, servers)
     finally:
-        if server is not None:
+        for server in servers.values():
             server.stop()
 
 
@@ -372,7 +441,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
     report: list[dict[str, Any]],
     rows: list[str],
     gen_rows: list[dict[str, Any]],
-    server: Any,
+    servers: dict[bool, Any],
 ) -> int:
     given = args.lmeval_batch_size
     for name in args.workloads:
@@ -386,6 +455,8 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
             *hf_model_overrides(model, args.device, args.dtype),
             "runner.cache=false",
         ]
+        echo = workload.output_type != "generative"
+        server = servers.get(echo)
         lm_cmd: list[str] = []
         if args.only != "mill":
             (work / name).mkdir(parents=True, exist_ok=True)
@@ -401,10 +472,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                 args.device,
                 workload.limit,
             )
-            if workload.output_type == "generative":
-                lm_cmd.append("--log_samples")
-            if not workload.lmeval_yaml:  # standalone YAML without lm-eval's metric code
-                lm_cmd.append("--predict_only")
+            lm_cmd += lmeval_flags(workload)
         sides: dict[str, list[dict[str, Any]]] = {side: [] for side in ("mill", "floor", *PEERS)}
         produced: dict[str, dict[int, Any]] = {}
         mill_scores: dict[str, Any] = {}
@@ -430,6 +498,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                     wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, REPO)
                     phases = {}
                 elif side == "llama_server":
+                    assert server is not None  # started in main for this kind of workload
                     run_dir = work / tag
                     cmd = mill_cmd(
                         [
@@ -437,8 +506,11 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                             "model=openai_completions",
                             f"model.base_url={server.base_url}",
                             f"model.tokenizer={model}",
-                            "model.prompt_ids=true",
-                            f"model.num_concurrent={LLAMA_SLOTS}",
+                            # llama-cpp-python takes text prompts only
+                            f"model.prompt_ids={str(not echo).lower()}",
+                            # llama-cpp-python's server runs one request at a time,
+                            # reusing the previous prompt's cache: the choices in order
+                            f"model.num_concurrent={1 if echo else LLAMA_SLOTS}",
                             f"model.max_length={window_of(model)}",
                             "runner.cache=false",
                             f"hydra.run.dir={run_dir}",
@@ -478,6 +550,19 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                         produced[side] = {d: gens[i * n : (i + 1) * n] for i, d in enumerate(ids)}
         med = {s: statistics.median(x["wall_s"] for x in v) for s, v in sides.items() if v}
         entry: dict[str, Any] = {"workload": name, "limit": workload.limit, **sides}
+        if workload.output_type == "logprobs" and sides["mill"] and sides["llama_server"]:
+            entry["llama_server_distance"] = distance = loglik_distance(
+                work / f"{name}.mill.0", work / f"{name}.llama_server.0"
+            )
+            assert server is not None  # the llama_server side ran against it
+            client = max(x["peak_rss_kib"] for x in sides["llama_server"]) / 2**20
+            served = server_peak_rss_kib(server.proc.pid) / 2**20
+            print(
+                f"{name}: llama.cpp side {med['llama_server']:.1f} s wall, Mill's client "
+                f"{client:.2f} GiB, the server {served:.2f} GiB peak RSS; "
+                f"{distance_line(distance)}",
+                flush=True,
+            )
         entry["median_wall_s"] = med
         report.append(entry)
         if "mill" in produced:

@@ -392,11 +392,27 @@ SMOLLM2_BENCH: dict[str, Workload] = {
             subjects=tuple(MMLU_BENCH_SUBJECTS),
         ),
         replace(REAL_MODEL_WORKLOADS["gsm8k_5shot"], name="gsm8k_5shot_100", limit=100),
+        Workload(  # issue 37: answers of up to 1,280 tokens through the chat template
+            "ifeval_100",
+            "ifeval",
+            "ifeval/ifeval.yaml",
+            "generative",
+            {
+                f"{level}_{kind}_acc,none": f"{level}_{kind}_acc"
+                for level in ("prompt_level", "inst_level")
+                for kind in ("strict", "loose")
+            },
+            limit=100,
+            test_split="train",
+            chat=True,
+        ),
     ]
 }
 """The whole-process benchmark's SmolLM2 workloads (``whole_process --model smollm2``):
 ARC-Easy 0-shot in full (2,376 docs), HellaSwag (1,000 docs), MMLU 5-shot on ten subjects
-in full, GSM8K 5-shot (100 docs, 256 new tokens, greedy)."""
+in full, GSM8K 5-shot (100 docs, 256 new tokens, greedy); IFEval's first 100 prompts
+through the chat template (up to 1,280 new tokens, greedy; lm-eval's checker needs NLTK's
+``punkt_tab``: ``NLTK_DATA`` pointing at a folder that holds it)."""
 
 ALL_WORKLOADS: dict[str, Workload] = {**WORKLOADS, **REAL_MODEL_WORKLOADS, **SMOLLM2_BENCH}
 """Every workload by name (the tools look names up here)."""

@@ -91,3 +91,47 @@ def test_no_floor_leaves_it_out(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     (entry,) = json.loads(out.read_text())["workloads"]
     assert len(entry["mill"]) == 1 and entry["floor"] == [] and "floor_s" not in entry
+
+
+def test_lmeval_gets_the_chat_template_where_mill_does() -> None:
+    """lm-eval's command line turns the template on exactly where the workload's Mill
+    overrides do (IFEval's prompts as the user turn; few-shot turns only with shots)."""
+    from benchmarks.whole_process import lmeval_flags
+    from benchmarks.workloads import ALL_WORKLOADS
+
+    ifeval = ALL_WORKLOADS["ifeval_100"]
+    assert "++task.chat_template=true" in ifeval.mill_overrides(Path("/data"))
+    assert lmeval_flags(ifeval) == ["--log_samples", "--apply_chat_template"]
+    assert lmeval_flags(ALL_WORKLOADS["gsm8k_5shot_chat"]) == [
+        "--log_samples",
+        "--apply_chat_template",
+        "--fewshot_as_multiturn",
+    ]
+    assert lmeval_flags(ALL_WORKLOADS["arc_easy_full"]) == []
+    assert lmeval_flags(ALL_WORKLOADS["humaneval_n10"])[-1] == "--predict_only"
+
+
+def test_the_distance_of_two_models_on_the_same_requests(tmp_path: Path) -> None:
+    """``loglik_distance`` pairs the two runs' requests doc by doc and choice by choice:
+    stories260k against itself is 0 everywhere; against the random GPT-2 it counts every
+    request once and reports both sides' metrics."""
+    from benchmarks.whole_process import distance_line, loglik_distance
+    from mill.results import load
+
+    runs = {}
+    for model in ("stories260k", "gpt2_random"):
+        runs[model] = tmp_path / model
+        argv = ["mill", "task=arc_easy", f"model={model}", "task.limit=4"]
+        proc = subprocess.run(
+            [*argv, f"hydra.run.dir={runs[model]}"],
+            capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    same = loglik_distance(runs["stories260k"], runs["stories260k"])
+    assert (same["max_abs"], same["same_prediction"], same["docs"]) == (0.0, 4, 4)
+    other = loglik_distance(runs["stories260k"], runs["gpt2_random"])
+    choices = sum(len(s.choices) for s in load(runs["stories260k"]).samples("arc_easy"))
+    assert other["requests"] == same["requests"] == choices
+    assert other["max_abs"] > other["median_abs"] > 0
+    assert set(other["metrics"]) == {"arc_easy/acc", "arc_easy/acc_norm"}
+    assert "the same prediction on" in distance_line(other)
