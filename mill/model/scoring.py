@@ -372,9 +372,12 @@ def _packed_pass(
     ordered = [item for g in range(len(groups)) for item, _ in spans[g]]
     sums = _sums(lp, flags, [len(item.continuation) for item in ordered])
     g_of = [g for g in range(len(groups)) for _ in spans[g]]
+    charged: set[int] = set()
     for item, g, (total, flag) in zip(ordered, g_of, sums, strict=True):
         row, base = place[g]
-        padded = width - fill[row] if base == 0 else 0  # a row's padding, charged once
+        # a row's padding, charged once: to the first request of the row's first block
+        padded = width - fill[row] if base == 0 and g not in charged else 0
+        charged.add(g)
         results[item.index] = Scored(total, flag, list(item.context), 0, padded)
 
 

@@ -101,6 +101,29 @@ def test_shared_prefix_runs_once_and_work_stays_small(
         )
 
 
+def test_packed_rows_report_their_padding_once(gpt2: HFCausalLM) -> None:
+    """Short docs with multi-token choices are packed into rows; the padding the responses
+    report, summed, is exactly the positions the model ran beyond the real ones (each
+    doc's context once, each choice but its last token)."""
+    fed: list[int] = []
+    handle = gpt2.model.base_model.register_forward_pre_hook(
+        lambda m, a, k: fed.append(int(k["input_ids"].numel())), with_kwargs=True
+    )
+    docs = [f"Question {d}: " + "which one is it? " * (1 + 3 * d) + "\nAnswer:" for d in range(7)]
+    reqs = docs_requests(docs, CHOICES)
+    try:
+        responses = gpt2.loglikelihood(reqs)
+    finally:
+        handle.remove()
+    real = 0
+    for doc in docs:
+        pairs = [gpt2.encode_pair(doc, f" {c}") for c in CHOICES]
+        real += len(pairs[0][0]) + sum(len(cont) - 1 for _, cont in pairs)
+    padded = sum(r.padded_tokens_count for r in responses)
+    assert padded > 0  # blocks of different lengths leave some
+    assert sum(fed) == real + padded
+
+
 def test_single_token_choices_cost_one_forward_pass_per_doc(gpt2: HFCausalLM) -> None:
     calls: list[int] = []
     handle = gpt2.model.base_model.register_forward_pre_hook(
