@@ -48,8 +48,14 @@ PACK_MAX_TOKENS = 512
 (full attention mask); longer ones run the context with the causal kernel first."""
 
 
-PACK_ROW_TOKENS = 256
-"""Packed rows are at least this wide (or as wide as the longest context block)."""
+PACK_ROW_WIDTHS = range(128, 513, 64)
+"""Widths a packed row may take besides 1-4 times the longest block (:func:`_row_width`)."""
+
+ATTENTION_TOKENS = 4096
+"""A row of width ``w`` costs ``w * (1 + w / ATTENTION_TOKENS)``: its positions, plus the
+attention each of them pays over the whole row (its mask hides other blocks, the product
+still runs); about SmolLM2's and GPT-2's ratio of attention to the other layers per token
+and position of the row."""
 
 MIN_SHARED_PREFIX = 128
 """Contexts of different requests sharing at least this many leading tokens run them once."""
@@ -287,6 +293,35 @@ def _expanded_continuations(
     return hidden[flat.to(hidden.device)], used, k_width
 
 
+def _first_fit(lengths: list[int], width: int) -> tuple[dict[int, tuple[int, int]], list[int]]:
+    """Blocks into rows of ``width``, first fit, longest first: each block's (row, offset)
+    and each row's filled width."""
+    fill: list[int] = []
+    place: dict[int, tuple[int, int]] = {}
+    for g in sorted(range(len(lengths)), key=lambda g: -lengths[g]):
+        row = next((r for r, used in enumerate(fill) if used + lengths[g] <= width), len(fill))
+        if row == len(fill):
+            fill.append(0)
+        place[g] = (row, fill[row])
+        fill[row] += lengths[g]
+    return place, fill
+
+
+def _row_width(lengths: list[int]) -> int:
+    """The width of a batch's packed rows: of 1-4 times its longest block and the widths of
+    :data:`PACK_ROW_WIDTHS` that hold it, the one whose rows cost least (positions plus
+    attention, :data:`ATTENTION_TOKENS`), the narrower on a tie. A batch's blocks are of
+    similar length (sorted), so one fixed width would leave whole rows half empty: blocks
+    of 130-250 tokens take one 256-wide row each."""
+    longest = max(lengths)
+    widths = {longest * k for k in (1, 2, 3, 4)} | {w for w in PACK_ROW_WIDTHS if w >= longest}
+    best = (float("inf"), longest)
+    for width in sorted(w for w in widths if w <= max(PACK_ROW_WIDTHS[-1], longest)):
+        rows = len(_first_fit(lengths, width)[1])
+        best = min(best, (rows * width * (1 + width / ATTENTION_TOKENS), width))
+    return best[1]
+
+
 def _packed_pass(
     fwd: Forward, groups: list[list[_Item]], greedy: bool, results: dict[int, Scored]
 ) -> None:
@@ -307,15 +342,8 @@ def _packed_pass(
             offset += len(item.continuation) - 1
         spans.append(span)
         lengths.append(offset)
-    width = max(max(lengths), min(PACK_ROW_TOKENS, sum(lengths)))
-    fill: list[int] = []  # first fit, longest first: (row, base) per group
-    place: dict[int, tuple[int, int]] = {}
-    for g in sorted(range(len(groups)), key=lambda g: -lengths[g]):
-        row = next((r for r, used in enumerate(fill) if used + lengths[g] <= width), len(fill))
-        if row == len(fill):
-            fill.append(0)
-        place[g] = (row, fill[row])
-        fill[row] += lengths[g]
+    width = _row_width(lengths)
+    place, fill = _first_fit(lengths, width)
     n_rows = len(fill)
     ids = np.zeros((n_rows, width), dtype=np.int64)
     positions = np.zeros((n_rows, width), dtype=np.int64)

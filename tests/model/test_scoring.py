@@ -109,7 +109,8 @@ def test_packed_rows_report_their_padding_once(gpt2: HFCausalLM) -> None:
     handle = gpt2.model.base_model.register_forward_pre_hook(
         lambda m, a, k: fed.append(int(k["input_ids"].numel())), with_kwargs=True
     )
-    docs = [f"Question {d}: " + "which one is it? " * (1 + 3 * d) + "\nAnswer:" for d in range(7)]
+    # two blocks of different lengths: each takes a row of the longer's width
+    docs = [f"Question {d}: " + "which one is it? " * (1 + 3 * d) + "\nAnswer:" for d in range(2)]
     reqs = docs_requests(docs, CHOICES)
     try:
         responses = gpt2.loglikelihood(reqs)
@@ -120,7 +121,7 @@ def test_packed_rows_report_their_padding_once(gpt2: HFCausalLM) -> None:
         pairs = [gpt2.encode_pair(doc, f" {c}") for c in CHOICES]
         real += len(pairs[0][0]) + sum(len(cont) - 1 for _, cont in pairs)
     padded = sum(r.padded_tokens_count for r in responses)
-    assert padded > 0  # blocks of different lengths leave some
+    assert padded > 0  # the shorter block's row
     assert sum(fed) == real + padded
 
 
@@ -180,3 +181,17 @@ def test_truncated_choices_of_one_length_share_one_window(
     # here half as many windows as requests, so well under 3/4 of the full passes' tokens
     assert len(lengths) * 2 == len(choices)
     assert sum(fed) < 0.75 * windows
+
+
+def test_packed_rows_take_the_width_that_wastes_least() -> None:
+    """Blocks of one length each take a row of their own width (a fixed 256 would leave
+    ten rows of 140 almost half empty); mixed blocks share rows; every block fits."""
+    from mill.model.scoring import _first_fit, _row_width
+
+    assert _row_width([140] * 10) == 140
+    lengths = [200, 120, 80, 70, 50, 40, 30, 10]
+    width = _row_width(lengths)
+    place, fill = _first_fit(lengths, width)
+    assert width >= max(lengths) and all(used <= width for used in fill)
+    assert sum(fill) == sum(lengths) and len(place) == len(lengths)
+    assert len(fill) * width - sum(lengths) <= 0.2 * sum(lengths)
