@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -48,6 +49,15 @@ ARC_ROW: dict[str, Any] = {
 
 SLOW_ALLOWED = {"now": True}
 """Whether the running test may start processes (set per test by tests/conftest.py)."""
+
+
+def installed(distribution: str) -> bool:
+    """Whether the distribution is installed (not whether some test hid its module)."""
+    try:
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def run_process(

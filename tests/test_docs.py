@@ -30,14 +30,13 @@ import re
 import shlex
 import shutil
 import sys
-from importlib import metadata
 from pathlib import Path
 
 import pytest
 import yaml
 
 from mill.cli import COMMANDS
-from tests.helpers import REPO, SHARED, run_process
+from tests.helpers import REPO, SHARED, installed, run_process
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 FENCE = re.compile(
@@ -209,14 +208,6 @@ def test_every_block_of_commands_runs_or_says_why_not() -> None:
         assert _script(body, spec).strip(), where
 
 
-def _installed(distribution: str) -> bool:
-    try:
-        metadata.distribution(distribution)
-    except metadata.PackageNotFoundError:
-        return False
-    return True
-
-
 def test_every_python_example_runs_or_says_why_not() -> None:
     """Marked runnable (run below), run by a test file that reads the page, or not run with
     the reason shown on the page."""
@@ -266,7 +257,7 @@ def test_runnable_shell_examples_run(where: str, before: str, body: str, tmp_pat
     }
     for needed in spec.get("needs", []):
         if needed.startswith("package:"):
-            if not _installed(needed.removeprefix("package:")):
+            if not installed(needed.removeprefix("package:")):
                 pytest.skip(f"{where} needs {needed}, which this machine lacks")
             continue
         if not Path(os.path.expandvars(needed.replace("$MILL_SHARED", str(SHARED)))).exists():

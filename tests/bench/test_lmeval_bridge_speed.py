@@ -5,7 +5,6 @@ values (dev only: ``pytest -m benchmark``)."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import subprocess
@@ -15,24 +14,17 @@ from pathlib import Path
 import pytest
 
 from benchmarks.driver_common import REPO, lmeval_python
+from tests.helpers import installed
 
 DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 LMEVAL = lmeval_python()
-
-
-def _has_lm_eval() -> bool:
-    try:
-        importlib.metadata.version("lm_eval")
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 pytestmark = [
     pytest.mark.benchmark,
     pytest.mark.slow,  # starts the three sides as processes
     pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}"),
-    pytest.mark.skipif(not _has_lm_eval(), reason="lm-eval is not installed (dev extra)"),
+    pytest.mark.skipif(not installed("lm_eval"), reason="lm-eval is not installed (dev extra)"),
 ]
 
 

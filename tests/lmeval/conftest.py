@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests.helpers import installed
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("MILL_SHARED", REPO.parent / "shared"))
 
 
-def _installed(name: str) -> bool:
-    """Whether the distribution is installed (not whether some test hid the module)."""
-    try:
-        importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-HAS_LM_EVAL = _installed("lm_eval")
+HAS_LM_EVAL = installed("lm_eval")
 
 needs_lm_eval = pytest.mark.skipif(
     not HAS_LM_EVAL, reason='lm-eval is not installed (pip install "mill-eval[lm-eval]")'
