@@ -313,7 +313,10 @@ class OpenAICompletions(TokenizingLM):
         def finish(call: Call, choices: list[dict[str, Any]]) -> None:
             for idx, choice in zip(call.items, choices, strict=True):
                 inp, truncated = windows[idx[0]]
-                lps, tops = echoed(choice, len(inp), owners[idx[0]], self.base_url)
+                bos = getattr(self.tokenizer, "bos_token_id", None)
+                lps, tops = echoed(
+                    choice, len(inp), owners[idx[0]], self.base_url, bool(inp) and inp[0] == bos
+                )
                 for i in idx:
                     n = len(pairs[i][1])
                     scored = lps[-n:]

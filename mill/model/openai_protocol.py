@@ -136,12 +136,24 @@ def _impossible(value: Any) -> bool:
 
 
 def echoed(
-    choice: dict[str, Any], n_prompt: int, request: Request, base_url: str
+    choice: dict[str, Any],
+    n_prompt: int,
+    request: Request,
+    base_url: str,
+    starts_with_bos: bool = True,
 ) -> tuple[list[Any], list[Any]]:
     """Echoed prompt log-probs and top log-probs of one choice, aligned to end with the
     prompt's last token. An impossible answer is an error naming the request and the
     server: a log-probability that is not a number or above 0, top log-probs that do not
-    line up with the tokens, a token count that does not match the local tokenization."""
+    line up with the tokens, a token count that does not match the local tokenization.
+
+    A server may leave out the BOS it adds to a text prompt (one entry fewer), but only
+    where the prompt starts with one (``starts_with_bos``): without a BOS, one entry fewer
+    means the entries are one position off. llama-cpp-python (0.3.36 here) does that for a
+    model whose tokenizer adds no BOS (SmolLM2): its echo drops a first token it takes for
+    the BOS and pairs every token with the next position's distribution
+    (abetlen/llama-cpp-python#1983), so each score would be a token's log-probability given
+    itself."""
     logprobs = choice.get("logprobs") or {}
     where = f"request {request.id}: the server at model.base_url={base_url}"
     if not isinstance(logprobs, dict):
@@ -173,6 +185,15 @@ def echoed(
         )
     # the generated token follows the echoed prompt
     n_echo = len(lps) - 1
+    if n_echo == n_prompt - 1 and not starts_with_bos:
+        raise ModelError(
+            f"request {request.id}: the server at model.base_url={base_url} echoed "
+            f"{n_echo} prompt tokens where the local tokenizer has {n_prompt} and adds no "
+            "BOS: its log-probabilities are one position off (llama-cpp-python does this for "
+            "a model whose tokenizer adds no BOS, abetlen/llama-cpp-python#1983) and every "
+            "score would be wrong; score this task on a server that echoes every prompt "
+            "token (vLLM, SGLang) or with model=hf"
+        )
     # a server that adds BOS to a text prompt does not list it: one token fewer
     if n_echo not in (n_prompt, n_prompt - 1):
         raise ModelError(

@@ -125,6 +125,19 @@ def test_possible_echoed_log_probabilities_pass() -> None:
     assert _echoed(_choice([-1.0, -0.5, -2.0]), 3, REQUEST, URL)[0] == [-1.0, -0.5]
 
 
+def test_one_entry_fewer_without_a_bos_is_one_position_off() -> None:
+    # a prompt of 3 tokens that does not start with BOS, echoed as 2 + the generated one:
+    # nothing was left out, so the entries are shifted (llama-cpp-python, no-BOS models)
+    with pytest.raises(ModelError) as err:
+        _echoed(_choice([-1.0, -0.5, -2.0]), 3, REQUEST, URL, starts_with_bos=False)
+    message = str(err.value)
+    assert message.startswith(f"request {REQUEST.id}: ") and f"model.base_url={URL}" in message
+    assert "echoed 2 prompt tokens where the local tokenizer has 3 and adds no BOS" in message
+    assert "one position off" in message and "llama-cpp-python#1983" in message
+    # every token echoed: fine with or without a BOS
+    assert _echoed(_choice(GOOD), 3, REQUEST, URL, starts_with_bos=False)[0] == GOOD[:3]
+
+
 def test_chat_refuses_the_completions_settings_it_inherits_but_cannot_use(compose) -> None:
     """openai_chat's config extends openai_completions'; batch_prompts and prompt_ids come
     along at their defaults, and any other value is refused before a request is sent."""
