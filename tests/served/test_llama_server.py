@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from tests.support.servers import SERVED_NAME, STORIES, ServerProcess, http_json
+from tests.support.servers import SERVED_NAME, STORIES, ServerProcess, echo_logprobs, http_json
 
 pytestmark = pytest.mark.slow
 
@@ -36,22 +36,6 @@ def _hf_logprobs(hf, text: str) -> tuple[list[int], np.ndarray]:
     return ids, logp.numpy()
 
 
-def _echo(server: ServerProcess, text: str) -> dict:
-    status, body = http_json(
-        server.base_url + "/completions",
-        {
-            "model": SERVED_NAME,
-            "prompt": text,
-            "echo": True,
-            "logprobs": 1,
-            "max_tokens": 1,
-            "temperature": 0.0,
-        },
-    )
-    assert status == 200, body
-    return body["choices"][0]["logprobs"]
-
-
 def test_models_endpoint_names_the_alias(llama_server: ServerProcess) -> None:
     status, body = http_json(llama_server.base_url + "/models")
     assert status == 200
@@ -63,7 +47,7 @@ def test_echoed_prompt_logprobs_match_transformers(
     llama_server: ServerProcess, hf, text: str
 ) -> None:
     ids, ref = _hf_logprobs(hf, text)
-    lp = _echo(llama_server, text)
+    lp = echo_logprobs(llama_server, text)
     tok = hf[0]
     n_prompt = len(ids) - 1  # the server echoes the prompt tokens after BOS
     # Same tokenization: the echoed pieces are the HF tokens after BOS.

@@ -162,6 +162,24 @@ def http_json(
         return status, body.decode("utf-8", "replace")
 
 
+def echo_logprobs(server: ServerProcess, text: str) -> dict[str, Any]:
+    """The ``logprobs`` object of ``server``'s completion of ``text`` with the prompt echoed
+    (one greedy token, top-1 log-probs), as a scoring request asks for it."""
+    status, body = http_json(
+        server.base_url + "/completions",
+        {
+            "model": SERVED_NAME,
+            "prompt": text,
+            "echo": True,
+            "logprobs": 1,
+            "max_tokens": 1,
+            "temperature": 0.0,
+        },
+    )
+    assert status == 200, body
+    return dict(body["choices"][0]["logprobs"])
+
+
 class LocalEndpoint:
     """The URLs of an HTTP server listening on ``127.0.0.1:port``."""
 
