@@ -11,6 +11,8 @@ work folders):
   ``floor_driver``; generation next to ``generate_batch_driver``, transformers' continuous
   batching, and llama.cpp's ``llama-server``), ``lmeval_bridge_speed``, ``bench_served``,
   ``bench_judge``, ``training_speed``, ``sandbox_speed``;
+* another arithmetic: ``llama_cpp_distance`` (Mill's SmolLM2 requests scored again by
+  llama.cpp's library on the Q4_1 GGUF, in ``llama_cpp_loglik_driver``);
 * memory: ``memory_check``, ``rss_growth``;
 * generation engines: ``cb_library`` (transformers' continuous batching against Mill's HF
   engine), ``cb_before_after`` (two checkouts' whole runs);

@@ -48,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -161,38 +162,51 @@ def mill_outputs(run_dir: Path) -> dict[int, dict[str, Any]]:
     }
 
 
-def loglik_distance(mill_dir: Path, peer_dir: Path) -> dict[str, Any]:
-    """How far a peer's run (llama.cpp's Q4_1 arithmetic) is from Mill's HF engine on
-    the same requests: per request (doc, choice) the absolute and relative difference of
-    the log-likelihoods, the docs whose prediction differs, and each side's metrics."""
-    ours, theirs = mill.load(mill_dir), mill.load(peer_dir)
+def request_distance(docs: Iterable[tuple[Sequence[float], Sequence[float]]]) -> dict[str, Any]:
+    """Two sides' log-likelihoods of the same requests, doc by doc (each doc's choices in
+    order): per request the absolute and relative difference, and the docs whose
+    prediction (the first choice of the largest log-likelihood) differs."""
     absolute: list[float] = []
     relative: list[float] = []
-    docs = same = 0
-    metrics: dict[str, tuple[float | None, float | None]] = {}
-    for task, result in ours.results.tasks.items():
-        peer = {(s.subject, s.doc_id): s for s in theirs.samples(task)}
-        for sample in ours.samples(task):
-            other = peer[(sample.subject, sample.doc_id)]
-            docs += 1
-            same += sample.prediction == other.prediction
-            for a, b in zip(sample.response.logprobs, other.response.logprobs, strict=True):
-                absolute.append(abs(a - b))
-                relative.append(abs(a - b) / max(abs(a), 1e-12))
-        peer_metrics = theirs.results.tasks[task].metrics
-        for name, value in result.metrics.items():
-            if name in peer_metrics:
-                metrics[f"{task}/{name}"] = (value.value, peer_metrics[name].value)
+    docs_n = same = 0
+    for ours, theirs in docs:
+        docs_n += 1
+        same += argmax(ours) == argmax(theirs)
+        for a, b in zip(ours, theirs, strict=True):
+            absolute.append(abs(a - b))
+            relative.append(abs(a - b) / max(abs(a), 1e-12))
     return {
         "requests": len(absolute),
         "max_abs": max(absolute),
         "median_abs": statistics.median(absolute),
         "max_rel": max(relative),
         "median_rel": statistics.median(relative),
-        "docs": docs,
+        "docs": docs_n,
         "same_prediction": same,
-        "metrics": metrics,
     }
+
+
+def argmax(values: Sequence[float]) -> int:
+    """The first index of the largest value (numpy's and lm-eval's rule for ties)."""
+    return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+def loglik_distance(mill_dir: Path, peer_dir: Path) -> dict[str, Any]:
+    """How far a peer's run (llama.cpp's Q4_1 arithmetic) is from Mill's HF engine on
+    the same requests (:func:`request_distance`), with each side's metrics."""
+    ours, theirs = mill.load(mill_dir), mill.load(peer_dir)
+    pairs: list[tuple[Sequence[float], Sequence[float]]] = []
+    metrics: dict[str, tuple[float | None, float | None]] = {}
+    for task, result in ours.results.tasks.items():
+        peer = {(s.subject, s.doc_id): s for s in theirs.samples(task)}
+        for sample in ours.samples(task):
+            other = peer[(sample.subject, sample.doc_id)]
+            pairs.append((sample.response.logprobs, other.response.logprobs))
+        peer_metrics = theirs.results.tasks[task].metrics
+        for name, value in result.metrics.items():
+            if name in peer_metrics:
+                metrics[f"{task}/{name}"] = (value.value, peer_metrics[name].value)
+    return request_distance(pairs) | {"metrics": metrics}
 
 
 def distance_line(d: dict[str, Any]) -> str:
