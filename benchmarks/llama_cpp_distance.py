@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import mill
-from benchmarks.whole_process import argmax, mill_phases, request_distance, source_gguf
+from benchmarks.whole_process import mill_phases, request_distance, source_gguf
 
 DRIVER = Path(__file__).with_name("llama_cpp_loglik_driver.py")
 
@@ -47,11 +47,21 @@ def run_requests(run: Any, limit: int | None) -> tuple[str, list[Any], list[list
     return task, samples, requests
 
 
-def doc_metrics(logprobs: list[float], choices: list[str], gold: int) -> dict[str, float]:
-    """acc and acc_norm of one doc from its choices' log-likelihoods, as lm-eval computes
-    them (acc_norm: divided by the choice's length in characters)."""
-    norm = [lp / len(c) for lp, c in zip(logprobs, choices, strict=True)]
-    return {"acc": float(argmax(logprobs) == gold), "acc_norm": float(argmax(norm) == gold)}
+def doc_metrics(
+    sample: Any, logprobs: list[float], greedy: list[bool], names: set[str]
+) -> dict[str, float]:
+    """The metrics in ``names`` (acc, acc_norm) of one doc of ``sample``'s from the given
+    log-likelihoods, by Mill's own metric classes."""
+    from mill.metrics.accuracy import Accuracy, AccuracyNorm
+    from mill.types import Doc, Response
+
+    doc = Doc(sample.task, sample.doc_id, sample.subject, "", tuple(sample.choices), sample.gold)
+    responses = [
+        Response(f"{i}", logprob=lp, is_greedy=g)
+        for i, (lp, g) in enumerate(zip(logprobs, greedy, strict=True))
+    ]
+    metrics = {m.name: m for m in (Accuracy(), AccuracyNorm())}
+    return {name: float(metrics[name].score(doc, responses)) for name in names}
 
 
 def compare(
@@ -73,8 +83,8 @@ def compare(
         greedy_differ += sum(
             f != g for f, g in zip(flags, s.response.argmax_logits_eq_gold, strict=True)
         )
-        ours_m = doc_metrics(mine, list(s.choices), s.gold)
-        theirs_m = doc_metrics(other, list(s.choices), s.gold)
+        ours_m = doc_metrics(s, mine, list(s.response.argmax_logits_eq_gold), names)
+        theirs_m = doc_metrics(s, other, flags, names)
         for name, (a, b) in scores.items():
             if s.metrics[name] != ours_m[name]:
                 raise SystemExit(f"doc {s.doc_id}: {name} {ours_m[name]} recomputed, {s.metrics}")
