@@ -52,6 +52,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import mill
 from benchmarks.driver_common import (
     REPO,
@@ -171,7 +173,7 @@ def request_distance(docs: Iterable[tuple[Sequence[float], Sequence[float]]]) ->
     docs_n = same = 0
     for ours, theirs in docs:
         docs_n += 1
-        same += argmax(ours) == argmax(theirs)
+        same += int(np.argmax(ours)) == int(np.argmax(theirs))  # ties: the first, as lm-eval
         for a, b in zip(ours, theirs, strict=True):
             absolute.append(abs(a - b))
             relative.append(abs(a - b) / max(abs(a), 1e-12))
@@ -184,11 +186,6 @@ def request_distance(docs: Iterable[tuple[Sequence[float], Sequence[float]]]) ->
         "docs": docs_n,
         "same_prediction": same,
     }
-
-
-def argmax(values: Sequence[float]) -> int:
-    """The first index of the largest value (numpy's and lm-eval's rule for ties)."""
-    return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
 def loglik_distance(mill_dir: Path, peer_dir: Path) -> dict[str, Any]:
