@@ -299,6 +299,23 @@ def llama_config(reader: Any, source: Path) -> dict[str, Any]:
     return config
 
 
+def hf_name(tensor: str) -> str:
+    """The ``transformers`` name of a llama GGUF tensor (``blk.3.attn_q.weight`` ->
+    ``model.layers.3.self_attn.q_proj.weight``); ModelError for one it has none for."""
+    parts = tensor.split(".", 2)
+    if tensor == "token_embd.weight":
+        return "model.embed_tokens.weight"
+    if tensor == "output_norm.weight":
+        return "model.norm.weight"
+    if tensor == "output.weight":
+        return "lm_head.weight"
+    if parts[0] == "blk" and len(parts) == 3 and parts[2] in _LAYER_TENSORS:
+        return f"model.layers.{parts[1]}.{_LAYER_TENSORS[parts[2]]}"
+    if tensor == "rope_freqs.weight":
+        raise ModelError(f"rope_freqs.weight (rope scaling) is not supported; {tensor}")
+    raise ModelError(f"GGUF tensor {tensor} has no transformers name")
+
+
 def hf_tensors(
     reader: Any, config: dict[str, Any], advance: Callable[[], None] = lambda: None
 ) -> dict[str, np.ndarray]:
@@ -310,18 +327,7 @@ def hf_tensors(
     out: dict[str, np.ndarray] = {}
     for tensor in reader.tensors:
         parts = tensor.name.split(".", 2)
-        if tensor.name == "token_embd.weight":
-            name = "model.embed_tokens.weight"
-        elif tensor.name == "output_norm.weight":
-            name = "model.norm.weight"
-        elif tensor.name == "output.weight":
-            name = "lm_head.weight"
-        elif parts[0] == "blk" and parts[2] in _LAYER_TENSORS:
-            name = f"model.layers.{parts[1]}.{_LAYER_TENSORS[parts[2]]}"
-        elif tensor.name == "rope_freqs.weight":
-            raise ModelError(f"rope_freqs.weight (rope scaling) is not supported; {tensor.name}")
-        else:
-            raise ModelError(f"GGUF tensor {tensor.name} has no transformers name")
+        name = hf_name(tensor.name)
         shape = tuple(int(d) for d in reversed(tensor.shape))
         array = dequantize(tensor.data, tensor.tensor_type).astype(np.float32, copy=False)
         array = array.reshape(shape)
