@@ -31,15 +31,15 @@ def parity_script() -> ModuleType:
     return lmeval_bridge_parity
 
 
-def documented_bbh_overrides() -> list[tuple[Path, str]]:
-    """Every ``task.dataset_overrides`` example for ``leaderboard_bbh`` in the README and
-    docs/, as printed: (file, YAML text). A block starts at a line ``leaderboard_bbh_*:``
-    and runs over the lines indented deeper."""
+def documented_overrides(pattern: str) -> list[tuple[Path, str]]:
+    """Every ``task.dataset_overrides`` example for the task ``pattern`` (``leaderboard_bbh_*``)
+    in the README and docs/, as printed: (file, YAML text). A block starts at a line
+    ``<pattern>:`` and runs over the lines indented deeper."""
     found = []
     for doc in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
         lines = doc.read_text(encoding="utf-8").splitlines()
         for i, line in enumerate(lines):
-            if line.strip() != "leaderboard_bbh_*:":
+            if line.strip() != f"{pattern}:":
                 continue
             indent = len(line) - len(line.lstrip())
             block = [line]
@@ -49,6 +49,11 @@ def documented_bbh_overrides() -> list[tuple[Path, str]]:
                 block.append(more)
             found.append((doc, "\n".join(b[indent:] for b in block) + "\n"))
     return found
+
+
+def documented_bbh_overrides() -> list[tuple[Path, str]]:
+    """The documented examples for ``leaderboard_bbh`` (:func:`documented_overrides`)."""
+    return documented_overrides("leaderboard_bbh_*")
 
 
 @pytest.fixture()

@@ -1,0 +1,57 @@
+"""The MMLU cloze recipe of docs/real-model.md, as printed: lm-eval's ``mmlu_*_continuation``
+tasks through the bridge on the shared CSV files, each question scored by its answers' text
+after lm-eval's continuation prompt."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_mill
+from tests.lmeval.conftest import SHARED, documented_overrides, needs_lm_eval, needs_shared
+
+pytestmark = [pytest.mark.slow, needs_lm_eval, needs_shared]
+
+SUBJECTS = ("abstract_algebra", "world_religions")
+
+
+def test_documented_mmlu_cloze_overrides_score_the_answers_text(tmp_path: Path) -> None:
+    ((doc, text),) = documented_overrides("mmlu_*_continuation")
+    assert doc.name == "real-model.md"
+    overrides = tmp_path / "mmlu_cloze.yaml"
+    overrides.write_text(text.replace("<folder>", str(SHARED / "data")))
+    run = tmp_path / "run"
+    tasks = ",".join(f"mmlu_{s}_continuation" for s in SUBJECTS)
+    proc = run_mill(
+        "task=lm_eval",
+        f"task.tasks=[{tasks}]",
+        f"task.dataset_overrides={overrides}",
+        "task.limit=2",
+        "model=stories260k",
+        f"hydra.run.dir={run}",
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads((run / "results.json").read_text())
+    assert sorted(results["tasks"]) == sorted(f"mmlu_{s}_continuation" for s in SUBJECTS)
+    for subject in SUBJECTS:
+        with open(SHARED / "data" / "mmlu" / "test" / f"{subject}_test.csv", newline="") as f:
+            rows = list(csv.DictReader(f))[:2]
+        samples = [
+            json.loads(line)
+            for line in (run / "samples" / f"mmlu_{subject}_continuation.jsonl").open()
+        ]
+        assert len(samples) == 2
+        for sample in samples:
+            row = rows[sample["doc_id"]]
+            assert sample["choices"] == [row[f"choice{i}"] for i in range(4)]
+            assert sample["gold"] == int(row["answer"])
+            heading = subject.replace("_", " ")
+            assert sample["response"]["input"] == (
+                f"The following are questions (with answers) about {heading}.\n\n"
+                f"Question: {row['question'].strip()}\nAnswer:"
+            )
+            assert set(sample["metrics"]) == {"acc,none", "acc_norm,none"}
