@@ -17,7 +17,8 @@ accuracy, a paired bootstrap interval) say how far each copy moved.
 The copies are a second rounding of already rounded weights, not the first rounding of the
 bf16 ones: the result is the scale of what a Q4_1 rounding does to these scores on these
 docs (its size and its sign, across shifts), not the exact cost of the wheel's own.
-Runs are kept under ``--work`` (default ``outputs/quantization_gap``) and reused.
+Runs are kept under ``--work`` (default ``outputs/quantization_gap``), one per task, copy
+and ``--limit``, and reused.
 """
 
 from __future__ import annotations
@@ -169,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     for task in args.tasks:
         runs = {}
         for label, folder in folders.items():
-            name = f"{task}-{label.replace(' ', '')}"
+            size = "" if args.limit is None else f"-limit{args.limit}"  # a run per size
+            name = f"{task}-{label.replace(' ', '')}{size}"
             runs[label] = run_mill(task, folder, args.work / "runs" / name, args)
         for label in copy_labels(folders):
             for p in compare(runs["original"], runs[label], args.iters):
