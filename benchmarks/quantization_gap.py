@@ -29,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -130,11 +131,6 @@ def compare(base_run: Path, copy_run: Path, iters: int) -> list[Any]:
 HEADER = "copy - original | 95% CI | right only in original / copy | McNemar p |"
 
 
-def copy_labels(folders: dict[str, Path]) -> list[str]:
-    """The requantized copies' labels."""
-    return [label for label in folders if label != "original"]
-
-
 def table_row(row: dict[str, Any]) -> str:
     """One markdown row of the table (percentage points)."""
     flips = "" if row["n10"] is None else f"{row['n10']} / {row['n01']}"
@@ -154,27 +150,24 @@ def main(argv: list[str] | None = None) -> int:
     base = prepare(os.environ.get("MILL_SMOLLM2_WHEEL"))  # the wheel, or the package's
     args.work.mkdir(parents=True, exist_ok=True)
     types = quantized_types(source_gguf(base, args.work))
-    counts: dict[str, int] = {}
-    for qtype in types.values():
-        counts[qtype.name] = counts.get(qtype.name, 0) + 1
+    counts = dict(Counter(qtype.name for qtype in types.values()))
     print(f"requantized per copy: {counts} tensors of {base}", flush=True)
-    folders = {"original": base}
+    copies = {}
     for shift in args.shifts:
         folder = args.work / "models" / f"shift{shift}"
         if not folder.is_dir():
             write_copy(base, folder, types, shift)
-        folders[f"shift {shift}"] = folder
+        copies[f"shift {shift}"] = folder
     rows: list[dict[str, Any]] = []
     print(f"| task | metric | docs | original | copy | {HEADER}")
     print("|---|---|---|---|---|---|---|---|---|")
+    size = "" if args.limit is None else f"-limit{args.limit}"  # a run per size
     for task in args.tasks:
-        runs = {}
-        for label, folder in folders.items():
-            size = "" if args.limit is None else f"-limit{args.limit}"  # a run per size
+        original = run_mill(task, base, args.work / "runs" / f"{task}-original{size}", args)
+        for label, folder in copies.items():
             name = f"{task}-{label.replace(' ', '')}{size}"
-            runs[label] = run_mill(task, folder, args.work / "runs" / name, args)
-        for label in copy_labels(folders):
-            for p in compare(runs["original"], runs[label], args.iters):
+            copy_run = run_mill(task, folder, args.work / "runs" / name, args)
+            for p in compare(original, copy_run, args.iters):
                 row = {"task": p.task, "metric": p.metric, "copy": label, "n": p.n,
                        "original": p.a, "requantized": p.b, "diff": p.diff, "ci": list(p.ci),
                        "n10": p.n10, "n01": p.n01, "p": p.p_value}  # fmt: skip
