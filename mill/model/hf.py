@@ -135,6 +135,70 @@ def _tokenizer_identity(tokenizer: str) -> dict[str, Any]:
     return {"source": tokenizer, "fingerprint": found.get("weights_fingerprint")}
 
 
+def _load_files(
+    pretrained: str,
+    revision: str | None,
+    tokenizer: str | None,
+    dtype: str,
+    trust_remote_code: bool,
+    loading: dict[str, Any],
+) -> tuple[Any, Any]:
+    """The model and its tokenizer from a local folder or the hub (``tokenizer``: another
+    folder or hub id for the tokenizer); a failed load is one ``ModelError`` line."""
+    import torch
+    import transformers
+
+    from mill.progress import loading_step
+
+    local = Path(os.path.expanduser(pretrained))
+    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+    try:
+        # model.tokenizer: a checkpoint saved without its tokenizer (lm-eval's
+        # tokenizer=); the hub revision is the model's, so it applies to neither
+        loading_step("tokenizer")
+        own = tokenizer is None
+        source = pretrained if own else str(tokenizer)
+        where_tok = Path(os.path.expanduser(source))
+        tok = transformers.AutoTokenizer.from_pretrained(
+            str(where_tok) if where_tok.is_dir() else source,
+            revision=revision if own else None,
+            trust_remote_code=trust_remote_code,
+        )
+        loading_step("weights")
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(local) if local.is_dir() else pretrained,
+            revision=revision,
+            dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
+            trust_remote_code=trust_remote_code,
+            **loading,
+        )
+    except (OSError, ValueError) as err:
+        where = "local folder" if local.is_dir() else "hub model"
+        if local.is_dir():
+            hint = " Check that the folder holds config.json, weights and tokenizer files"
+            hint += (
+                " (a checkpoint saved without its tokenizer: model.tokenizer=<folder or hub id>)."
+                if tokenizer is None
+                else f", and model.tokenizer={tokenizer!r} a tokenizer."
+            )
+        elif offline:
+            hint = (
+                " HF_HUB_OFFLINE is set and the model is not in the Hugging Face cache: "
+                "download it once with network, or point model.pretrained at a local "
+                "folder."
+            )
+        else:
+            hint = (
+                " The hub was unreachable, or the id/revision is wrong, or the model is "
+                "gated (accept its license and run `hf auth login`). Offline, point "
+                "model.pretrained at a local folder."
+            )
+        raise ModelError(
+            f"cannot load {where} {pretrained!r} (revision {revision}): {type(err).__name__}.{hint}"
+        ) from err
+    return model, tok
+
+
 class HFCausalLM(TokenizingLM):
     """A ``transformers`` causal LM from the hub (id + revision) or a local folder.
 
@@ -194,7 +258,7 @@ class HFCausalLM(TokenizingLM):
         from mill.progress import loading_step
 
         loading_step("importing torch and transformers")
-        import torch
+        import torch  # noqa: F401  (imported under its own progress step)
         import transformers
 
         transformers.utils.logging.disable_progress_bar()
@@ -234,8 +298,6 @@ class HFCausalLM(TokenizingLM):
         # generation's prefill chunks: on CPU the default is smaller (see _prefill_budget)
         self._prefill_tokens = int(token_budget or (CPU_PREFILL_TOKENS if on_cpu else 16384))
         self.cache_budget = int(cache_budget or 0)  # 0: chosen below, from memory
-        local = Path(os.path.expanduser(self.pretrained))
-        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
         placement = _placement(device_map, max_memory, offload_folder)
         loading = load_placement(self.device, placement)
         # a local folder's files are hashed on another core while the model loads (objects
@@ -248,52 +310,9 @@ class HFCausalLM(TokenizingLM):
         if _loaded is not None:  # from_transformers: objects the caller already holds
             self.model, self.tokenizer = _loaded
         else:
-            try:
-                # model.tokenizer: a checkpoint saved without its tokenizer (lm-eval's
-                # tokenizer=); the hub revision is the model's, so it applies to neither
-                loading_step("tokenizer")
-                own = tokenizer is None
-                source = self.pretrained if own else str(tokenizer)
-                where_tok = Path(os.path.expanduser(source))
-                self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-                    str(where_tok) if where_tok.is_dir() else source,
-                    revision=revision if own else None,
-                    trust_remote_code=trust_remote_code,
-                )
-                loading_step("weights")
-                self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                    str(local) if local.is_dir() else self.pretrained,
-                    revision=revision,
-                    dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
-                    trust_remote_code=trust_remote_code,
-                    **loading,
-                )
-            except (OSError, ValueError) as err:
-                where = "local folder" if local.is_dir() else "hub model"
-                if local.is_dir():
-                    hint = " Check that the folder holds config.json, weights and tokenizer files"
-                    hint += (
-                        " (a checkpoint saved without its tokenizer: model.tokenizer=<folder "
-                        "or hub id>)."
-                        if tokenizer is None
-                        else f", and model.tokenizer={tokenizer!r} a tokenizer."
-                    )
-                elif offline:
-                    hint = (
-                        " HF_HUB_OFFLINE is set and the model is not in the Hugging Face cache: "
-                        "download it once with network, or point model.pretrained at a local "
-                        "folder."
-                    )
-                else:
-                    hint = (
-                        " The hub was unreachable, or the id/revision is wrong, or the model is "
-                        "gated (accept its license and run `hf auth login`). Offline, point "
-                        "model.pretrained at a local folder."
-                    )
-                raise ModelError(
-                    f"cannot load {where} {self.pretrained!r} (revision {revision}): "
-                    f"{type(err).__name__}.{hint}"
-                ) from err
+            self.model, self.tokenizer = _load_files(
+                self.pretrained, revision, tokenizer, dtype, trust_remote_code, loading
+            )
         if placement:  # dispatched over devices by accelerate: never .to() it
             self.device = _input_device(self.model)
         elif not loading:  # on the CPU; a model loaded onto its accelerator stays put

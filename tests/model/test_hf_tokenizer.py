@@ -1,6 +1,7 @@
 """``model=hf``'s ``model.tokenizer``: a checkpoint saved without its tokenizer (a Trainer's
 default without ``processing_class``) evaluated with the tokenizer from elsewhere, as
-lm-eval's ``tokenizer=``; and a local path that does not exist said as such."""
+lm-eval's ``tokenizer=``; a local path that does not exist said as such, and a hub id
+offline that is not in the cache."""
 
 from __future__ import annotations
 
@@ -42,3 +43,16 @@ def test_a_local_path_that_does_not_exist_is_said_so(setting: str, tmp_path: Pat
     overrides = ["model=hf", f"model.pretrained={DEMO}", f"model.{setting}={missing}"]
     with pytest.raises(ModelError, match=rf"the folder {missing} does not exist"):
         mill.evaluate("arc_easy", limit=2, overrides=overrides)
+
+
+def test_a_hub_id_offline_and_not_cached_says_how_to_get_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))  # an empty cache
+    with pytest.raises(ModelError) as caught:
+        mill.evaluate("arc_easy", limit=2, overrides=["model=hf", "model.pretrained=nobody/none"])
+    line = str(caught.value)
+    assert line.startswith("cannot load hub model 'nobody/none' (revision None): OSError.")
+    assert "HF_HUB_OFFLINE is set and the model is not in the Hugging Face cache" in line
+    assert "\n" not in line
