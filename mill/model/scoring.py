@@ -546,20 +546,20 @@ def _prefix_runs(
     return runs, rest
 
 
-def score_continuations(
-    fwd: Forward,
-    pairs: list[tuple[list[int], list[int]]],
-    max_length: int,
-    token_budget: int | None,
-    max_rows: int | None,
-    share_prefix: bool = True,
-    on_done: Callable[[int, Scored], None] | None = None,
-    greedy: bool = True,
-) -> list[Scored]:
-    """Score every (context tokens, continuation tokens) pair; results in input order.
+@dataclass
+class _Plan:
+    """How ``score_continuations`` runs its pairs: each distinct pair once (``copies``: the
+    input positions each stands for), as a full pass of its own (``single``) or in a group
+    sharing its context (``groups``); ``cut``: a grouped item whose context was truncated to
+    the full pass's window (the original item, tokens cut)."""
 
-    ``greedy=False`` skips the argmax (``is_greedy`` is then False), for perplexity.
-    """
+    copies: dict[int, list[int]]
+    single: list[_Item]
+    groups: list[list[_Item]]
+    cut: dict[int, tuple[_Item, int]]
+
+
+def _plan(pairs: list[tuple[list[int], list[int]]], max_length: int, share_prefix: bool) -> _Plan:
     unique: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
     copies: dict[int, list[int]] = {}
     items: list[_Item] = []
@@ -571,11 +571,9 @@ def score_continuations(
         unique[key] = i
         copies[i] = [i]
         items.append(_Item(i, list(ctx), list(cont)))
-    results: dict[int, Scored] = {}
-
     by_context: dict[tuple[int, ...], list[_Item]] = {}
     single: list[_Item] = []
-    cut: dict[int, tuple[_Item, int]] = {}  # truncated: (the original item, tokens cut)
+    cut: dict[int, tuple[_Item, int]] = {}
     for item in items:
         over = len(item.context) + len(item.continuation) - (max_length + 1)
         if not share_prefix or len(item.continuation) > max_length:
@@ -593,6 +591,26 @@ def score_continuations(
             single.append(original)  # the full pass truncates it itself
         else:
             groups.append(group)
+    return _Plan(copies, single, groups, cut)
+
+
+def score_continuations(
+    fwd: Forward,
+    pairs: list[tuple[list[int], list[int]]],
+    max_length: int,
+    token_budget: int | None,
+    max_rows: int | None,
+    share_prefix: bool = True,
+    on_done: Callable[[int, Scored], None] | None = None,
+    greedy: bool = True,
+) -> list[Scored]:
+    """Score every (context tokens, continuation tokens) pair; results in input order.
+
+    ``greedy=False`` skips the argmax (``is_greedy`` is then False), for perplexity.
+    """
+    plan = _plan(pairs, max_length, share_prefix)
+    copies, single, groups, cut = plan.copies, plan.single, plan.groups, plan.cut
+    results: dict[int, Scored] = {}
 
     def report(done: list[_Item]) -> None:
         for item in done:
