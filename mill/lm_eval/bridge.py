@@ -226,10 +226,10 @@ class LMEvalTask(Task):
             doc = instances[0].doc
             first = instances[0].arguments
             choices: tuple[str, ...] = ()
+            if task.get_config("output_type") == "multiple_choice":
+                choices = _text_choices(self.name, int(doc_id), task.doc_to_choice(doc))
             gold: Any = None
             try:
-                if task.get_config("output_type") == "multiple_choice":
-                    choices = tuple(str(c) for c in task.doc_to_choice(doc))
                 gold = task.doc_to_target(doc)
             except Exception:  # noqa: BLE001 - a target is for the record only
                 gold = None
@@ -385,6 +385,20 @@ class _RandomState:
 
 _RULES = task_rules("mill.lm_eval.bridge.LMEvalSuite")
 """The rules of the bridge's task settings (the schema's, with its own ``task.limit``)."""
+
+
+def _text_choices(task: str, doc_id: int, choices: Any) -> tuple[str, ...]:
+    """A multiple-choice doc's choices, which lm-eval's ``process_results`` measures as text:
+    a choice that is not (a missing cell, a number) is said before any request runs, not
+    after the model has scored the task."""
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, str):
+            raise TaskError(
+                f"lm-eval task {task!r}, doc {doc_id}: choice {i} is {choice!r}, not text; "
+                "fix its doc_to_choice or data (a local CSV read with dataset_kwargs "
+                "na_filter: true turns cells such as 'None' or 'NA' into missing values)"
+            )
+    return tuple(choices)
 
 
 def _limit(limit: float | None) -> int | float | None:

@@ -27,6 +27,23 @@ def _format(value: Any, fields: dict[str, str]) -> Any:
     return value
 
 
+# pandas' settings that turn a CSV cell into a missing value ("", "None", "NA", "null", ...)
+_NA_SETTINGS = ("na_filter", "keep_default_na", "na_values")
+
+
+def _cells_as_text(keys: dict[str, Any]) -> dict[str, Any]:
+    """A local ``dataset_path: csv`` reads every cell as its text: ``na_filter: false`` is
+    added to its ``dataset_kwargs`` unless they set pandas' missing-value settings
+    themselves. Otherwise a cell such as ``None`` or ``NA`` (MMLU has answers "None") loads
+    as a missing value, which the Hub's copy of the same data holds as text."""
+    kwargs = keys.get("dataset_kwargs")
+    if keys.get("dataset_path") != "csv" or not isinstance(kwargs, dict):
+        return keys
+    if any(setting in kwargs for setting in _NA_SETTINGS):
+        return keys
+    return {**keys, "dataset_kwargs": {**kwargs, "na_filter": False}}
+
+
 def read_overrides(value: Any) -> dict[str, dict[str, Any]]:
     """``task.dataset_overrides``: a mapping, or the path of a YAML file holding one."""
     if not value:
@@ -80,7 +97,8 @@ def write_overrides(manager: Any, overrides: dict[str, dict[str, Any]], folder: 
             path = Path(manager.task_index[name].yaml_path).resolve()
             original = load_yaml(path, resolve_func=False)
             fields = {"task": name, "dataset_name": str(original.get("dataset_name") or "")}
-            body = {"include": str(path), "task": name, **_format(dict(keys or {}), fields)}
+            own = _cells_as_text(_format(dict(keys or {}), fields))
+            body = {"include": str(path), "task": name, **own}
             text = yaml.safe_dump(body, sort_keys=False)
             (folder / f"{written:05d}_{name}.yaml").write_text(text)
             written += 1

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mill.data.load import DataSource
-from mill.errors import ConfigError, DatasetUnavailable
+from mill.errors import ConfigError, DatasetUnavailable, TaskError
 from mill.types import OutputType, Response
 from tests.lmeval.conftest import documented_bbh_overrides, needs_lm_eval, needs_shared
 
@@ -127,6 +127,39 @@ def test_dataset_overrides_validate(tmp_path: Path) -> None:
         read_overrides(str(tmp_path / "missing.yaml"))
     with pytest.raises(ConfigError, match="must map"):
         read_overrides({"gsm8k": "json"})
+
+
+def _csv_choice_suite(tmp_path: Path, **dataset_kwargs: Any):
+    """A multiple-choice task on a hub dataset, pointed by ``task.dataset_overrides`` at a
+    local CSV whose second row's choices are cells pandas reads as missing values (lm-eval
+    checks the first doc's choices itself, with a traceback)."""
+    (tmp_path / "mill_csv_mc.yaml").write_text(
+        "task: mill_csv_mc\ndataset_path: mill-test-org/not-on-this-machine\n"
+        "output_type: multiple_choice\ntest_split: test\ndoc_to_text: '{{q}}'\n"
+        "doc_to_target: '{{answer}}'\ndoc_to_choice: '{{[c0, c1, c2, c3]}}'\n"
+        "metric_list:\n  - metric: acc_norm\n"
+    )
+    data = tmp_path / "data.csv"
+    data.write_text('q,c0,c1,c2,c3,answer\nFirst?,a,b,c,d,0\n"Which, if any?",None,NA,null,7,0\n')
+    kwargs = {"data_files": {"test": str(data)}, **dataset_kwargs}
+    overrides = {"mill_csv_*": {"dataset_path": "csv", "dataset_kwargs": kwargs}}
+    return _suite(tmp_path, ["mill_csv_mc"], dataset_overrides=overrides)
+
+
+def test_a_local_csv_reads_its_cells_as_text(tmp_path: Path) -> None:
+    (task,) = _csv_choice_suite(tmp_path).tasks
+    _, doc = task.docs(DataSource("bundled"))
+    assert doc.choices == ("None", "NA", "null", "7")
+    assert [r.continuation for r in task.requests(doc)] == [" None", " NA", " null", " 7"]
+
+
+def test_a_choice_that_is_not_text_is_one_line_before_any_request(tmp_path: Path) -> None:
+    (task,) = _csv_choice_suite(tmp_path, na_filter=True).tasks  # the user's own setting
+    with pytest.raises(TaskError) as err:
+        list(task.docs(DataSource("bundled")))
+    message = str(err.value)
+    assert message.startswith("lm-eval task 'mill_csv_mc', doc 1: choice 0 is None, not text;")
+    assert "na_filter" in message and "\n" not in message
 
 
 def test_malformed_dataset_overrides_file_is_one_line_naming_file_and_line(

@@ -1,6 +1,7 @@
 """The MMLU cloze recipe of docs/real-model.md, as printed: lm-eval's ``mmlu_*_continuation``
 tasks through the bridge on the shared CSV files, each question scored by its answers' text
-after lm-eval's continuation prompt."""
+after lm-eval's continuation prompt; college mathematics' ninth question has the answer
+"None", which reads as text."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from tests.lmeval.conftest import SHARED, documented_overrides, needs_lm_eval, n
 
 pytestmark = [pytest.mark.slow, needs_lm_eval, needs_shared]
 
-SUBJECTS = ("abstract_algebra", "world_religions")
+SUBJECTS = ("abstract_algebra", "college_mathematics", "world_religions")
+LIMIT = 9  # college_mathematics doc 8: its first answer is "None"
 
 
 def test_documented_mmlu_cloze_overrides_score_the_answers_text(tmp_path: Path) -> None:
@@ -29,7 +31,7 @@ def test_documented_mmlu_cloze_overrides_score_the_answers_text(tmp_path: Path) 
         "task=lm_eval",
         f"task.tasks=[{tasks}]",
         f"task.dataset_overrides={overrides}",
-        "task.limit=2",
+        f"task.limit={LIMIT}",
         "model=stories260k",
         f"hydra.run.dir={run}",
         timeout=900,
@@ -39,12 +41,12 @@ def test_documented_mmlu_cloze_overrides_score_the_answers_text(tmp_path: Path) 
     assert sorted(results["tasks"]) == sorted(f"mmlu_{s}_continuation" for s in SUBJECTS)
     for subject in SUBJECTS:
         with open(SHARED / "data" / "mmlu" / "test" / f"{subject}_test.csv", newline="") as f:
-            rows = list(csv.DictReader(f))[:2]
+            rows = list(csv.DictReader(f))[:LIMIT]
         samples = [
             json.loads(line)
             for line in (run / "samples" / f"mmlu_{subject}_continuation.jsonl").open()
         ]
-        assert len(samples) == 2
+        assert len(samples) == LIMIT
         for sample in samples:
             row = rows[sample["doc_id"]]
             assert sample["choices"] == [row[f"choice{i}"] for i in range(4)]
@@ -55,3 +57,6 @@ def test_documented_mmlu_cloze_overrides_score_the_answers_text(tmp_path: Path) 
                 f"Question: {row['question'].strip()}\nAnswer:"
             )
             assert set(sample["metrics"]) == {"acc,none", "acc_norm,none"}
+    math = run / "samples" / "mmlu_college_mathematics_continuation.jsonl"
+    by_doc = {s["doc_id"]: s for s in map(json.loads, math.open())}
+    assert by_doc[8]["choices"][0] == "None"
