@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
-from tests.helpers import installed
+from tests.helpers import installed, run_mill
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("MILL_SHARED", REPO.parent / "shared"))
@@ -49,6 +51,36 @@ def documented_overrides(pattern: str) -> list[tuple[Path, str]]:
                 block.append(more)
             found.append((doc, "\n".join(b[indent:] for b in block) + "\n"))
     return found
+
+
+def run_bridge_on_stories(
+    tasks: list[str], overrides: Path, limit: int, run: Path, timeout: int
+) -> dict[str, Any]:
+    """``mill task=lm_eval`` on ``tasks`` with the ``task.dataset_overrides`` file
+    ``overrides``, ``limit`` docs each, on stories260k into ``run``: its results.json (the
+    run must succeed)."""
+    proc = run_mill(
+        "task=lm_eval",
+        f"task.tasks=[{','.join(tasks)}]",
+        f"task.dataset_overrides={overrides}",
+        f"task.limit={limit}",
+        "model=stories260k",
+        f"hydra.run.dir={run}",
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results: dict[str, Any] = json.loads((run / "results.json").read_text())
+    return results
+
+
+def documented_recipe(pattern: str, tmp_path: Path) -> Path:
+    """docs/real-model.md's one ``task.dataset_overrides`` recipe for ``pattern``, as printed,
+    written into ``tmp_path`` with its ``<folder>`` the shared data."""
+    ((doc, text),) = documented_overrides(pattern)
+    assert doc.name == "real-model.md"
+    overrides = tmp_path / "overrides.yaml"
+    overrides.write_text(text.replace("<folder>", str(SHARED / "data")))
+    return overrides
 
 
 def documented_bbh_overrides() -> list[tuple[Path, str]]:

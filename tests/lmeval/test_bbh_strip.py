@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_mill
-from tests.lmeval.conftest import SHARED, documented_overrides, needs_lm_eval, needs_shared
+from tests.lmeval.conftest import (
+    SHARED,
+    documented_recipe,
+    needs_lm_eval,
+    needs_shared,
+    run_bridge_on_stories,
+)
 
 pytestmark = [pytest.mark.slow, needs_lm_eval, needs_shared]
 
@@ -18,22 +23,10 @@ TASKS = ("boolean_expressions", "navigate")
 
 
 def test_documented_bbh_overrides_score_the_stripped_answer(tmp_path: Path) -> None:
-    ((doc, text),) = documented_overrides("bbh_fewshot_*")
-    assert doc.name == "real-model.md"
-    overrides = tmp_path / "bbh_strip.yaml"
-    overrides.write_text(text.replace("<folder>", str(SHARED / "data")))
     run = tmp_path / "run"
-    proc = run_mill(
-        "task=lm_eval",
-        f"task.tasks=[{','.join(f'bbh_fewshot_{t}' for t in TASKS)}]",
-        f"task.dataset_overrides={overrides}",
-        "task.limit=2",
-        "model=stories260k",
-        f"hydra.run.dir={run}",
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    results = json.loads((run / "results.json").read_text())
+    overrides = documented_recipe("bbh_fewshot_*", tmp_path)
+    tasks = [f"bbh_fewshot_{t}" for t in TASKS]
+    results = run_bridge_on_stories(tasks, overrides, 2, run, timeout=900)
     for task in TASKS:
         name = f"bbh_fewshot_{task}"
         assert set(results["tasks"][name]["metrics"]) == {"exact_match,strip"}

@@ -14,13 +14,13 @@ import pytest
 import yaml
 
 from mill.data.load import DataSource
-from tests.helpers import run_mill
 from tests.lmeval.conftest import (
     SHARED,
     documented_bbh_overrides,
     needs_lm_eval,
     needs_shared,
     parity_script,
+    run_bridge_on_stories,
 )
 
 pytestmark = [pytest.mark.slow, needs_lm_eval]
@@ -34,17 +34,7 @@ def test_leaderboard_bbh_offline_with_normalised_score(tmp_path: Path) -> None:
     overrides.write_text(text.replace("/data/bbh/", f"{SHARED / 'data' / 'bbh'}/"))
     assert yaml.safe_load(overrides.read_text()) == parity_script().bbh_overrides(SHARED / "data")
     run = tmp_path / "run"
-    proc = run_mill(
-        "task=lm_eval",
-        "task.tasks=[leaderboard_bbh]",
-        f"task.dataset_overrides={overrides}",
-        "task.limit=2",
-        "model=stories260k",
-        f"hydra.run.dir={run}",
-        timeout=1500,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    results = json.loads((run / "results.json").read_text())
+    results = run_bridge_on_stories(["leaderboard_bbh"], overrides, 2, run, timeout=1500)
     assert len(results["tasks"]) == 24
     # issue 26, item 12: the report says where the data came from (not "bundled"), and no
     # interval of a bounded quantity leaves its bounds (n=2 per task)

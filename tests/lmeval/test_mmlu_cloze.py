@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_mill
-from tests.lmeval.conftest import SHARED, documented_overrides, needs_lm_eval, needs_shared
+from tests.lmeval.conftest import (
+    SHARED,
+    documented_recipe,
+    needs_lm_eval,
+    needs_shared,
+    run_bridge_on_stories,
+)
 
 pytestmark = [pytest.mark.slow, needs_lm_eval, needs_shared]
 
@@ -21,23 +26,10 @@ LIMIT = 9  # college_mathematics doc 8: its first answer is "None"
 
 
 def test_documented_mmlu_cloze_overrides_score_the_answers_text(tmp_path: Path) -> None:
-    ((doc, text),) = documented_overrides("mmlu_*_continuation")
-    assert doc.name == "real-model.md"
-    overrides = tmp_path / "mmlu_cloze.yaml"
-    overrides.write_text(text.replace("<folder>", str(SHARED / "data")))
     run = tmp_path / "run"
-    tasks = ",".join(f"mmlu_{s}_continuation" for s in SUBJECTS)
-    proc = run_mill(
-        "task=lm_eval",
-        f"task.tasks=[{tasks}]",
-        f"task.dataset_overrides={overrides}",
-        f"task.limit={LIMIT}",
-        "model=stories260k",
-        f"hydra.run.dir={run}",
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    results = json.loads((run / "results.json").read_text())
+    tasks = [f"mmlu_{s}_continuation" for s in SUBJECTS]
+    overrides = documented_recipe("mmlu_*_continuation", tmp_path)
+    results = run_bridge_on_stories(tasks, overrides, LIMIT, run, timeout=900)
     assert sorted(results["tasks"]) == sorted(f"mmlu_{s}_continuation" for s in SUBJECTS)
     for subject in SUBJECTS:
         with open(SHARED / "data" / "mmlu" / "test" / f"{subject}_test.csv", newline="") as f:
