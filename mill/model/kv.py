@@ -16,6 +16,7 @@ join, so the last steps read fewer rows without a second copy of the storage.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, cast
 
 import torch
@@ -44,7 +45,9 @@ class SlotLayer(DynamicLayer):
         super().__init__()
         self.dtype, self.device = keys.dtype, keys.device
         self.is_initialized = True
-        self._k, self._v, self._owner = keys, values, owner
+        # a weak reference: the owner holds its layers, and a cycle would keep every
+        # generation call's storage alive until the garbage collector's next full pass
+        self._k, self._v, self._owner = keys, values, weakref.proxy(owner)
         self.view(owner.length)
 
     def view(self, length: int) -> None:

@@ -243,3 +243,32 @@ def test_sliding_window_models_decode_static_chunks_with_the_same_tokens() -> No
     chunked = generate_batch(forward, contexts, [0] * 4, slots=1, **kwargs)
     assert [g.tokens for g in chunked] == [g.tokens for g in whole]
     assert all(len(g.tokens) == 6 for g in whole)
+
+
+def test_a_generation_call_frees_its_kv_storage_when_it_returns(gpt2: HFCausalLM) -> None:
+    """No reference cycle keeps a call's slot storage alive until the garbage collector's
+    next full pass: BBH's 27 prompts generated one after another held each part's cache
+    (1.98 GB at the end with the cycle broken against 3.30 GB without, 216 questions)."""
+    import gc
+
+    prompts = [f"Question: case {i}?\nAnswer:" for i in range(6)]
+    greedy = GenerationArgs(until=("\n\n",), max_gen_toks=4)
+    sampled = GenerationArgs(until=("\n\n",), max_gen_toks=4, do_sample=True, temperature=1.0)
+    requests = [
+        Request(OutputType.GENERATIVE, "t", i, r, p, generation=args)
+        for args, repeats in ((greedy, 1), (sampled, 3))
+        for i, p in enumerate(prompts)
+        for r in range(repeats)
+    ]
+    gc.collect()
+    gc.disable()
+    try:
+        gpt2.generate_until(requests)
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        left = sorted({type(o).__name__ for o in gc.garbage})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert "Tensor" not in left and "SlotCache" not in left, left
