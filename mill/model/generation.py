@@ -18,7 +18,9 @@ string. The work differs:
   supports shared attention, as below; else each slot gets a copy).
 * A context prefix that every row shares (fixed few-shot exemplars) is computed, stored
   and read once for all rows (:mod:`mill.model.prefix_attention`), where the model
-  supports it; each slot holds only its row's own suffix.
+  supports it; each slot holds only its row's own suffix. A call holding several
+  prompts (a suite's tasks, each with its own exemplars) generates prompt by prompt
+  (:func:`prefix_parts`), each prompt kept once for its part's rows.
 
 A model whose cache cannot live in slots (sliding-window layers) decodes each prefill
 chunk as a static batch (:func:`_generate_static`).
@@ -152,6 +154,43 @@ def shared_prefix_length(stepper: Stepper, contexts: Sequence[Sequence[int]]) ->
         return 0
     prefix = common_prefix(contexts)
     return prefix if prefix >= MIN_SHARED_PREFIX else 0
+
+
+MIN_PREFIX_PART = 8
+"""Contexts sharing a prefix with fewer others than this generate with the rest: a part is
+a decode batch of its own, and a few rows would leave the batch's width unused."""
+
+
+def prefix_parts(stepper: Stepper, contexts: Sequence[Sequence[int]]) -> list[list[int]]:
+    """The indices of ``contexts`` in parts generated one after another, each with the
+    prefix its contexts share kept once: one part when all share a prefix or none can be
+    kept; else every run of at least :data:`MIN_PREFIX_PART` contexts sharing their first
+    :data:`~mill.model.prefix_attention.MIN_SHARED_PREFIX` tokens (a task's few-shot prompt
+    among several tasks' contexts) is a part, and the other contexts one part more."""
+    everything = [list(range(len(contexts)))]
+    if len(contexts) < 2 * MIN_PREFIX_PART or not (
+        stepper.can_grow_cache() and stepper.can_share_generation_prefix()
+    ):
+        return everything
+    if shared_prefix_length(stepper, contexts):
+        return everything
+    order = sorted(range(len(contexts)), key=lambda i: list(contexts[i]))
+    parts: list[list[int]] = []
+    rest: list[int] = []
+    run = [order[0]]
+    for i in [*order[1:], -1]:  # -1: the end, closing the last run
+        if i >= 0 and common_prefix([contexts[run[0]], contexts[i]]) >= MIN_SHARED_PREFIX:
+            run.append(i)
+            continue
+        if len(run) >= MIN_PREFIX_PART:
+            parts.append(sorted(run))
+        else:
+            rest.extend(run)
+        run = [i]
+    if not parts:
+        return everything
+    parts.sort(key=lambda part: part[0])  # in the order of the contexts' first members
+    return [*parts, sorted(rest)] if rest else parts
 
 
 @dataclass

@@ -498,7 +498,7 @@ class HFCausalLM(TokenizingLM):
     def generate_until(
         self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
-        from mill.model.generation import generate_batch, shared_prefix_length
+        from mill.model.generation import generate_batch, prefix_parts, shared_prefix_length
 
         eos_ids = self._eos_ids()
         responses: list[Response | None] = [None] * len(requests)
@@ -508,7 +508,13 @@ class HFCausalLM(TokenizingLM):
         # continuous batching: a decode batch of `slots` rows, each holding its context and
         # new tokens, within the cache budget (or batch_size rows); prefill chunks within
         # token_budget
-        for (until, max_gen, sampling), group in groups.items():
+        # several prompts' contexts (the tasks of a few-shot suite) generate prompt by prompt
+        parts = [
+            ((until, max_gen, sampling), [group[i] for i in part])
+            for (until, max_gen, sampling), group in groups.items()
+            for part in prefix_parts(self._forward, [j.tokens for j in group])
+        ]
+        for (until, max_gen, sampling), group in parts:
             # a prefix every context shares is held once, not per row
             shared = shared_prefix_length(self._forward, [j.tokens for j in group])
             if shared:

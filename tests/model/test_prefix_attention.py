@@ -165,6 +165,44 @@ def test_the_backend_shares_a_common_prefix_unless_told_not_to(
     assert [r.text for r in shared] == [r.text for r in plain]
 
 
+def test_the_contexts_of_several_prompts_share_each_prompt(
+    gpt2, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two tasks' few-shot prompts in one generation call (a suite such as BBH): each task's
+    contexts generate as a part with its prompt kept once, two lone contexts with neither;
+    the generations equal those of a model that shares nothing."""
+    import logging
+
+    from mill.model.generation import MIN_PREFIX_PART, prefix_parts
+    from mill.model.random import random_gpt2
+    from mill.types import GenerationArgs, OutputType, Request
+
+    shots = {
+        "add": "Question: what is two and two?\nAnswer: four.\n\n" * 3,
+        "colour": "Question: which colour is the sky?\nAnswer: blue.\n\n" * 3,
+    }
+    prompts = [f"{shots[t]}Question: case {i} of {t}?\nAnswer:" for t in shots for i in range(8)]
+    prompts += ["Alone, one.", "Alone, two."]
+    args = GenerationArgs(until=("\n\n",), max_gen_toks=4)
+    reqs = [
+        Request(OutputType.GENERATIVE, "t", i, 0, p, generation=args) for i, p in enumerate(prompts)
+    ]
+    assert MIN_PREFIX_PART == 8
+    tokens = [gpt2._encode(p) for p in prompts]
+    assert prefix_parts(gpt2._forward, tokens) == [
+        list(range(8)),
+        list(range(8, 16)),
+        [16, 17],
+    ]
+    assert prefix_parts(gpt2._forward, tokens[:8] + tokens[16:]) == [list(range(10))]  # too few
+    with caplog.at_level(logging.INFO, logger="mill.model.hf"):
+        shared = gpt2.generate_until(reqs)
+    assert caplog.text.count("8 contexts share their first") == 2
+    plain = random_gpt2(n_layer=2, n_embd=64, seed=0, share_prefix=False).generate_until(reqs)
+    assert [r.output_tokens for r in shared] == [r.output_tokens for r in plain]
+    assert [r.request_id for r in shared] == [r.id for r in reqs]
+
+
 @pytest.mark.slow  # 8 generations of 4 model families, seconds together
 @pytest.mark.parametrize("kind", sorted(SHARED_PREFIX_MODELS))
 @pytest.mark.parametrize("prefix", [0, 40], ids=["prompts-only", "prefix-and-prompts"])
