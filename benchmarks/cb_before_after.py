@@ -7,7 +7,12 @@ alternating, medians of wall time. Checks that both wrote the same samples.
 
 Workloads: ``gpt2_bench`` (random 6x384 GPT-2, every answer runs to ``max_gen_toks``) on
 GSM8K 8-shot (``first_n`` exemplars), and ``stories260k`` (answers of different lengths)
-on GSM8K 0-shot; both ``max_gen_toks`` 256, fp32 on the CPU.
+on GSM8K 0-shot; both ``max_gen_toks`` 256, fp32 on the CPU. ``bbh``: lm-eval's
+``bbh_fewshot`` through the bridge with docs/real-model.md's recipe, the first
+``--bbh-questions`` of each of the 27 tasks, each task with its own 3-shot prompt, on
+``--bbh-model`` (``smollm2``; ``stories260k`` for a smoke run).
+
+    python -m benchmarks.cb_before_after --before <python> --workloads bbh --bbh-questions 8
 """
 
 from __future__ import annotations
@@ -22,34 +27,59 @@ import time
 from pathlib import Path
 
 import mill
-from benchmarks.driver_common import SHARED_DATA
+from benchmarks.driver_common import SHARED_DATA, documented_recipe
 
 DATA = SHARED_DATA
+WORKLOADS = ("gpt2_bench", "stories260k", "bbh")
 
 
-def workloads(gpt2_docs: int, stories_docs: int) -> dict[str, list[str]]:
+def workloads(
+    gpt2_docs: int, stories_docs: int, bbh_questions: int, bbh_model: str, folder: Path
+) -> dict[str, tuple[str, list[str]]]:
+    """Each workload's key (``--workloads``): its label and ``mill`` overrides (files it
+    needs go into ``folder``)."""
     from benchmarks.side_by_side import model_dir
 
     common = ["task=gsm8k", "data=local", f"data.dir={DATA}", "++task.fewshot_split=train"]
     common += ["++task.generation.max_gen_toks=256", "report.progress=never", "model.device=cpu"]
+    bbh = documented_recipe("bbh_fewshot_*", folder, DATA) if (DATA / "bbh").is_dir() else None
     gpt2 = model_dir("gpt2_bench")
-    return {
-        f"gpt2_bench GSM8K 8-shot, {gpt2_docs} docs": [
-            *common,
-            "model=hf",
-            f"model.pretrained={gpt2}",
-            f"model.name={gpt2.name}",
-            "++task.num_fewshot=8",
-            "++task.fewshot_sampler=first_n",
-            f"++task.limit={gpt2_docs}",
-        ],
-        f"stories260k GSM8K 0-shot, {stories_docs} docs": [
-            *common,
-            "model=stories260k",
-            "++task.num_fewshot=0",
-            f"++task.limit={stories_docs}",
-        ],
+    out = {
+        "gpt2_bench": (
+            f"gpt2_bench GSM8K 8-shot, {gpt2_docs} docs",
+            [
+                *common,
+                "model=hf",
+                f"model.pretrained={gpt2}",
+                f"model.name={gpt2.name}",
+                "++task.num_fewshot=8",
+                "++task.fewshot_sampler=first_n",
+                f"++task.limit={gpt2_docs}",
+            ],
+        ),
+        "stories260k": (
+            f"stories260k GSM8K 0-shot, {stories_docs} docs",
+            [
+                *common,
+                "model=stories260k",
+                "++task.num_fewshot=0",
+                f"++task.limit={stories_docs}",
+            ],
+        ),
     }
+    if bbh is not None:
+        out["bbh"] = (
+            f"{bbh_model} BBH 3-shot, {bbh_questions} per task",
+            [
+                "task=lm_eval",
+                "task.tasks=[bbh_fewshot]",
+                f"task.dataset_overrides={bbh}",
+                f"task.limit={bbh_questions}",
+                f"model={bbh_model}",
+                "report.progress=never",
+            ],
+        )
+    return out
 
 
 def run(python: str, overrides: list[str], out: Path) -> float:
@@ -80,14 +110,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--gpt2-docs", type=int, default=20)
     parser.add_argument("--stories-docs", type=int, default=50)
-    parser.add_argument("--workloads", nargs="+", default=["gpt2_bench", "stories260k"])
+    parser.add_argument("--bbh-questions", type=int, default=8)
+    parser.add_argument("--bbh-model", default="smollm2")
+    parser.add_argument(
+        "--workloads", nargs="+", default=["gpt2_bench", "stories260k"], choices=WORKLOADS
+    )
     args = parser.parse_args(argv)
     print("load at start:", os.getloadavg())
-    lines = []
+    lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, overrides in workloads(args.gpt2_docs, args.stories_docs).items():
-            if name.split()[0] not in args.workloads:
-                continue
+        chosen = workloads(
+            args.gpt2_docs, args.stories_docs, args.bbh_questions, args.bbh_model, Path(tmp)
+        )
+        for key in args.workloads:
+            if key not in chosen:
+                raise SystemExit(f"workload {key}: no BBH data at {DATA / 'bbh'}")
+            name, overrides = chosen[key]
             times: dict[str, list[float]] = {"before": [], "after": []}
             outs: dict[str, Path] = {}
             for i in range(args.rounds):

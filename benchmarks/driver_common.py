@@ -29,6 +29,37 @@ SHARED_DATA = Path(os.environ.get("MILL_SHARED_DATA", SHARED / "data"))
 """The shared data sets, or ``$MILL_SHARED_DATA``."""
 
 
+def documented_overrides(pattern: str) -> list[tuple[Path, str]]:
+    """Every ``task.dataset_overrides`` example for the task ``pattern`` (``leaderboard_bbh_*``)
+    in the README and docs/, as printed: (file, YAML text). A block starts at a line
+    ``<pattern>:`` and runs over the lines indented deeper."""
+    found = []
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        lines = doc.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            if line.strip() != f"{pattern}:":
+                continue
+            indent = len(line) - len(line.lstrip())
+            block = [line]
+            for more in lines[i + 1 :]:
+                if not more.strip() or len(more) - len(more.lstrip()) <= indent:
+                    break
+                block.append(more)
+            found.append((doc, "\n".join(b[indent:] for b in block) + "\n"))
+    return found
+
+
+def documented_recipe(pattern: str, folder: Path, data: Path = SHARED_DATA) -> Path:
+    """docs/real-model.md's one ``task.dataset_overrides`` recipe for ``pattern``, as printed,
+    written into ``folder`` with its ``<folder>`` the shared data."""
+    ((doc, text),) = documented_overrides(pattern)
+    if doc.name != "real-model.md":
+        raise ValueError(f"the recipe for {pattern} is in {doc}, not docs/real-model.md")
+    overrides = folder / "overrides.yaml"
+    overrides.write_text(text.replace("<folder>", str(data)))
+    return overrides
+
+
 def lmeval_python() -> Path:
     """The interpreter that runs lm-evaluation-harness 0.4.13 for the side-by-side scripts
     and the parity tests: ``$MILL_LMEVAL_PYTHON``; else the dev virtualenv

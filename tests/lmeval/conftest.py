@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.driver_common import documented_overrides
 from tests.helpers import installed, run_mill
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,26 +34,6 @@ def parity_script() -> ModuleType:
     return lmeval_bridge_parity
 
 
-def documented_overrides(pattern: str) -> list[tuple[Path, str]]:
-    """Every ``task.dataset_overrides`` example for the task ``pattern`` (``leaderboard_bbh_*``)
-    in the README and docs/, as printed: (file, YAML text). A block starts at a line
-    ``<pattern>:`` and runs over the lines indented deeper."""
-    found = []
-    for doc in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
-        lines = doc.read_text(encoding="utf-8").splitlines()
-        for i, line in enumerate(lines):
-            if line.strip() != f"{pattern}:":
-                continue
-            indent = len(line) - len(line.lstrip())
-            block = [line]
-            for more in lines[i + 1 :]:
-                if not more.strip() or len(more) - len(more.lstrip()) <= indent:
-                    break
-                block.append(more)
-            found.append((doc, "\n".join(b[indent:] for b in block) + "\n"))
-    return found
-
-
 def run_bridge_on_stories(
     tasks: list[str], overrides: Path, limit: int, run: Path, timeout: int
 ) -> dict[str, Any]:
@@ -71,16 +52,6 @@ def run_bridge_on_stories(
     assert proc.returncode == 0, proc.stderr[-2000:]
     results: dict[str, Any] = json.loads((run / "results.json").read_text())
     return results
-
-
-def documented_recipe(pattern: str, tmp_path: Path) -> Path:
-    """docs/real-model.md's one ``task.dataset_overrides`` recipe for ``pattern``, as printed,
-    written into ``tmp_path`` with its ``<folder>`` the shared data."""
-    ((doc, text),) = documented_overrides(pattern)
-    assert doc.name == "real-model.md"
-    overrides = tmp_path / "overrides.yaml"
-    overrides.write_text(text.replace("<folder>", str(SHARED / "data")))
-    return overrides
 
 
 def documented_bbh_overrides() -> list[tuple[Path, str]]:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.driver_common import documented_recipe
 from tests.lmeval.conftest import (
     SHARED,
-    documented_recipe,
     needs_lm_eval,
     needs_shared,
     run_bridge_on_stories,
@@ -24,7 +24,7 @@ TASKS = ("boolean_expressions", "navigate")
 
 def test_documented_bbh_overrides_score_the_stripped_answer(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    overrides = documented_recipe("bbh_fewshot_*", tmp_path)
+    overrides = documented_recipe("bbh_fewshot_*", tmp_path, SHARED / "data")
     tasks = [f"bbh_fewshot_{t}" for t in TASKS]
     results = run_bridge_on_stories(tasks, overrides, 2, run, timeout=900)
     for task in TASKS:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.driver_common import documented_recipe
 from tests.lmeval.conftest import (
     SHARED,
-    documented_recipe,
     needs_lm_eval,
     needs_shared,
     run_bridge_on_stories,
@@ -28,7 +28,7 @@ LIMIT = 9  # college_mathematics doc 8: its first answer is "None"
 def test_documented_mmlu_cloze_overrides_score_the_answers_text(tmp_path: Path) -> None:
     run = tmp_path / "run"
     tasks = [f"mmlu_{s}_continuation" for s in SUBJECTS]
-    overrides = documented_recipe("mmlu_*_continuation", tmp_path)
+    overrides = documented_recipe("mmlu_*_continuation", tmp_path, SHARED / "data")
     results = run_bridge_on_stories(tasks, overrides, LIMIT, run, timeout=900)
     assert sorted(results["tasks"]) == sorted(f"mmlu_{s}_continuation" for s in SUBJECTS)
     for subject in SUBJECTS:
