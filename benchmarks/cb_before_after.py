@@ -33,53 +33,42 @@ DATA = SHARED_DATA
 WORKLOADS = ("gpt2_bench", "stories260k", "bbh")
 
 
-def workloads(
-    gpt2_docs: int, stories_docs: int, bbh_questions: int, bbh_model: str, folder: Path
-) -> dict[str, tuple[str, list[str]]]:
-    """Each workload's key (``--workloads``): its label and ``mill`` overrides (files it
-    needs go into ``folder``)."""
+def workload(key: str, args: argparse.Namespace, folder: Path) -> tuple[str, list[str]]:
+    """The label and ``mill`` overrides of the workload ``key`` (``--workloads``), built only
+    when asked for (the GPT-2 folder, the BBH recipe written into ``folder``)."""
     from benchmarks.side_by_side import model_dir
 
+    if key == "bbh":
+        if not (DATA / "bbh").is_dir():
+            raise SystemExit(f"workload bbh: no BBH data at {DATA / 'bbh'}")
+        recipe = documented_recipe("bbh_fewshot_*", folder, DATA)
+        return f"{args.bbh_model} BBH 3-shot, {args.bbh_questions} per task", [
+            "task=lm_eval",
+            "task.tasks=[bbh_fewshot]",
+            f"task.dataset_overrides={recipe}",
+            f"task.limit={args.bbh_questions}",
+            f"model={args.bbh_model}",
+            "report.progress=never",
+        ]
     common = ["task=gsm8k", "data=local", f"data.dir={DATA}", "++task.fewshot_split=train"]
     common += ["++task.generation.max_gen_toks=256", "report.progress=never", "model.device=cpu"]
-    bbh = documented_recipe("bbh_fewshot_*", folder, DATA) if (DATA / "bbh").is_dir() else None
+    if key == "stories260k":
+        return f"stories260k GSM8K 0-shot, {args.stories_docs} docs", [
+            *common,
+            "model=stories260k",
+            "++task.num_fewshot=0",
+            f"++task.limit={args.stories_docs}",
+        ]
     gpt2 = model_dir("gpt2_bench")
-    out = {
-        "gpt2_bench": (
-            f"gpt2_bench GSM8K 8-shot, {gpt2_docs} docs",
-            [
-                *common,
-                "model=hf",
-                f"model.pretrained={gpt2}",
-                f"model.name={gpt2.name}",
-                "++task.num_fewshot=8",
-                "++task.fewshot_sampler=first_n",
-                f"++task.limit={gpt2_docs}",
-            ],
-        ),
-        "stories260k": (
-            f"stories260k GSM8K 0-shot, {stories_docs} docs",
-            [
-                *common,
-                "model=stories260k",
-                "++task.num_fewshot=0",
-                f"++task.limit={stories_docs}",
-            ],
-        ),
-    }
-    if bbh is not None:
-        out["bbh"] = (
-            f"{bbh_model} BBH 3-shot, {bbh_questions} per task",
-            [
-                "task=lm_eval",
-                "task.tasks=[bbh_fewshot]",
-                f"task.dataset_overrides={bbh}",
-                f"task.limit={bbh_questions}",
-                f"model={bbh_model}",
-                "report.progress=never",
-            ],
-        )
-    return out
+    return f"gpt2_bench GSM8K 8-shot, {args.gpt2_docs} docs", [
+        *common,
+        "model=hf",
+        f"model.pretrained={gpt2}",
+        f"model.name={gpt2.name}",
+        "++task.num_fewshot=8",
+        "++task.fewshot_sampler=first_n",
+        f"++task.limit={args.gpt2_docs}",
+    ]
 
 
 def run(python: str, overrides: list[str], out: Path) -> float:
@@ -119,13 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     print("load at start:", os.getloadavg())
     lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        chosen = workloads(
-            args.gpt2_docs, args.stories_docs, args.bbh_questions, args.bbh_model, Path(tmp)
-        )
         for key in args.workloads:
-            if key not in chosen:
-                raise SystemExit(f"workload {key}: no BBH data at {DATA / 'bbh'}")
-            name, overrides = chosen[key]
+            name, overrides = workload(key, args, Path(tmp))
             times: dict[str, list[float]] = {"before": [], "after": []}
             outs: dict[str, Path] = {}
             for i in range(args.rounds):

@@ -168,11 +168,11 @@ def prefix_parts(stepper: Stepper, contexts: Sequence[Sequence[int]]) -> list[li
     :data:`~mill.model.prefix_attention.MIN_SHARED_PREFIX` tokens (a task's few-shot prompt
     among several tasks' contexts) is a part, and the other contexts one part more."""
     everything = [list(range(len(contexts)))]
-    if len(contexts) < 2 * MIN_PREFIX_PART or not (
-        stepper.can_grow_cache() and stepper.can_share_generation_prefix()
+    if (
+        len(contexts) < 2 * MIN_PREFIX_PART
+        or not (stepper.can_grow_cache() and stepper.can_share_generation_prefix())
+        or common_prefix(contexts) >= MIN_SHARED_PREFIX  # one prefix for all: one part
     ):
-        return everything
-    if shared_prefix_length(stepper, contexts):
         return everything
     order = sorted(range(len(contexts)), key=lambda i: list(contexts[i]))
     parts: list[list[int]] = []
