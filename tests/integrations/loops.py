@@ -344,6 +344,22 @@ def main() -> None:
         if world()[0] == 0:
             out.mkdir(parents=True, exist_ok=True)
             (out / "losses.json").write_text(json.dumps(result, indent=1))
+    leave_process_group()
+
+
+def leave_process_group() -> None:
+    """Destroy the process group the Trainer or Lightning joined and left standing (the
+    hand-written loops' ``end_training()`` already did): a process that exits with gloo's
+    worker threads alive can abort in the interpreter's finalization ("terminate called
+    without an active exception", SIGABRT: one 2-rank Trainer run in CI), as Mill's own
+    runner knows (``mill.runner.dist.Dist.close``)."""
+    if world()[1] == 1:
+        return
+    import torch.distributed as torch_dist
+
+    if torch_dist.is_initialized():
+        torch_dist.barrier()
+        torch_dist.destroy_process_group()
 
 
 if __name__ == "__main__":
