@@ -11,6 +11,8 @@
 * :func:`sample_record`: a hand-made line of ``samples/<task>.jsonl``.
 * :func:`write_finished_run`: a hand-made run folder's results.json and manifest.json, with
   the checksums a finished run records.
+* :data:`REPO`, :data:`SHARED` and :data:`SHARED_DATA`: the checkout, the shared folder beside
+  it (``$MILL_SHARED``) and its data sets (``$MILL_SHARED_DATA``).
 * :data:`ARC_ROW` and :func:`write_jsonl`: a data file of ARC rows (or any rows) for
   bad-input tests.
 """
@@ -26,6 +28,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# the checkout, ../shared (or $MILL_SHARED) and its data sets (or $MILL_SHARED_DATA): one
+# definition, the benchmark tools' (their module imports only the standard library)
+from benchmarks.driver_common import REPO as REPO
+from benchmarks.driver_common import SHARED as SHARED
+from benchmarks.driver_common import SHARED_DATA as SHARED_DATA
 from mill.record import SampleRecord
 from mill.types import DocOutput, OutputType, Request
 
@@ -34,8 +41,6 @@ if TYPE_CHECKING:
 
     from mill.model.hf import HFCausalLM
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 
 ARC_ROW: dict[str, Any] = {
     "id": "x1",

@@ -18,10 +18,9 @@ import mill
 from mill.errors import ConfigError
 from mill.model.fake import FakeLM
 from mill.results import Results
-from tests.helpers import ARC_ROW, run_process, write_jsonl
+from tests.helpers import ARC_ROW, REPO, run_process, write_jsonl
 
 DEMO = Path(str(resources.files("mill.resources").joinpath("models", "stories260k")))
-REPO = Path(__file__).resolve().parents[1]
 BASE = ["task.limit=3", "report.progress=never"]
 
 

@@ -17,8 +17,7 @@ from mill.report.load import RunFolder
 from mill.results import SCHEMA_VERSION, Manifest, Results, ResultsError, schema_markdown
 from mill.runner.job import run_job
 from mill.runner.sweep import summarize
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers import REPO
 
 
 @pytest.fixture(scope="module")

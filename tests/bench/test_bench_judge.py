@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 import mill
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import REPO
 
 pytestmark = [
     pytest.mark.benchmark,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,21 +10,20 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks.driver_common import REPO, lmeval_python
+from benchmarks.driver_common import REPO, SHARED_DATA, lmeval_python
 
-DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 LMEVAL = lmeval_python()
 
 pytestmark = [
     pytest.mark.slow,  # starts the benchmark's driver processes
-    pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}"),
+    pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"no shared data at {SHARED_DATA}"),
 ]
 
 
 def _bench(tmp_path: Path, *args: str) -> dict:
     out = tmp_path / "bench.json"
     cmd = [sys.executable, "-m", "benchmarks.benchmark", "--model", "gpt2_random"]
-    cmd += ["--workloads", "arc_easy_0shot", "--limit", "3", "--data-dir", str(DATA)]
+    cmd += ["--workloads", "arc_easy_0shot", "--limit", "3", "--data-dir", str(SHARED_DATA)]
     cmd += [*args, "--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, check=False, cwd=REPO)
     assert proc.returncode == 0 and out.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]

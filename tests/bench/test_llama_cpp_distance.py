@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.driver_common import REPO
+from benchmarks.driver_common import REPO, SHARED_DATA
 
-DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 DRIVER = REPO / "benchmarks" / "llama_cpp_loglik_driver.py"
 
 pytestmark = pytest.mark.slow  # starts Mill and llama-cpp-python's interpreter
@@ -71,7 +70,7 @@ def test_a_shared_context_scores_as_the_request_alone(
     assert both[1] < first < 0
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}")
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"no shared data at {SHARED_DATA}")
 def test_the_tool_pairs_every_request_of_a_mill_run(
     llama_python: str, gguf: Path, tmp_path: Path
 ) -> None:
@@ -84,7 +83,14 @@ def test_the_tool_pairs_every_request_of_a_mill_run(
 
     run = tmp_path / "run"
     model = hf_model_overrides(model_dir("smollm2"), "cpu", "float32")
-    argv = ["mill", "task=arc_easy", *model, "data=local", f"data.dir={DATA}", "task.limit=3"]
+    argv = [
+        "mill",
+        "task=arc_easy",
+        *model,
+        "data=local",
+        f"data.dir={SHARED_DATA}",
+        "task.limit=3",
+    ]
     done = subprocess.run(
         [*argv, f"hydra.run.dir={run}"],
         capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,

@@ -6,24 +6,22 @@ values (dev only: ``pytest -m benchmark``)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from benchmarks.driver_common import REPO, lmeval_python
+from benchmarks.driver_common import REPO, SHARED_DATA, lmeval_python
 from tests.helpers import installed
 
-DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 LMEVAL = lmeval_python()
 
 
 pytestmark = [
     pytest.mark.benchmark,
     pytest.mark.slow,  # starts the three sides as processes
-    pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}"),
+    pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"no shared data at {SHARED_DATA}"),
     pytest.mark.skipif(not installed("lm_eval"), reason="lm-eval is not installed (dev extra)"),
 ]
 
@@ -33,7 +31,7 @@ def test_three_sides_run_whole_process_with_identical_metrics(tmp_path: Path) ->
     out = tmp_path / "speed.json"
     cmd = [sys.executable, "-m", "benchmarks.lmeval_bridge_speed"]
     cmd += ["--model", "gpt2_random", "--workloads", "arc_easy_25shot", "--limit", "2"]
-    cmd += ["--rounds", "1", "--data-dir", str(DATA), "--sides", *sides, "--json", str(out)]
+    cmd += ["--rounds", "1", "--data-dir", str(SHARED_DATA), "--sides", *sides, "--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (entry,) = json.loads(out.read_text())

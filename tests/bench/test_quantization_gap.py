@@ -13,15 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.driver_common import REPO
+from benchmarks.driver_common import REPO, SHARED_DATA
 
 gguf = pytest.importorskip("gguf", reason="the gguf package (extra 'gguf') is not installed")
 from gguf import GGMLQuantizationType as Q  # noqa: E402
 from gguf.quants import dequantize, quantize  # noqa: E402
 
 from benchmarks.quantization_gap import requantize, write_copy  # noqa: E402
-
-DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
 def rounded(w: np.ndarray, qtype: Q) -> np.ndarray:
@@ -66,14 +64,14 @@ def test_copy_rounds_only_the_quantized_tensors(tmp_path: Path) -> None:
 def test_tool_compares_smollm2_with_its_requantized_copy(tmp_path: Path) -> None:
     from tests.model.test_gguf import smollm2_source
 
-    if not (DATA / "arc_easy").is_dir():
-        pytest.skip(f"shared data not found at {DATA}")
+    if not (SHARED_DATA / "arc_easy").is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DATA}")
     wheel = smollm2_source()
     env = {**os.environ, "MILL_SMOLLM2_WHEEL": str(wheel)}
     command = [
         sys.executable, "-m", "benchmarks.quantization_gap", "--tasks", "arc_easy",
         "--shifts", "16", "--limit", "3", "--work", str(tmp_path / "work"),
-        "--data-dir", str(DATA), "--json", str(tmp_path / "gap.json"), "--iters", "100",
+        "--data-dir", str(SHARED_DATA), "--json", str(tmp_path / "gap.json"), "--iters", "100",
     ]  # fmt: skip
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, run_process
-
-DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
+from tests.helpers import SHARED_DATA, run_process
 
 pytestmark = [
     pytest.mark.benchmark,
     pytest.mark.slow,  # starts the script, which starts mill
-    pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}"),
+    pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"no shared data at {SHARED_DATA}"),
     pytest.mark.skipif(
         importlib.util.find_spec("lm_eval") is None, reason="lm-eval is not installed (dev extra)"
     ),
@@ -31,7 +28,7 @@ def test_callback_is_faster_than_a_standalone_run_and_lm_eval(tmp_path: Path) ->
     out = tmp_path / "speed.json"
     done = run_process(
         sys.executable, "-m", "benchmarks.training_speed",
-        "--model", "stories260k", "--limit", "10", "--data-dir", DATA, "--json", out,
+        "--model", "stories260k", "--limit", "10", "--data-dir", SHARED_DATA, "--json", out,
         timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

@@ -4,7 +4,6 @@ its columns are computed from what it timed: Mill's phases from its runs' manife
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.driver_common import REPO, lmeval_python, module_cmd
+from benchmarks.driver_common import REPO, SHARED_DATA, lmeval_python, module_cmd
 from benchmarks.side_by_side import model_dir
 
-DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 LMEVAL = lmeval_python()
 
 pytestmark = pytest.mark.slow  # starts mill, lm_eval and the floor driver as processes
@@ -46,12 +44,12 @@ def test_the_floor_driver_loads_the_model_as_mill_does(dtype: str, device: str) 
     )
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}")
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"no shared data at {SHARED_DATA}")
 def test_the_table_puts_the_floor_next_to_mill(tmp_path: Path) -> None:
     out = tmp_path / "whole.json"
     sides = [] if LMEVAL.exists() else ["--only", "mill"]
     cmd = module_cmd(sys.executable, "whole_process", "--model", "gpt2_random")
-    cmd += ["--workloads", "arc_easy_0shot", "--limit", "3", "--data-dir", str(DATA)]
+    cmd += ["--workloads", "arc_easy_0shot", "--limit", "3", "--data-dir", str(SHARED_DATA)]
     cmd += [*sides, "--demo", "1", "--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
@@ -81,11 +79,11 @@ def test_the_table_puts_the_floor_next_to_mill(tmp_path: Path) -> None:
     assert re.search(r"^floor: floor_driver's wall time", proc.stdout, re.M)
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}")
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"no shared data at {SHARED_DATA}")
 def test_no_floor_leaves_it_out(tmp_path: Path) -> None:
     out = tmp_path / "whole.json"
     cmd = module_cmd(sys.executable, "whole_process", "--model", "gpt2_random")
-    cmd += ["--workloads", "arc_easy_0shot", "--limit", "2", "--data-dir", str(DATA)]
+    cmd += ["--workloads", "arc_easy_0shot", "--limit", "2", "--data-dir", str(SHARED_DATA)]
     cmd += ["--only", "mill", "--no-floor", "--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

@@ -14,12 +14,12 @@ from safetensors.numpy import load_file
 import mill.convert
 from mill.convert.gguf import convert, unpermute_rotary
 from mill.convert.llama2c import _permute_rotary, read_checkpoint, read_pieces
-from tests.helpers import run_process
+from tests.helpers import SHARED, run_process
 
 gguf = pytest.importorskip("gguf", reason="the gguf package (extra 'served') is not installed")
 
 STORIES = Path(mill.convert.__file__).resolve().parents[1] / "resources" / "models" / "stories260k"
-SHARED_SOURCE = Path(__file__).resolve().parents[2].parent / "shared" / "models" / "stories260K"
+SHARED_SOURCE = SHARED / "models" / "stories260K"
 
 
 @pytest.fixture(scope="module")

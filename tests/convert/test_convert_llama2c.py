@@ -15,8 +15,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 import mill.convert
 from mill.convert.llama2c import convert
+from tests.helpers import SHARED
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SOURCE = SHARED / "models" / "stories260K"
 MODEL_BIN = SOURCE / "stories260K.bin"
 TOKENIZER_BIN = SOURCE / "tok512.bin"

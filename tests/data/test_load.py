@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +17,7 @@ from mill.data.load import (
     load_rows,
     read_uniform_jsonl,
 )
-from tests.helpers import REPO
-
-SHARED_DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
+from tests.helpers import REPO, SHARED_DATA
 
 
 def _json_files(root: Path) -> list[Path]:
@@ -28,7 +25,7 @@ def _json_files(root: Path) -> list[Path]:
 
 
 BUNDLED = _json_files(bundled_data_dir())
-SHARED = _json_files(SHARED_DATA) if SHARED_DATA.is_dir() else []
+SHARED_FILES = _json_files(SHARED_DATA) if SHARED_DATA.is_dir() else []
 
 
 def _datasets_rows(path: Path) -> list[dict]:
@@ -60,11 +57,12 @@ def test_every_bundled_jsonl_file_is_read_directly() -> None:
             assert read_uniform_jsonl(path) is not None, path
 
 
-@pytest.mark.parametrize("path", BUNDLED + SHARED, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", BUNDLED + SHARED_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_direct_rows_equal_datasets_rows(path: Path) -> None:
     direct = read_uniform_jsonl(path)
     if direct is None:  # not one shape: datasets reads it, nothing to compare
-        assert path.suffix == ".json" or path in SHARED or path.parent.name in JUDGED | MIXED, path
+        mixed = path.parent.name in JUDGED | MIXED
+        assert path.suffix == ".json" or path in SHARED_FILES or mixed, path
         return
     expected = _datasets_rows(path)
     assert len(direct) == len(expected)
@@ -75,8 +73,8 @@ def test_shared_data_is_there() -> None:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"no shared data folder at {SHARED_DATA} (set MILL_SHARED_DATA)")
     # the full ARC/GSM8K/BoolQ/... files, one shape each: read directly
-    direct = [p for p in SHARED if read_uniform_jsonl(p) is not None]
-    assert len(direct) >= 9, [p.name for p in SHARED]
+    direct = [p for p in SHARED_FILES if read_uniform_jsonl(p) is not None]
+    assert len(direct) >= 9, [p.name for p in SHARED_FILES]
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from mill.data.load import DatasetSpec, DataSource, load_rows, read_text_csv
-from tests.helpers import REPO
+from tests.helpers import REPO, SHARED_DATA
 
-SHARED_DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 MMLU = ("question", "choice0", "choice1", "choice2", "choice3", "answer")
 OBQA = ("ID", "Question Stem", "Choices", "Complete Question", "Answer Key")
 FILES = (

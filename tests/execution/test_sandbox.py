@@ -21,9 +21,9 @@ from mill.execution import (
     find_bwrap,
     run_programs,
 )
+from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
 FAST = ExecutionSettings(timeout_s=2.0, workers=2)
 
 

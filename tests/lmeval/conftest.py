@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -11,11 +10,7 @@ from typing import Any
 import pytest
 
 from benchmarks.driver_common import documented_overrides
-from tests.helpers import installed, run_mill
-
-REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("MILL_SHARED", REPO.parent / "shared"))
-
+from tests.helpers import SHARED, installed, run_mill
 
 HAS_LM_EVAL = installed("lm_eval")
 

@@ -19,17 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.driver_common import REPO, lmeval_python, module_cmd
+from benchmarks.driver_common import REPO, SHARED_DATA, lmeval_python, module_cmd
 from benchmarks.workloads import WORKLOADS
-
-DATA = Path(os.environ.get("MILL_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 LMEVAL = lmeval_python()
 
 pytestmark = [
     pytest.mark.parity,
     pytest.mark.skipif(not LMEVAL.exists(), reason=f"no lm-eval interpreter at {LMEVAL}"),
-    pytest.mark.skipif(not DATA.is_dir(), reason=f"no shared data at {DATA}"),
+    pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"no shared data at {SHARED_DATA}"),
 ]
 
 LIMITS = {
@@ -63,7 +61,7 @@ def test_mill_equals_lmeval(workload: str, model: str, tmp_path: Path) -> None:
         pytest.skip(f"{WORKLOADS[workload].requires} does not exist yet")
     out = tmp_path / "parity.json"
     cmd = module_cmd(sys.executable, "parity", "--workloads", workload)
-    cmd += ["--models", model, "--json", str(out), "--data-dir", str(DATA)]
+    cmd += ["--models", model, "--json", str(out), "--data-dir", str(SHARED_DATA)]
     if workload in LIMITS:
         cmd += ["--limit", str(LIMITS[workload])]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=3000, check=False, cwd=REPO)
@@ -84,7 +82,7 @@ def test_left_truncated_requests_equal_lmeval(tmp_path: Path) -> None:
     out, keep = tmp_path / "parity.json", tmp_path / "keep"
     cmd = module_cmd(sys.executable, "parity", "--workloads", "arc_easy_25shot")
     cmd += ["--models", "stories260k", "--limit", "12", "--json", str(out), "--keep", str(keep)]
-    cmd += ["--data-dir", str(DATA)]
+    cmd += ["--data-dir", str(SHARED_DATA)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=3000, check=False, cwd=REPO)
     assert out.exists(), run.stdout[-3000:] + run.stderr[-3000:]
     (report,) = json.loads(out.read_text())
@@ -144,7 +142,7 @@ def test_smollm2_equals_lmeval(workload: str, tmp_path: Path) -> None:
     out = tmp_path / "parity.json"
     cmd = module_cmd(sys.executable, "parity", "--workloads", workload, "--models", "smollm2")
     cmd += ["--limit", str(SMOLLM2_LIMIT.get(workload, 3)), "--json", str(out)]
-    cmd += ["--data-dir", str(DATA)]
+    cmd += ["--data-dir", str(SHARED_DATA)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False, cwd=REPO)
     assert out.exists(), run.stdout[-3000:] + run.stderr[-3000:]
     (report,) = json.loads(out.read_text())
