@@ -18,6 +18,7 @@ import os
 import resource
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,17 @@ def child_env(threads: int, **extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+def best_seconds(fn: Callable[[], object], repeat: int) -> float:
+    """The fewest wall seconds of ``repeat`` calls of ``fn``, after one call to warm it."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def timed_run(

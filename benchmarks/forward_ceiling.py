@@ -21,12 +21,12 @@ eager fp32 on CPU:
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from benchmarks.driver_common import best_seconds
 from benchmarks.side_by_side import model_dir
 
 PRODUCTS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"})
@@ -116,13 +116,7 @@ def square_gflops(n: int = 2048, rounds: int = 3) -> float:
     import torch
 
     a, b = torch.randn(n, n), torch.randn(n, n)
-    torch.mm(a, b)
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        torch.mm(a, b)
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best / 1e9
+    return 2 * n**3 / best_seconds(lambda: torch.mm(a, b), rounds) / 1e9
 
 
 def best_forward(model: Any, inputs: list[Any], rounds: int) -> tuple[list[float], list[Any]]:
@@ -147,10 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     folder = model_dir(args.model)
-    # the compiled kernels go to Mill's cache, as a Mill run's would
-    from mill.files import cache_root
+    # the compiled kernels go to Mill's cache, as a Mill run's would (before torch loads)
+    from mill.files import contain_library_caches
 
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_root() / "torchinductor"))
+    contain_library_caches()
     import torch
     import transformers
     from torch.profiler import ProfilerActivity, profile

@@ -30,12 +30,11 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.driver_common import REPO, child_env, timed_run
+from benchmarks.driver_common import REPO, best_seconds, child_env, timed_run
 from benchmarks.whole_process import floor_cmd
 from mill.model.memory import kv_bytes_per_token
 from mill.model.prefix_attention import common_prefix
@@ -134,16 +133,6 @@ def count(run: Path, shape: Shape) -> Work:
     return Work(rows, generated, prefill_tokens, prefill_flops, decode_flops, read)
 
 
-def _best(fn: Any, repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def product_rate(shape: Shape, rows: int, repeat: int, head: bool) -> float:
     """Best fp32 FLOP/s of the body's products (and the head's) on ``rows`` rows."""
     import torch
@@ -155,8 +144,8 @@ def product_rate(shape: Shape, rows: int, repeat: int, head: bool) -> float:
         w = torch.randn(o, i, generator=gen)
         x = torch.randn(rows, i, generator=gen)
         t = min(
-            _best(lambda w=w, x=x: torch.nn.functional.linear(x, w), repeat),
-            _best(lambda w=w, x=x: torch.mm(w, x.t()), repeat),
+            best_seconds(lambda w=w, x=x: torch.nn.functional.linear(x, w), repeat),
+            best_seconds(lambda w=w, x=x: torch.mm(w, x.t()), repeat),
         )
         flops, seconds = flops + 2 * rows * i * o, seconds + t
     return flops / seconds
@@ -167,7 +156,7 @@ def read_bandwidth(repeat: int) -> float:
     import torch
 
     x = torch.ones(1 << 28)
-    return x.numel() * 4 / _best(lambda: x.sum(), repeat)
+    return x.numel() * 4 / best_seconds(lambda: x.sum(), repeat)
 
 
 def startup_floor(model: str, threads: int, repeat: int) -> float:
