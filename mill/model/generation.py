@@ -298,174 +298,219 @@ def _generate_continuous(
     context. Once the queue is empty, the storage narrows to the live rows when a quarter
     of it is free.
     """
-    from mill.model.kv import PromptTable, SlotCache
+    return _SlotLoop(stepper, job, token_budget, max_rows, slots, shared, repeats).run()
 
-    contexts, truncated, until, max_gen_toks = (
-        job.contexts,
-        job.truncated,
-        job.until,
-        job.max_gen_toks,
-    )
-    eos_ids, decode, on_done = job.eos_ids, job.decode, job.on_done
-    n = len(contexts)
-    skip = 0 if shared is None else shared.length
-    own = [c[skip:] for c in contexts]  # what each row's own cache holds
-    first_of: dict[tuple[int, ...], int] = {}
-    for r in range(n):
-        first_of.setdefault(tuple(own[r]), r)
-    queue = deque(sorted(range(n), key=lambda r: (-len(own[r]), first_of[tuple(own[r])], r)))
-    waiting = Counter(tuple(own[r]) for r in range(n))
-    size = max(1, min(n, slots or n))
-    grouped = repeats and shared is not None
-    # a slot holds its row's context and new tokens; with a prompt table, new tokens alone
-    capacity = (0 if grouped else max(len(o) for o in own)) + max_gen_toks + 1
-    remaining = Counter(tuple(o) for o in own)  # rows of each context not finished
-    table: PromptTable | None = None
-    entry_of: dict[tuple[int, ...], int] = {}  # context -> its table entry
-    slot_entry = [-1] * size
-    device = stepper.device
-    stop = _StopCheck(until, decode)
-    generated: list[list[int]] = [[] for _ in range(n)]
-    request = [-1] * size  # slot -> request (-1: free)
-    positions = [0] * size
-    next_tokens = [0] * size
-    # prefilled contexts whose rows (or repeats) wait for a slot: (cache, row, logits, width)
-    kept: dict[tuple[int, ...], tuple[object, int, torch.Tensor, int]] = {}
-    padded = [0] * n  # left padding of each row's prefill
-    cache: SlotCache | None = None
 
-    out: dict[int, Generated] = {}
+class _SlotLoop:
+    """The state of one :func:`_generate_continuous` call: the queue of waiting rows, the
+    slots and what each holds, the prefilled contexts whose repeats wait, and the rows'
+    tokens so far."""
 
-    def done(r: int) -> bool:
+    def __init__(
+        self,
+        stepper: Stepper,
+        job: _Job,
+        token_budget: int | None,
+        max_rows: int | None,
+        slots: int | None,
+        shared: SharedPrefix | None,
+        repeats: bool,
+    ) -> None:
+        from mill.model.kv import PromptTable, SlotCache
+
+        self.stepper, self.job, self.shared = stepper, job, shared
+        self.token_budget, self.max_rows = token_budget, max_rows
+        n = len(job.contexts)
+        skip = 0 if shared is None else shared.length
+        own = [c[skip:] for c in job.contexts]  # what each row's own cache holds
+        self.own = own
+        first_of: dict[tuple[int, ...], int] = {}
+        for r in range(n):
+            first_of.setdefault(tuple(own[r]), r)
+        self.queue = deque(
+            sorted(range(n), key=lambda r: (-len(own[r]), first_of[tuple(own[r])], r))
+        )
+        self.waiting = Counter(tuple(o) for o in own)  # rows of each context without a slot
+        self.remaining = Counter(tuple(o) for o in own)  # rows of each context not finished
+        self.size = max(1, min(n, slots or n))
+        self.grouped = repeats and shared is not None
+        # a slot holds its row's context and new tokens; with a prompt table, new tokens alone
+        self.capacity = (0 if self.grouped else max(map(len, own))) + job.max_gen_toks + 1
+        self.table: PromptTable | None = None
+        self.entry_of: dict[tuple[int, ...], int] = {}  # context -> its table entry
+        self.cache: SlotCache | None = None
+        self.stop = _StopCheck(job.until, job.decode)
+        self.generated: list[list[int]] = [[] for _ in range(n)]
+        # per slot: its request (-1: free), position, next input token, table entry
+        self.request = [-1] * self.size
+        self.positions = [0] * self.size
+        self.next_tokens = [0] * self.size
+        self.slot_entry = [-1] * self.size
+        # prefilled contexts whose rows (or repeats) wait for a slot: (cache, row, logits, width)
+        self.kept: dict[tuple[int, ...], tuple[object, int, torch.Tensor, int]] = {}
+        self.padded = [0] * n  # left padding of each row's prefill
+        self.out: dict[int, Generated] = {}
+
+    def run(self) -> list[Generated]:
+        """Every row generated, in the contexts' order."""
+        while True:
+            self.fill()
+            live = [s for s in range(self.size) if self.request[s] >= 0]
+            if not live:
+                return [self.out[r] for r in range(len(self.job.contexts))]
+            if not self.queue and (self.size - len(live)) * 4 >= self.size:
+                live = self.narrow(live)
+            self.step(live)
+
+    def done(self, r: int) -> bool:
         """Has row ``r`` finished with its last token? (then its output is made, and its
         context's table entry freed after its last repeat)"""
-        tokens = generated[r]
-        if not (tokens[-1] in eos_ids or len(tokens) >= max_gen_toks or stop(tokens)):
+        job, tokens = self.job, self.generated[r]
+        if not (tokens[-1] in job.eos_ids or len(tokens) >= job.max_gen_toks or self.stop(tokens)):
             return False
-        key = tuple(own[r])
-        remaining[key] -= 1
-        if table is not None and not remaining[key]:
-            table.free(entry_of.pop(key))
-        out[r] = Generated(
-            cut_at_stop(decode(tokens), until), tokens, contexts[r], truncated[r], padded[r]
+        key = tuple(self.own[r])
+        self.remaining[key] -= 1
+        if self.table is not None and not self.remaining[key]:
+            self.table.free(self.entry_of.pop(key))
+        self.out[r] = Generated(
+            cut_at_stop(job.decode(tokens), job.until),
+            tokens,
+            job.contexts[r],
+            job.truncated[r],
+            self.padded[r],
         )
-        if on_done is not None:
-            on_done(r, out[r])
+        if job.on_done is not None:
+            job.on_done(r, self.out[r])
         return True
 
-    def take(free: int) -> list[int]:
+    def take(self, free: int) -> list[int]:
         """The next contexts for ``free`` slots, within the prefill budget (a repeat of a
         context already prefilled, or of the one before it, costs no prefill row)."""
+        queue, own, budget = self.queue, self.own, self.token_budget
         chunk = [queue.popleft()]
         width, fresh = len(own[chunk[0]]), 1
-        while queue and len(chunk) < min(free, max_rows or free):
+        while queue and len(chunk) < min(free, self.max_rows or free):
             nxt = own[queue[0]]
-            again = tuple(nxt) in kept or nxt == own[chunk[-1]]
-            if not again and token_budget is not None:
-                if (fresh + 1) * max(width, len(nxt)) > token_budget:
-                    break
+            again = tuple(nxt) in self.kept or nxt == own[chunk[-1]]
+            if not again and budget is not None and (fresh + 1) * max(width, len(nxt)) > budget:
+                break
             chunk.append(queue.popleft())
             width, fresh = max(width, len(nxt)), fresh + (not again)
         return chunk
 
-    def fill() -> None:
-        nonlocal cache, table
-        while queue:
-            free = [s for s in range(size) if request[s] < 0]
+    def prefill(self, chunk: list[int]) -> list[int]:
+        """Prefill the distinct contexts of ``chunk`` not already kept, once each, into
+        :attr:`kept` (and the prompt table); the rows prefilled."""
+        from mill.model.kv import PromptTable, SlotCache
+
+        fresh: list[int] = []  # one row per distinct context
+        for r in chunk:
+            key = tuple(self.own[r])
+            if key not in self.kept and all(tuple(self.own[f]) != key for f in fresh):
+                fresh.append(r)
+        if not fresh:
+            return fresh
+        logits, past, _, width = _prefill(self.stepper, [self.own[r] for r in fresh], self.shared)
+        if self.cache is None:
+            self.cache = SlotCache(self.stepper.config, past, self.size, self.capacity)
+        if self.grouped and self.table is None:
+            # contexts in flight: those holding slots, and one waiting (the table doubles
+            # if repeats of uneven counts need more)
+            fewest = min(self.remaining.values())
+            entries = min(len(self.remaining), -(-self.size // fewest) + 1)
+            self.table = PromptTable(past, entries, max(map(len, self.own)))
+        for row, r in enumerate(fresh):
+            key = tuple(self.own[r])
+            self.kept[key] = (past, row, logits[row], width)
+            if self.table is not None:
+                self.entry_of[key] = self.table.place(past, row, len(self.own[r]))
+        return fresh
+
+    def fill(self) -> None:
+        """Give free slots to waiting rows (prefilled as needed) while both remain: each
+        row's first token is picked from its prefill's logits."""
+        while self.queue:
+            free = [s for s in range(self.size) if self.request[s] < 0]
             if not free:
                 return
-            chunk = take(len(free))
-            fresh: list[int] = []  # contexts this chunk prefills (one per distinct context)
-            for r in chunk:
-                key = tuple(own[r])
-                if key not in kept and all(tuple(own[f]) != key for f in fresh):
-                    fresh.append(r)
-            if fresh:
-                logits, past, _, width = _prefill(stepper, [own[r] for r in fresh], shared)
-                if cache is None:
-                    cache = SlotCache(stepper.config, past, size, capacity)
-                if grouped and table is None:
-                    # contexts in flight: those holding slots, and one waiting (the table
-                    # doubles if repeats of uneven counts need more)
-                    fewest = min(remaining.values())
-                    entries = min(len(remaining), -(-size // fewest) + 1)
-                    table = PromptTable(past, entries, max(map(len, own)))
-                for row, r in enumerate(fresh):
-                    kept[tuple(own[r])] = (past, row, logits[row], width)
-                    if table is not None:
-                        entry_of[tuple(own[r])] = table.place(past, row, len(own[r]))
-            firsts = job.pick(torch.stack([kept[tuple(own[r])][2] for r in chunk]), chunk)
+            chunk = self.take(len(free))
+            fresh = self.prefill(chunk)
+            kept, cache = self.kept, self.cache
             assert cache is not None
+            firsts = self.job.pick(torch.stack([kept[tuple(self.own[r])][2] for r in chunk]), chunk)
             for r, token in zip(chunk, firsts, strict=True):
-                key = tuple(own[r])
+                key = tuple(self.own[r])
                 past, row, _logits, width = kept[key]
-                padded[r] = width - len(own[r])
+                self.padded[r] = width - len(self.own[r])
                 slot = free.pop(0)
-                if table is None:
-                    cache.place(slot, past, row, len(own[r]))
+                if self.table is None:
+                    cache.place(slot, past, row, len(self.own[r]))
                 else:  # the prompt is the table entry's: the slot starts empty
                     cache.start(slot)
-                    slot_entry[slot] = entry_of[key]
-                waiting[key] -= 1
-                if not waiting[key]:
+                    self.slot_entry[slot] = self.entry_of[key]
+                self.waiting[key] -= 1
+                if not self.waiting[key]:
                     del kept[key]  # its last repeat has its slot
-                generated[r].append(token)
-                if done(r):
+                self.generated[r].append(token)
+                if self.done(r):
                     cache.free(slot)
-                    slot_entry[slot] = -1
+                    self.slot_entry[slot] = -1
                     continue
-                request[slot], positions[slot], next_tokens[slot] = r, len(contexts[r]), token
+                self.request[slot], self.positions[slot] = r, len(self.job.contexts[r])
+                self.next_tokens[slot] = token
             # repeats still waiting keep only their own row of the chunk's cache (none
             # with a table: their prompt is there)
             for r in fresh:
-                key = tuple(own[r])
+                key = tuple(self.own[r])
                 if key in kept:
                     past, row, logits, width = kept[key]
-                    kept[key] = (None if table else _one_row(past, row), 0, logits, width)
+                    kept[key] = (None if self.table else _one_row(past, row), 0, logits, width)
 
-    while True:
-        fill()
-        live = [s for s in range(size) if request[s] >= 0]
-        if not live:
-            break
+    def narrow(self, live: list[int]) -> list[int]:
+        """Shrink the storage to the ``live`` slots (renumbered from 0): the new live slots."""
+        assert self.cache is not None
+        self.cache.select(live)
+        self.request = [self.request[s] for s in live]
+        self.positions = [self.positions[s] for s in live]
+        self.next_tokens = [self.next_tokens[s] for s in live]
+        self.slot_entry = [self.slot_entry[s] for s in live]
+        self.size = len(live)
+        return list(range(self.size))
+
+    def step(self, live: list[int]) -> None:
+        """One decoding step of every slot; the ``live`` slots' rows take their tokens, and
+        the rows that finish free their slots."""
+        cache, device = self.cache, self.stepper.device
         assert cache is not None
-        if not queue and (size - len(live)) * 4 >= size:
-            cache.select(live)
-            request = [request[s] for s in live]
-            positions = [positions[s] for s in live]
-            next_tokens = [next_tokens[s] for s in live]
-            slot_entry = [slot_entry[s] for s in live]
-            size = len(live)
-            live = list(range(size))
-        ids = torch.tensor(next_tokens, device=device).unsqueeze(-1)
-        if shared is not None:
-            shared.set_valid(cache.mask())
-            if table is not None:
-                shared.set_prompts(table, slot_entry)
+        ids = torch.tensor(self.next_tokens, device=device).unsqueeze(-1)
+        if self.shared is not None:
+            self.shared.set_valid(cache.mask())
+            if self.table is not None:
+                self.shared.set_prompts(self.table, self.slot_entry)
             step_mask = None
         else:
             step_mask = cache.mask().long()
-        rows = [request[s] for s in live]
-        tokens, _ = job.step(
-            stepper,
+        rows = [self.request[s] for s in live]
+        tokens, _ = self.job.step(
+            self.stepper,
             ids,
             step_mask,
-            torch.tensor(positions, device=device).unsqueeze(-1),
+            torch.tensor(self.positions, device=device).unsqueeze(-1),
             cache.cache,
-            live if len(live) < size else None,
+            live if len(live) < self.size else None,
             rows,
         )
-        is_live = torch.zeros(size, dtype=torch.bool, device=device)
+        is_live = torch.zeros(self.size, dtype=torch.bool, device=device)
         is_live[live] = True
         cache.advance(is_live)
         for s, r, token in zip(live, rows, tokens, strict=True):
-            generated[r].append(token)
-            positions[s] += 1
-            next_tokens[s] = token
-            if done(r):
-                request[s], next_tokens[s], positions[s], slot_entry[s] = -1, 0, 0, -1
+            self.generated[r].append(token)
+            self.positions[s] += 1
+            self.next_tokens[s] = token
+            if self.done(r):
+                self.request[s], self.next_tokens[s], self.positions[s] = -1, 0, 0
+                self.slot_entry[s] = -1
                 cache.free(s)
-    return [out[r] for r in range(n)]
 
 
 def _one_row(past: object, row: int) -> object:
