@@ -318,36 +318,49 @@ class HFCausalLM(TokenizingLM):
         elif not loading:  # on the CPU; a model loaded onto its accelerator stays put
             self.model.to(self.device)
         self.model.eval()
-        fused = 0
-        if fused_gelu:
-            from mill.model.kernels import fuse_gelu
+        from mill.model.kernels import fuse_gelu
 
-            fused = fuse_gelu(self.model)
+        fused = fuse_gelu(self.model) if fused_gelu else 0
         self.dtype = str(self.model.dtype).removeprefix("torch.")
         self.max_length = max_length if max_length is not None else int(self._default_max_length())
         if not self.cache_budget:
             self.cache_budget = self._auto_cache_budget()
         self._init_tokenizer()
-        commit = getattr(self.model.config, "_commit_hash", None)
         loading_step("fingerprint of the weights")
-        self._identity = {
+        self._identity = self._make_identity(
+            identity(getattr(self.model.config, "_commit_hash", None)),
+            trust_remote_code,
+            fused > 0,
+            tokenizer,
+        )
+        from mill.model.hf_forward import HFForward
+
+        self._forward = HFForward(self.model, self.device, share_prefix=self.share_prefix)
+
+    def _make_identity(
+        self,
+        weights: dict[str, Any],
+        trust_remote_code: bool,
+        fused_gelu: bool,
+        tokenizer: str | None,
+    ) -> dict[str, Any]:
+        """What the scores depend on: ``weights`` (the commit and every byte of the weights,
+        tokenizer files and generation config, or None for objects held in memory) and the
+        settings that change a number."""
+        return {
             "backend": "hf",
             "pretrained": self.pretrained,
-            "revision": revision,
-            # commit and every byte of weights, tokenizer files and generation config
-            **identity(commit),
+            "revision": self.revision,
+            **weights,
             "dtype": self.dtype,
             "max_length": self.max_length,
             "max_gen_toks": self.max_gen_toks,
             "trust_remote_code": bool(trust_remote_code),
-            "fused_gelu": fused > 0,
+            "fused_gelu": fused_gelu,
             **({} if tokenizer is None else {"tokenizer": _tokenizer_identity(str(tokenizer))}),
             "class": type(self.model).__name__,
             "num_parameters": sum(p.numel() for p in self.model.parameters()),
         }
-        from mill.model.hf_forward import HFForward
-
-        self._forward = HFForward(self.model, self.device, share_prefix=self.share_prefix)
 
     @classmethod
     def from_transformers(
