@@ -250,7 +250,7 @@ def generate_batch(
     """Greedily continue tokenized contexts (already left-truncated).
 
     At most ``slots`` rows decode at once (default: all); as rows finish, waiting contexts
-    take their slots (continuous batching, :func:`_generate_continuous`). Prefill runs in
+    take their slots (continuous batching, :class:`_SlotLoop`). Prefill runs in
     chunks of at most ``token_budget`` padded tokens (and ``max_rows`` rows). A model whose
     cache cannot be held in slots (sliding-window layers) decodes chunk by chunk instead.
     ``choose(logits, rows)`` replaces the greedy pick (see :class:`SeededSampler`); ``rows``
@@ -274,18 +274,10 @@ def generate_batch(
             if prefix or repeats
             else None
         )
-        return _generate_continuous(stepper, job, token_budget, max_rows, slots, shared, repeats)
+        return _SlotLoop(stepper, job, token_budget, max_rows, slots, shared, repeats).run()
 
 
-def _generate_continuous(
-    stepper: Stepper,
-    job: _Job,
-    token_budget: int | None,
-    max_rows: int | None,
-    slots: int | None,
-    shared: SharedPrefix | None,
-    repeats: bool = False,
-) -> list[Generated]:
+class _SlotLoop:
     """Continuous batching over a :class:`~mill.model.kv.SlotCache` of ``slots`` rows.
 
     Contexts wait in a queue, longest first, repeats of one context next to each other.
@@ -297,14 +289,10 @@ def _generate_continuous(
     copy. Each step decodes every slot; a row that finishes frees its slot for the next
     context. Once the queue is empty, the storage narrows to the live rows when a quarter
     of it is free.
+
+    Its state: the queue of waiting rows, the slots and what each holds, the prefilled
+    contexts whose repeats wait, and the rows' tokens so far (:meth:`run` returns them).
     """
-    return _SlotLoop(stepper, job, token_budget, max_rows, slots, shared, repeats).run()
-
-
-class _SlotLoop:
-    """The state of one :func:`_generate_continuous` call: the queue of waiting rows, the
-    slots and what each holds, the prefilled contexts whose repeats wait, and the rows'
-    tokens so far."""
 
     def __init__(
         self,
