@@ -312,14 +312,14 @@ class _SlotLoop:
         skip = 0 if shared is None else shared.length
         own = [c[skip:] for c in job.contexts]  # what each row's own cache holds
         self.own = own
+        keys = [tuple(o) for o in own]  # each row's context, as a dict key
+        self.keys = keys
         first_of: dict[tuple[int, ...], int] = {}
         for r in range(n):
-            first_of.setdefault(tuple(own[r]), r)
-        self.queue = deque(
-            sorted(range(n), key=lambda r: (-len(own[r]), first_of[tuple(own[r])], r))
-        )
-        self.waiting = Counter(tuple(o) for o in own)  # rows of each context without a slot
-        self.remaining = Counter(tuple(o) for o in own)  # rows of each context not finished
+            first_of.setdefault(keys[r], r)
+        self.queue = deque(sorted(range(n), key=lambda r: (-len(own[r]), first_of[keys[r]], r)))
+        self.waiting = Counter(keys)  # rows of each context without a slot
+        self.remaining = Counter(keys)  # rows of each context not finished
         self.size = max(1, min(n, slots or n))
         self.grouped = repeats and shared is not None
         # a slot holds its row's context and new tokens; with a prompt table, new tokens alone
@@ -356,7 +356,7 @@ class _SlotLoop:
         job, tokens = self.job, self.generated[r]
         if not (tokens[-1] in job.eos_ids or len(tokens) >= job.max_gen_toks or self.stop(tokens)):
             return False
-        key = tuple(self.own[r])
+        key = self.keys[r]
         self.remaining[key] -= 1
         if self.table is not None and not self.remaining[key]:
             self.table.free(self.entry_of.pop(key))
@@ -379,7 +379,7 @@ class _SlotLoop:
         width, fresh = len(own[chunk[0]]), 1
         while queue and len(chunk) < min(free, self.max_rows or free):
             nxt = own[queue[0]]
-            again = tuple(nxt) in self.kept or nxt == own[chunk[-1]]
+            again = self.keys[queue[0]] in self.kept or nxt == own[chunk[-1]]
             if not again and budget is not None and (fresh + 1) * max(width, len(nxt)) > budget:
                 break
             chunk.append(queue.popleft())
@@ -393,8 +393,8 @@ class _SlotLoop:
 
         fresh: list[int] = []  # one row per distinct context
         for r in chunk:
-            key = tuple(self.own[r])
-            if key not in self.kept and all(tuple(self.own[f]) != key for f in fresh):
+            key = self.keys[r]
+            if key not in self.kept and all(self.keys[f] != key for f in fresh):
                 fresh.append(r)
         if not fresh:
             return fresh
@@ -408,7 +408,7 @@ class _SlotLoop:
             entries = min(len(self.remaining), -(-self.size // fewest) + 1)
             self.table = PromptTable(past, entries, max(map(len, self.own)))
         for row, r in enumerate(fresh):
-            key = tuple(self.own[r])
+            key = self.keys[r]
             self.kept[key] = (past, row, logits[row], width)
             if self.table is not None:
                 self.entry_of[key] = self.table.place(past, row, len(self.own[r]))
@@ -425,9 +425,9 @@ class _SlotLoop:
             fresh = self.prefill(chunk)
             kept, cache = self.kept, self.cache
             assert cache is not None
-            firsts = self.job.pick(torch.stack([kept[tuple(self.own[r])][2] for r in chunk]), chunk)
+            firsts = self.job.pick(torch.stack([kept[self.keys[r]][2] for r in chunk]), chunk)
             for r, token in zip(chunk, firsts, strict=True):
-                key = tuple(self.own[r])
+                key = self.keys[r]
                 past, row, _logits, width = kept[key]
                 self.padded[r] = width - len(self.own[r])
                 slot = free.pop(0)
@@ -449,7 +449,7 @@ class _SlotLoop:
             # repeats still waiting keep only their own row of the chunk's cache (none
             # with a table: their prompt is there)
             for r in fresh:
-                key = tuple(self.own[r])
+                key = self.keys[r]
                 if key in kept:
                     past, row, logits, width = kept[key]
                     kept[key] = (None if self.table else _one_row(past, row), 0, logits, width)
