@@ -16,8 +16,8 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -41,7 +41,7 @@ from mill.results import (
     Truncation,
 )
 from mill.task.base import Task, TaskGroup
-from mill.types import Doc, DocOutput, OutputType, Request, Response
+from mill.types import Doc, DocOutput, OutputType, ReasoningRule, Request, Response
 
 log = logging.getLogger("mill")
 
@@ -60,6 +60,39 @@ class TaskResult:
     """(subject, doc id) of each value, in completion order until :func:`evaluate` sorts."""
     subjects: dict[str, TaskResult] = field(default_factory=dict)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    generations: GenerationCounts | None = None
+    """GENERATIVE tasks: how their generations ended (set as docs are folded)."""
+
+
+@dataclass
+class GenerationCounts:
+    """How a generative task's generations ended: ``results.json``'s ``generations``."""
+
+    generations: int = 0
+    hit_max_gen_toks: int = 0
+    """Ended at ``max_gen_toks`` (the budget cut them off)."""
+    unknown: int = 0
+    """The backend could not tell (saved completions)."""
+    reasoning_unfinished: int = 0
+    """Their reasoning block never closed: no answer, scored 0."""
+
+    def add(self, response: Response) -> None:
+        self.generations += 1
+        if response.hit_max_gen_toks is None:
+            self.unknown += 1
+        elif response.hit_max_gen_toks:
+            self.hit_max_gen_toks += 1
+        self.reasoning_unfinished += int(response.reasoning_unfinished)
+
+    def to_dict(self) -> dict[str, Any]:
+        known = self.generations - self.unknown
+        return {
+            "generations": self.generations,
+            "hit_max_gen_toks": self.hit_max_gen_toks,
+            "truncation_rate": self.hit_max_gen_toks / known if known else None,
+            "unknown": self.unknown,
+            "reasoning_unfinished": self.reasoning_unfinished,
+        }
 
 
 def check_metrics(task: Task, metrics: Sequence[Metric]) -> None:
@@ -86,7 +119,7 @@ def _prediction(
     if task.OUTPUT_TYPE is OutputType.GENERATIVE:
         extracted = {m.name: m.extracted_answer(responses) for m in metrics}
         extracted = {k: v for k, v in extracted.items() if v is not None}
-        return extracted or responses[0].text
+        return extracted or responses[0].answer
     return responses[0].logprob
 
 
@@ -207,8 +240,10 @@ class Collector:
         plan: RequestPlan,
         write_sample: Callable[[SampleRecord], None],
         progress: Progress,
+        reasoning: ReasoningRule,
     ) -> None:
         self.by_task = {task.name: task for task in tasks}
+        self.reasoning = reasoning
         self.metrics = metrics
         self.plan = plan
         self.write_sample = write_sample
@@ -230,10 +265,11 @@ class Collector:
             return
         task = self.by_task[request.task]
         doc = self.plan.docs[key]
+        answered = self._answered if task.OUTPUT_TYPE is OutputType.GENERATIVE else _as_is
         responses = DocResponses(
-            (slots[k] for k in sorted(slots) if k[0] == "choice"),  # type: ignore[misc]
+            answered(slots[k] for k in sorted(slots) if k[0] == "choice"),  # type: ignore[misc]
             (slots[k] for k in sorted(slots) if k[0] == "unconditioned"),  # type: ignore[misc]
-            (slots[k] for k in sorted(slots, key=_turn_order) if k[0].startswith(TURN)),  # type: ignore[misc]
+            answered(slots[k] for k in sorted(slots, key=_turn_order) if k[0].startswith(TURN)),  # type: ignore[misc]
         )
         follow_up = getattr(task, "follow_up", None)  # multi-turn tasks: the next turn
         more = follow_up(doc, responses.answers()) if follow_up is not None else []
@@ -250,6 +286,18 @@ class Collector:
             self.fold(task, doc, responses)
         del self.plan.pending[key]
 
+    def _answered(self, responses: Iterable[Response]) -> list[Response]:
+        """Generations with their answer under the run's reasoning rule
+        (:attr:`Response.text_post_processed`), copies: the model's responses, which the
+        cache keeps, stay as they came."""
+        out = []
+        for response in responses:
+            answer, unfinished = self.reasoning.apply(response.text or "")
+            out.append(
+                replace(response, text_post_processed=answer, reasoning_unfinished=unfinished)
+            )
+        return out
+
     def take_round(self) -> list[Request]:
         """The next round's requests (and forget them)."""
         out, self.next_round = self.next_round, []
@@ -263,7 +311,7 @@ class Collector:
         programs: list[str] = []
         spans: list[tuple[int, int]] = []
         for task, doc, responses in self.awaiting:
-            built = task.programs(doc, [r.text or "" for r in responses]) or []
+            built = task.programs(doc, [r.answer for r in responses]) or []
             spans.append((len(programs), len(built)))
             programs.extend(built)
         self.progress.phase("running programs", len(programs))
@@ -292,6 +340,10 @@ class Collector:
         task_metrics = self.metrics[task.name]
         scores = {m.name: m.score(doc, responses) for m in task_metrics}
         result = self.results[task.name]
+        if task.OUTPUT_TYPE is OutputType.GENERATIVE:
+            counts = result.generations = result.generations or GenerationCounts()
+            for response in [*responses, *responses.turns]:
+                counts.add(response)
         subject = result.subjects.setdefault(doc.subject, TaskResult(doc.subject))
         for part in (result, subject):
             part.keys.append((doc.subject, doc.id))
@@ -317,6 +369,10 @@ class Collector:
         if responses.judge_records:
             record.extra = {**(record.extra or {}), "judgments": responses.judge_records}
         self.write_sample(record)
+
+
+def _as_is(responses: Iterable[Response]) -> list[Response]:
+    return list(responses)
 
 
 TURN = "turn"
@@ -391,6 +447,7 @@ def evaluate(
     dispatch_fn: DispatchFn = dispatch,
     judging: JudgePhase | None = None,
     execute: Execute | None = None,
+    reasoning: ReasoningRule | None = None,
 ) -> dict[str, TaskResult]:
     """Evaluate ``tasks`` on ``model``; returns per-task aggregates.
 
@@ -401,13 +458,17 @@ def evaluate(
     next turn is built from the previous turn's responses and sent through ``dispatch_fn``
     again, until no doc asks for more; then ``execute`` runs the programs of tasks that
     execute (:meth:`Collector.execute`); then judged metrics send their judge prompts to
-    the judge (:meth:`Collector.judge`). Then :func:`aggregate`."""
+    the judge (:meth:`Collector.judge`). Then :func:`aggregate`. Every generation is read
+    through ``reasoning`` (:class:`~mill.types.ReasoningRule`, ``<think>`` blocks by
+    default) before anything scores it: programs, judges and metrics see its answer."""
     require_judge(metrics, judging)
     executing = [t.name for t in tasks if t.EXECUTES]
     if executing and execute is None:
         raise ConfigError(f"task {executing[0]!r} runs programs but no executor was given")
     plan = build_requests(tasks, metrics, model, source, progress)
-    collector = Collector(tasks, metrics, plan, write_sample, progress)
+    collector = Collector(
+        tasks, metrics, plan, write_sample, progress, reasoning or ReasoningRule()
+    )
     progress.phase("scoring requests", len(plan.requests))
     dispatch_fn(model, plan.requests, collector)
     turn = 1
@@ -444,6 +505,7 @@ def to_results(
     seconds: float,
     bootstrap_iters: int,
     seed: int,
+    reasoning: ReasoningRule | None = None,
 ) -> Results:
     """The typed results of a run (``results.json``): tasks, the subject groups of
     multi-subject tasks, and a task group's micro/macro aggregates over the metrics all
@@ -453,7 +515,12 @@ def to_results(
             t.name: TaskResults(
                 metrics=_rows(per_task[t.name].metrics),
                 subjects={s: _rows(r.metrics) for s, r in per_task[t.name].subjects.items()},
-                settings=t.describe(),
+                settings=_settings(t, reasoning or ReasoningRule()),
+                generations=(
+                    None
+                    if per_task[t.name].generations is None
+                    else per_task[t.name].generations.to_dict()  # type: ignore[union-attr]
+                ),
                 data=t.origins,
                 skipped_rows=(
                     {"count": len(t.skipped), "rows": t.skipped} if source.skip_bad_rows else None
@@ -489,6 +556,15 @@ def to_results(
     results.data_source.tasks = {name: results.data_origin(name) for name in results.tasks}
     results.data_source.source = results.data_label
     return results
+
+
+def _settings(task: Task, reasoning: ReasoningRule) -> dict[str, Any]:
+    """The task's settings as run; a generative task's with the reasoning rule its answers
+    were read through."""
+    settings = task.describe()
+    if task.OUTPUT_TYPE is OutputType.GENERATIVE:
+        settings["reasoning_tags"] = reasoning.describe()
+    return settings
 
 
 def _rows(rows: dict[str, dict[str, Any]]) -> dict[str, MetricValue]:

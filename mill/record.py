@@ -55,6 +55,7 @@ class SampleRecord:
         for optional in ("extra", "execution"):
             if out.get(optional) is None:
                 out.pop(optional, None)
-        if out["response"].get("raw_text") is None:  # only reasoning-stripped generations
-            out["response"].pop("raw_text", None)
+        for generative in ("text_post_processed", "reasoning_unfinished", "hit_max_gen_toks"):
+            if out["response"].get(generative) is None:  # other output types
+                out["response"].pop(generative, None)
         return out

@@ -283,6 +283,9 @@ _MODEL: dict[str, Rule] = {
     "offload_folder": Text(optional=True, meaning="where weights that fit nowhere go"),
     "fused_gelu": Flag(meaning="torch's fused tanh-GELU"),
     "share_prefix": Flag(meaning="run a shared context once"),
+    "chat_template_kwargs": Nested(
+        "mapping", optional=True, meaning="the chat template's variables (enable_thinking)"
+    ),
     "gguf": Text(optional=True, meaning="a GGUF file to convert"),
     "sha256": Text(optional=True, meaning="the weights file's SHA-256 (null: any file)"),
     "path": Text(meaning="the replayed samples file or run folder"),
@@ -299,8 +302,6 @@ _MODEL: dict[str, Rule] = {
     "api_key_env": Text(optional=True, meaning="NAME of the variable holding the API key"),
     "prompt_ids": Choice(("auto", True, False), meaning="send token ids, text, or ask"),
     "sampling": Nested("mapping", optional=True, meaning="fields sent with each generation"),
-    "strip_reasoning": Flag(meaning="remove the reasoning block before metrics"),
-    "reasoning_tag": Text(meaning="the reasoning block's tag"),
 }
 """The model group's settings (a judge is a model config: they are the judge's too)."""
 
@@ -353,6 +354,8 @@ SETTINGS: dict[str, Rule] = {
         0, whole=False, above=True, maximum=1_000_000, meaning="file size limit and tmpfs size, MB"
     ),
     "execution.max_open_files": Number(1, meaning="open files per program (RLIMIT_NOFILE)"),
+    # reasoning: what of a generation the metrics read (seed 002's text_post_processed)
+    "reasoning.tags": Nested(meaning="[open, close] tag pairs of reasoning blocks removed"),
     # data: where the tasks' documents come from
     "data.source": Choice(("bundled", "hub", "local"), meaning="the data= option"),
     "data.dir": Text(optional=True, meaning="the folder read by data=local"),
@@ -371,7 +374,6 @@ SETTINGS: dict[str, Rule] = {
     "task.chat_template": Flag(optional=True, meaning="prompts in the chat template"),
     "task.fewshot_as_multiturn": Flag(meaning="few-shot examples as chat turns"),
     "task.system_prompt": Text(optional=True, meaning="a system message before each prompt"),
-    "task.strip_reasoning": Flag(optional=True, meaning="remove reasoning before metrics"),
     "task.code_block": Choice(("leading", "first"), meaning="which fenced block is the code"),
     "task.confirm_run_unsafe_code": Flag(meaning="lm-eval code tasks may run (sandboxed)"),
     "task.dataset.revision": Text(optional=True, meaning="hub commit of the dataset"),

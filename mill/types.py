@@ -15,16 +15,75 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from mill.errors import ConfigError
 from mill.files import sha256_json
 
+THINK_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"),)
+"""The default reasoning block (``reasoning.tags``): Qwen3, DeepSeek-R1 and its distills,
+QwQ, SmolLM3; lighteval 0.13's default ``reasoning_tags``."""
 
-def strip_reasoning(text: str, tag: str = "think") -> str:
-    """Text without ``<tag>...</tag>`` blocks (an unclosed block runs to the end), its
-    leading whitespace removed (``strip_reasoning`` of served models and of IFEval)."""
-    t = re.escape(tag)
-    text = re.sub(rf"<{t}>.*?</{t}>", "", text, flags=re.DOTALL)
-    text = re.sub(rf"<{t}>.*\Z", "", text, flags=re.DOTALL)
-    return text.lstrip() if text != "" else text
+
+@dataclass(frozen=True)
+class ReasoningRule:
+    """How a generation's reasoning is removed before metrics read it: the answer is seed
+    002's ``text_post_processed``. One rule for every backend, applied by the evaluator.
+
+    For each (open, close) tag pair, in order: closed blocks ``open ... close`` are removed;
+    then text up to a closing tag left alone is reasoning too (a chat template that opens the
+    block itself, as the R1 distills' does, leaves only ``... close answer`` in the
+    generation); then an opening tag left alone means the reasoning never finished (the
+    budget cut it off): there is **no answer** (an empty one, flagged
+    ``reasoning_unfinished``), whatever the block contains. Text with no tag at all is
+    returned as it is; when a tag was removed, the answer's leading whitespace goes too.
+    No tag pairs (``reasoning.tags=[]``): every text is its own answer."""
+
+    tags: tuple[tuple[str, str], ...] = THINK_TAGS
+
+    def apply(self, text: str) -> tuple[str, bool]:
+        """(the answer, whether the reasoning was left unfinished) of one generation."""
+        answer, changed = text, False
+        for opening, closing in self.tags:
+            block = re.compile(re.escape(opening) + ".*?" + re.escape(closing), re.DOTALL)
+            answer, removed = block.subn("", answer)
+            cut = answer.rfind(closing)
+            if cut >= 0:  # a lone closing tag: everything before it was reasoning
+                answer = answer[cut + len(closing) :]
+            changed = changed or removed > 0 or cut >= 0
+            if opening in answer:
+                return "", True
+        return (answer.lstrip() if changed else answer), False
+
+    @classmethod
+    def parse(cls, tags: Any, key: str = "reasoning.tags") -> ReasoningRule:
+        """The rule of a ``reasoning.tags`` value: a list of [open, close] pairs of two
+        non-empty, different strings (ConfigError, one line naming ``key``, otherwise)."""
+        if tags is None:
+            return cls()
+        if isinstance(tags, (str, bytes)) or not isinstance(tags, (list, tuple)):
+            raise ConfigError(
+                f"{key}={tags!r}: give a list of [open, close] tag pairs, e.g. "
+                '\'reasoning.tags=[["<think>","</think>"]]\', or [] to keep every '
+                "generation as it is"
+            )
+        pairs = []
+        for i, pair in enumerate(tags):
+            good = (
+                isinstance(pair, (list, tuple))
+                and len(pair) == 2
+                and all(isinstance(t, str) and t.strip() for t in pair)
+                and pair[0] != pair[1]
+            )
+            if not good:
+                raise ConfigError(
+                    f"{key}[{i}]={pair!r} is not a tag pair: give two non-empty, different "
+                    'strings [open, close], e.g. ["<think>","</think>"]'
+                )
+            pairs.append((str(pair[0]), str(pair[1])))
+        return cls(tuple(pairs))
+
+    def describe(self) -> list[list[str]]:
+        """The tag pairs as results.json and the settings record them."""
+        return [list(pair) for pair in self.tags]
 
 
 class OutputType(str, Enum):
@@ -125,11 +184,25 @@ class Response:
     """Argmax at every scored position equals the continuation token (LOGPROBS)."""
     text: str | None = None
     """Generated text after stop-string cutting (GENERATIVE)."""
-    raw_text: str | None = None
-    """The server's text before reasoning was stripped (``strip_reasoning``); None when
-    ``text`` is the whole generation."""
+    hit_max_gen_toks: bool | None = None
+    """GENERATIVE: generation ended because it reached ``max_gen_toks`` (not at EOS or a stop
+    string); None when the backend cannot tell (saved completions)."""
+    text_post_processed: str | None = None
+    """GENERATIVE: ``text`` under the run's :class:`ReasoningRule` (seed 002's
+    ``text_post_processed``), set by the evaluator before any metric reads it; None until
+    then (and for other output types)."""
+    reasoning_unfinished: bool = False
+    """GENERATIVE: the reasoning block never closed, so there is no answer."""
     truncated_tokens_count: int = 0
     padded_tokens_count: int = 0
+
+    @property
+    def answer(self) -> str:
+        """What metrics read of a generation: :attr:`text_post_processed` once the evaluator
+        set it, else :attr:`text` (empty when there is none)."""
+        if self.text_post_processed is not None:
+            return self.text_post_processed
+        return self.text or ""
 
 
 OnResponse = Callable[[Request, Response], None]
@@ -186,9 +259,13 @@ class DocOutput:
     unconditioned_logprobs: list[float] | None = None
     truncated_tokens_count: int = 0
     padded_tokens_count: int = 0
-    raw_text: list[str] | None = None
-    """GENERATIVE with ``strip_reasoning``: the generations before stripping (left out of
-    sample lines when None)."""
+    text_post_processed: list[str] | None = None
+    """GENERATIVE: each generation's answer under the run's :class:`ReasoningRule` (what the
+    metrics read; seed 002's ``text_post_processed``); None for other output types."""
+    reasoning_unfinished: list[bool] | None = None
+    """GENERATIVE: per generation, the reasoning block never closed (no answer)."""
+    hit_max_gen_toks: list[bool | None] | None = None
+    """GENERATIVE: per generation, it stopped at ``max_gen_toks`` (None: not known)."""
 
     @classmethod
     def from_responses(
@@ -204,9 +281,13 @@ class DocOutput:
             argmax_logits_eq_gold=[bool(r.is_greedy) for r in responses if r.is_greedy is not None],
             truncated_tokens_count=sum(r.truncated_tokens_count for r in responses),
             padded_tokens_count=sum(r.padded_tokens_count for r in responses),
-            raw_text=(
-                [r.raw_text or r.text or "" for r in responses]
-                if any(r.raw_text is not None for r in responses)
-                else None
-            ),
+            **(_generation_fields(responses) if output_type is OutputType.GENERATIVE else {}),
         )
+
+
+def _generation_fields(responses: list[Response]) -> dict[str, Any]:
+    return {
+        "text_post_processed": [r.answer for r in responses],
+        "reasoning_unfinished": [r.reasoning_unfinished for r in responses],
+        "hit_max_gen_toks": [r.hit_max_gen_toks for r in responses],
+    }

@@ -6,8 +6,8 @@ The prompt is the user turn, through the model's chat template (``task.chat_temp
 by default); a model without one gets the prompt as plain text (lm-eval without
 ``--apply_chat_template``), with one warning, and the task's settings say which
 (``conversation_format``). Greedy, at most 1280 new tokens, no stop strings but the
-model's end of turn. ``strip_reasoning`` (a tag such as ``think``, or ``true`` for
-``think``) removes reasoning blocks from the answer before it is checked.
+model's end of turn. The answer checked is the generation under the run's reasoning rule
+(``reasoning.tags``, :class:`mill.types.ReasoningRule`).
 
 A row's instruction ids and arguments are checked when the docs are built, before a model
 loads: an unknown id or arguments that do not fit the instruction stop the run with one line
@@ -48,11 +48,9 @@ class IFEval(Task):
     ]
     GENERATION = GenerationArgs(until=(), max_gen_toks=1280)
 
-    def __init__(self, strip_reasoning: bool | str | None = None, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("chat_template", True)
         super().__init__(**kwargs)
-        tag = "think" if strip_reasoning is True else strip_reasoning
-        self.strip_reasoning = str(tag) if tag else None
         self.conversation_format = "chat_template" if self.chat_template else "plain_text"
 
     def _get_instruction_text(self, item: dict[str, Any]) -> str:
@@ -116,7 +114,5 @@ class IFEval(Task):
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
-        out.update(
-            strip_reasoning=self.strip_reasoning, conversation_format=self.conversation_format
-        )
+        out.update(conversation_format=self.conversation_format)
         return out

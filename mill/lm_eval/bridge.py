@@ -297,7 +297,7 @@ class LMEvalTask(Task):
                 elif instance.request_type == "loglikelihood_rolling":
                     instance.resps.append(float(response.logprob or 0.0))
                 else:
-                    instance.resps.append(response.text or "")
+                    instance.resps.append(response.answer)
             position += repeats
         if position != len(responses):
             raise TaskError(

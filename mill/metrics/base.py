@@ -49,9 +49,10 @@ class DocResponses(list[Response]):
         self.verdicts: list[Verdict] | None = None
 
     def answers(self) -> list[str]:
-        """The generated text of every turn (the first repeat's), in turn order."""
-        first = [self[0].text or ""] if self else []
-        return first + [r.text or "" for r in self.turns]
+        """The answer of every turn (the first repeat's; :attr:`Response.answer`), in turn
+        order."""
+        first = [self[0].answer] if self else []
+        return first + [r.answer for r in self.turns]
 
 
 class Metric:

@@ -63,7 +63,7 @@ class ExactMatch(MeanMetric):
 
     def prediction(self, response: Response) -> str:
         """The generation after answer extraction (what is compared)."""
-        text = response.text or ""
+        text = response.answer
         if self.extract_pattern is None:
             return text
         return extract(text, self.extract_pattern, self.extract_group)

@@ -41,5 +41,5 @@ class F1(MeanMetric):
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> float:
         golds = doc.gold if isinstance(doc.gold, tuple) else (str(doc.gold),)
-        prediction = responses[0].text or ""
+        prediction = responses[0].answer
         return max(token_f1(prediction, g) for g in golds)

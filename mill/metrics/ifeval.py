@@ -3,8 +3,8 @@ checker (:mod:`mill.ifeval`).
 
 A doc is one prompt with its instructions (``doc.item``: ``instruction_id_list``,
 ``kwargs``); its response is checked against each instruction, strict (as it is) and loose
-(any of 8 variants). With ``task.strip_reasoning`` set, ``<think>`` blocks are removed from
-the response first.
+(any of 8 variants). The response checked is the answer under the run's reasoning rule
+(``reasoning.tags``: ``<think>`` blocks removed by default; :class:`mill.types.ReasoningRule`).
 
 * ``prompt_level_*_acc`` = mean over prompts of 1[every instruction followed];
   stderr = std(ddof=1) / sqrt(prompts);
@@ -25,7 +25,7 @@ from mill.ifeval import checks
 from mill.metrics import stats
 from mill.metrics.base import MeanMetric, Metric, SampleValue
 from mill.metrics.stats import mean, mean_stderr
-from mill.types import Doc, OutputType, Response, strip_reasoning
+from mill.types import Doc, OutputType, Response
 
 if TYPE_CHECKING:
     from mill.task.base import Task
@@ -50,7 +50,6 @@ def doc_verdicts(doc: Doc, response: str) -> checks.Verdicts:
 class _IFEvalMetric(Metric):
     output_types = frozenset({OutputType.GENERATIVE})
     mode = "strict"
-    reasoning_tag: str | None = None
 
     def __init__(self, name: str | None = None, mode: str = "strict") -> None:
         if mode not in MODES:
@@ -61,14 +60,10 @@ class _IFEvalMetric(Metric):
     def check_task(self, task: Task) -> str | None:
         if not hasattr(task, "instruction_checks"):
             return f"metric {self.name!r} scores IFEval's instructions; use it with task=ifeval"
-        tag = getattr(task, "strip_reasoning", None)
-        self.reasoning_tag = str(tag) if tag else None
         return None
 
     def followed(self, doc: Doc, responses: Sequence[Response]) -> tuple[bool, ...]:
-        text = responses[0].text or ""
-        if self.reasoning_tag:
-            text = strip_reasoning(text, self.reasoning_tag)
+        text = responses[0].answer
         found = doc_verdicts(doc, text)
         return found.strict if self.mode == "strict" else found.loose
 

@@ -7,11 +7,14 @@ from typing import Any
 from mill.types import ChatTemplate
 
 
-def tokenizer_chat_template(tokenizer: Any) -> ChatTemplate | None:
+def tokenizer_chat_template(
+    tokenizer: Any, template_kwargs: dict[str, Any] | None = None
+) -> ChatTemplate | None:
     """The chat template of a ``transformers`` tokenizer as a :data:`ChatTemplate`, or None
     when it has none. As lm-eval's HF backend: ``continue_final_message`` is the opposite
     of ``add_generation_prompt``, and a template that rejects the system role is retried
-    without the system message."""
+    without the system message. ``template_kwargs`` are the template's own variables
+    (``model.chat_template_kwargs``: ``enable_thinking`` of Qwen3-style templates)."""
     if not getattr(tokenizer, "chat_template", None):
         return None
 
@@ -19,6 +22,7 @@ def tokenizer_chat_template(tokenizer: Any) -> ChatTemplate | None:
         import jinja2
 
         kwargs = dict(
+            **(template_kwargs or {}),
             tokenize=False,
             add_generation_prompt=add_generation_prompt,
             continue_final_message=not add_generation_prompt,

@@ -89,6 +89,7 @@ class FakeLM(LanguageModel):
             for stop in args.until if args else ():
                 if stop and stop in text:
                     text = text[: text.index(stop)]
+            hit_max = args is not None and len(text.encode()) > args.max_gen_toks
             if args is not None:
                 text = text.encode()[: args.max_gen_toks].decode(errors="ignore")
             return Response(
@@ -96,6 +97,7 @@ class FakeLM(LanguageModel):
                 input_tokens=list(request.context.encode()),
                 output_tokens=list(text.encode()),
                 text=text,
+                hit_max_gen_toks=hit_max,
             )
 
         return self._answer(requests, on_response, generate)

@@ -49,6 +49,19 @@ class Generated:
     input_tokens: list[int]
     truncated: int
     padded: int
+    hit_max: bool = False
+    """It ended at ``max_gen_toks``, not at EOS or a stop string."""
+
+
+def _generated(
+    job: _Job, tokens: list[int], context: list[int], truncated: int, padded: int
+) -> Generated:
+    """A finished row: its text cut at the first stop string, and whether the length limit
+    (not EOS, not a stop string) ended it."""
+    whole = job.decode(tokens)
+    text = cut_at_stop(whole, job.until)
+    hit_max = len(tokens) >= job.max_gen_toks and tokens[-1] not in job.eos_ids and text == whole
+    return Generated(text, tokens, context, truncated, padded, hit_max)
 
 
 class Stepper:
@@ -360,12 +373,12 @@ class _SlotLoop:
         self.remaining[key] -= 1
         if self.table is not None and not self.remaining[key]:
             self.table.free(self.entry_of.pop(key))
-        self.out[r] = Generated(
-            cut_at_stop(job.decode(tokens), job.until),
-            tokens,
-            job.contexts[r],
-            job.truncated[r],
-            self.padded[r],
+        self.out[r] = _generated(
+            tokens=tokens,
+            job=job,
+            context=job.contexts[r],
+            truncated=job.truncated[r],
+            padded=self.padded[r],
         )
         if job.on_done is not None:
             job.on_done(r, self.out[r])
@@ -560,12 +573,8 @@ def _generate_static(
             length += 1
             positions = positions + 1
         for r in chunk:
-            out[r] = Generated(
-                text=cut_at_stop(job.decode(generated[r]), job.until),
-                tokens=generated[r],
-                input_tokens=job.contexts[r],
-                truncated=job.truncated[r],
-                padded=width - len(job.contexts[r]),
+            out[r] = _generated(
+                job, generated[r], job.contexts[r], job.truncated[r], width - len(job.contexts[r])
             )
             if job.on_done is not None:
                 job.on_done(r, out[r])

@@ -253,6 +253,7 @@ class HFCausalLM(TokenizingLM):
         offload_folder: str | None = None,
         fused_gelu: bool = True,
         tokenizer: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
         _loaded: tuple[Any, Any] | None = None,
     ) -> None:
         from mill.progress import loading_step
@@ -274,6 +275,7 @@ class HFCausalLM(TokenizingLM):
             "share_prefix": share_prefix,
             "name": name,
             "fused_gelu": fused_gelu,
+            "chat_template_kwargs": chat_template_kwargs,
         }
         # checked and typed by their declarations (mill.schema); null: the default (the
         # paths are checked as paths, below: a pathlib.Path is one too)
@@ -287,6 +289,7 @@ class HFCausalLM(TokenizingLM):
             for setting, value in (("pretrained", pretrained), ("tokenizer", tokenizer)):
                 _check_local(setting, value)
         self.pretrained = str(pretrained)
+        self.chat_template_kwargs = dict(settings.get("chat_template_kwargs") or {})
         self.revision = revision
         self.name = name or Path(self.pretrained).name
         self.batch_size = batch_size
@@ -360,6 +363,13 @@ class HFCausalLM(TokenizingLM):
             **({} if tokenizer is None else {"tokenizer": _tokenizer_identity(str(tokenizer))}),
             "class": type(self.model).__name__,
             "num_parameters": sum(p.numel() for p in self.model.parameters()),
+            # the chat template's own arguments (enable_thinking=false): left out when none,
+            # so identities (and the caches keyed by them) from before it are unchanged
+            **(
+                {"chat_template_kwargs": self.chat_template_kwargs}
+                if self.chat_template_kwargs
+                else {}
+            ),
         }
 
     @classmethod
@@ -440,7 +450,7 @@ class HFCausalLM(TokenizingLM):
     def chat_template(self) -> ChatTemplate | None:
         from mill.model.chat import tokenizer_chat_template
 
-        return tokenizer_chat_template(self.tokenizer)
+        return tokenizer_chat_template(self.tokenizer, self.chat_template_kwargs)
 
     # ----- request methods --------------------------------------------------------------
     def _max_rows(self) -> int | None:
@@ -547,6 +557,7 @@ class HFCausalLM(TokenizingLM):
                         input_tokens=out.input_tokens,
                         output_tokens=out.tokens,
                         text=out.text,
+                        hit_max_gen_toks=out.hit_max,
                         truncated_tokens_count=out.truncated,
                         padded_tokens_count=out.padded,
                     )

@@ -59,7 +59,6 @@ from mill.model.tokenizing import (
 )
 from mill.schema import SETTINGS, check_number, typed
 from mill.types import OutputType, Request, Response
-from mill.types import strip_reasoning as _strip_reasoning
 
 _TOKENIZER_SUFFIXES = {".json", ".model", ".txt", ".tiktoken", ".jinja"}
 
@@ -102,9 +101,6 @@ class OpenAICompletions(TokenizingLM):
         max_gen_toks: default generation length when a request does not set one.
         prompt_ids: send token ids (true), text (false), or find out (auto).
         sampling: extra fields of every generation request (neutral by default).
-        strip_reasoning: remove a ``<think>...</think>`` block from generations before
-            metrics (samples keep the raw text).
-        reasoning_tag: the tag ``strip_reasoning`` removes.
         revision: a label pinning what the server serves (servers can swap weights
             behind one name); part of the cache identity.
         backoff_s: first retry delay; it doubles per retry (a 429's Retry-After wins).
@@ -132,8 +128,6 @@ class OpenAICompletions(TokenizingLM):
         max_gen_toks: int = 256,
         prompt_ids: bool | str = "auto",
         sampling: dict[str, Any] | None = None,
-        strip_reasoning: bool = False,
-        reasoning_tag: str = "think",
         revision: str | None = None,
         backoff_s: float = 1.0,
         name: str | None = None,
@@ -171,8 +165,6 @@ class OpenAICompletions(TokenizingLM):
         self.base_url = self.client.base_url  # credentials masked: for messages
         self.max_gen_toks = int(values["max_gen_toks"])
         self.sampling = dict(self.default_sampling if sampling is None else sampling)
-        self.strip_reasoning = bool(strip_reasoning)
-        self.reasoning_tag = str(reasoning_tag)
         self._prompt_ids: bool | None = (
             None if str(prompt_ids) == "auto" else str(prompt_ids).lower() == "true"
         )
@@ -210,7 +202,6 @@ class OpenAICompletions(TokenizingLM):
             "max_length": self.max_length,
             "max_gen_toks": self.max_gen_toks,
             "sampling": self.sampling,
-            "strip_reasoning": self.reasoning_tag if self.strip_reasoning else None,
         }
 
     # ----- start-up ---------------------------------------------------------------------
@@ -382,13 +373,12 @@ class OpenAICompletions(TokenizingLM):
     def _generation_payload(self, job: GenerationJob, request: Request) -> dict[str, Any]:
         return generation_payload(self.sampling, job, request)
 
-    def _finish_text(self, raw: str, until: Sequence[str]) -> tuple[str, str | None]:
-        """(text for metrics, raw text when it differs) of one generation."""
-        text = cut_at_stop(raw, until)
-        if self.strip_reasoning:
-            stripped = _strip_reasoning(raw, self.reasoning_tag)
-            return cut_at_stop(stripped, until), raw
-        return text, None
+    @staticmethod
+    def _hit_max(choice: dict[str, Any]) -> bool | None:
+        """Did the server stop this generation at ``max_tokens``? (its ``finish_reason``:
+        ``length``; None when it gives none)."""
+        reason = choice.get("finish_reason")
+        return None if reason is None else reason == "length"
 
     def _generated_tokens(
         self, request: Request, job: GenerationJob, choice: dict[str, Any]
@@ -435,14 +425,14 @@ class OpenAICompletions(TokenizingLM):
         def finish(call: Call, choices: list[dict[str, Any]]) -> None:
             for job, choice in zip(call.items, choices, strict=True):
                 tokens = self._generated_tokens(requests[job.index], job, choice)
-                text, raw_kept = self._finish_text(self._decode(tokens), job.until)
+                text = cut_at_stop(self._decode(tokens), job.until)
                 for i in job.copies:
                     responses[i] = Response(
                         request_id=requests[i].id,
                         input_tokens=job.tokens,
                         output_tokens=tokens,
                         text=text,
-                        raw_text=raw_kept,
+                        hit_max_gen_toks=self._hit_max(choice),
                         truncated_tokens_count=job.truncated,
                     )
                     on_response(requests[i], responses[i])
@@ -525,7 +515,7 @@ class OpenAIChat(OpenAICompletions):
             message = choices[0].get("message") or {}
             raw = str(message.get("content") or "")
             until = call.items[0]
-            text, raw_kept = self._finish_text(raw, until)
+            text = cut_at_stop(raw, until)
             tokens = (
                 self._encode(raw, add_special_tokens=False)
                 if self.tokenizer is not None and raw
@@ -536,7 +526,7 @@ class OpenAIChat(OpenAICompletions):
                     request_id=requests[i].id,
                     output_tokens=tokens,
                     text=text,
-                    raw_text=raw_kept,
+                    hit_max_gen_toks=self._hit_max(choices[0]),
                 )
                 on_response(requests[i], responses[i])
 

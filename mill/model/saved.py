@@ -33,6 +33,7 @@ class SavedAnswers(LanguageModel):
         results = self.run / "results.json"
         self.results_sha256 = sha256_file(results)
         self.answers: dict[tuple[str, str, int], list[str]] = {}
+        self.hit_max: dict[tuple[str, str, int], list[bool | None]] = {}
         self.turns: dict[tuple[str, str, int], list[str]] = {}
         for path in sorted((self.run / "samples").glob("*.jsonl")):
             if path.name.endswith(".partial.jsonl"):
@@ -40,6 +41,7 @@ class SavedAnswers(LanguageModel):
             for row in read_jsonl(path, "saved answers", ModelError):
                 key = (str(row["task"]), str(row["subject"]), int(row["doc_id"]))
                 self.answers[key] = [str(t) for t in row["response"].get("text") or []]
+                self.hit_max[key] = list(row["response"].get("hit_max_gen_toks") or [])
                 self.turns[key] = [str(t) for t in (row.get("extra") or {}).get("turns") or []]
 
     def _missing(self, request: Request) -> ModelError:
@@ -60,7 +62,14 @@ class SavedAnswers(LanguageModel):
                 texts, at = self.answers.get(key, []), request.index
             if at >= len(texts):
                 raise self._missing(request)
-            response = Response(request_id=request.id, text=texts[at])
+            hit = self.hit_max.get(key, [])
+            response = Response(
+                request_id=request.id,
+                text=texts[at],
+                hit_max_gen_toks=hit[at]
+                if texts is self.answers.get(key) and at < len(hit)
+                else None,
+            )
             on_response(request, response)
             out.append(response)
         return out

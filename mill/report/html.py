@@ -255,6 +255,17 @@ def programs_section(run: RunFolder) -> str:
     return "<h2>Programs</h2>" + "".join(parts) if parts else ""
 
 
+def generations_section(run: RunFolder) -> str:
+    """How each generative task's generations ended: the lines ``report.txt`` has
+    (:func:`mill.report.text.generation_lines`)."""
+    from mill.report.text import generation_lines
+
+    lines = generation_lines(run.results)
+    if not lines:
+        return ""
+    return "<h2>Generations</h2><ul>" + "".join(f"<li>{esc(x)}</li>" for x in lines) + "</ul>"
+
+
 def judge_section(run: RunFolder) -> str:
     """A judged run's judge: the lines ``report.txt`` has (:func:`mill.report.text.judge_lines`),
     and its whole record (identity, settings, rubric hashes, judgment counts)."""
@@ -352,6 +363,7 @@ def run_page(
         calibration_section(calibration),
         instruction_types_section(instruction),
         programs_section(run),
+        generations_section(run),
         judge_section(run),
         "<h2>Details</h2>",
     ]

@@ -1,6 +1,7 @@
 """The plain-text report of one run: ``report.txt`` and the table printed at the end of a
 run. The results table, then what else the run's files say: the served model's usage,
-skipped bad rows, the judge, programs run without a sandbox. One implementation, from
+skipped bad rows, how generations ended (the length budget, unfinished reasoning), the
+judge, programs run without a sandbox. One implementation, from
 ``results.json`` and the manifest alone, for the run's own report and ``mill -cn report``'s
 rebuild, so the two are the same text."""
 
@@ -69,6 +70,30 @@ def judge_lines(results: Results) -> list[str]:
     return lines
 
 
+def generation_lines(results: Results) -> list[str]:
+    """Per generative task, how its generations ended: the share the length budget cut off
+    (``max_gen_toks``) beside the score, and those whose reasoning never closed."""
+    lines = []
+    for task, body in results.tasks.items():
+        counts = body.generations
+        if not counts:
+            continue
+        n, cut = int(counts.get("generations", 0)), int(counts.get("hit_max_gen_toks", 0))
+        rate = counts.get("truncation_rate")
+        budget = (body.settings.get("generation") or {}).get("max_gen_toks")
+        said = f"{task}: {cut} of {n} generations hit max_gen_toks={budget}"
+        said += f" ({100 * rate:.1f}%)" if rate is not None else ""
+        if counts.get("unknown"):
+            said += f", {counts['unknown']} not known (saved completions)"
+        if counts.get("reasoning_unfinished"):
+            said += (
+                f"; {counts['reasoning_unfinished']} left their reasoning unfinished "
+                "(no answer, scored 0)"
+            )
+        lines.append(said)
+    return lines
+
+
 def print_run_report(console: Console, results: Results, title: str, unsafe: bool) -> None:
     """Print the run's report on ``console`` (a recording one gives ``report.txt``);
     ``unsafe``: its programs ran without a sandbox (the manifest's ``execution.unsafe``)."""
@@ -78,6 +103,8 @@ def print_run_report(console: Console, results: Results, title: str, unsafe: boo
     skipped = skipped_rows(results)
     if skipped:
         console.print(skipped_warning(skipped), markup=False, highlight=False)
+    for line in generation_lines(results):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     for line in judge_lines(results):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if unsafe:

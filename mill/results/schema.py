@@ -172,17 +172,26 @@ class TaskResults:
     skipped_rows: dict[str, Any] | None = _doc(
         "with data.skip_bad_rows=true: count and rows (split, index, why) left out", None
     )
+    generations: dict[str, Any] | None = _doc(
+        "generative tasks: how their generations ended: `generations` (count), "
+        "`hit_max_gen_toks` (ended at the length budget), `truncation_rate` (of those whose "
+        "end is known), `unknown` (saved completions), `reasoning_unfinished` (reasoning "
+        "block never closed: no answer, scored 0); absent for other tasks and older runs",
+        None,
+    )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskResults:
         data = _need(data, "a task's results")
         skipped = data.get("skipped_rows")
+        generations = data.get("generations")
         return cls(
             metrics=_metrics(data.get("metrics")),
             subjects={s: _metrics(m) for s, m in (data.get("subjects") or {}).items()},
             settings=dict(data.get("settings") or {}),
             data=dict(data.get("data") or {}),
             skipped_rows=None if skipped is None else dict(skipped),
+            generations=None if generations is None else dict(generations),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -195,6 +204,8 @@ class TaskResults:
         out["data"] = self.data
         if self.skipped_rows is not None:
             out["skipped_rows"] = self.skipped_rows
+        if self.generations is not None:
+            out["generations"] = self.generations
         return out
 
     @property

@@ -80,11 +80,24 @@ def _missing(err: Any, argv: list[str]) -> str:
     return f"unknown {noun} {name!r} ({group}={name}); {_suggest(name, options)}"
 
 
+MOVED = {
+    name: (
+        "reasoning is removed from every backend's generations by one run-wide rule, "
+        'reasoning.tags (<think>...</think> by default; \'reasoning.tags=[["<r>","</r>"]]\' '
+        "for other tags, reasoning.tags=[] to keep the text as generated)"
+    )
+    for name in ("strip_reasoning", "reasoning_tag")
+}
+"""Settings that were removed, by name: what replaced them."""
+
+
 def _override(err: Any) -> str:
     cause = err.__cause__
     key = getattr(cause, "key", None)
     parent = getattr(cause, "parent_node", None)
     full = getattr(cause, "full_key", None) or key
+    if str(key) in MOVED:
+        return f"{full} is gone: {MOVED[str(key)]}"
     if key is not None and parent is not None and hasattr(parent, "keys"):
         keys = [str(k) for k in parent.keys()]
         prefix = str(full).rpartition(".")[0]

@@ -15,7 +15,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -40,7 +40,7 @@ from mill.runner.settings import refuse_device_map
 from mill.runner.shard import ShardedDispatch
 from mill.sinks import build_sinks
 from mill.task.base import Task, TaskGroup
-from mill.types import OnResponse, Request, Response
+from mill.types import OnResponse, ReasoningRule, Request, Response
 
 log = logging.getLogger("mill")
 
@@ -55,6 +55,8 @@ class Plan:
     metrics: dict[str, list[Metric]]
     execution: ExecutionSettings | None
     """The sandbox's settings when a task runs programs, else None."""
+    reasoning: ReasoningRule = field(default_factory=ReasoningRule)
+    """What of a generation the metrics read (``reasoning.tags``)."""
 
 
 @dataclass
@@ -75,6 +77,7 @@ def build(run: RunContext) -> Plan:
     them); the judge (built, not loaded)."""
     _seed_everything(run.settings.seed)
     cfg, dist = run.cfg, run.dist
+    reasoning = ReasoningRule.parse(_plain(cfg.get("reasoning", {}) or {}).get("tags"))
     source, tasks, group, metrics = agree(dist, lambda: build_run(cfg, run.allow))
     execution = agree(dist, lambda: execution_settings(cfg, tasks))
     sinks = agree(dist, lambda: build_sinks(cfg.get("sink"), run.allow))
@@ -83,7 +86,14 @@ def build(run: RunContext) -> Plan:
     if cfg.get("judge") is not None:
         run.judging = build_judge(run, metrics)
     require_judge(metrics, run.judging)
-    return Plan(source, tasks, group, metrics, execution)
+    return Plan(source, tasks, group, metrics, execution, reasoning)
+
+
+def _plain(node: Any) -> dict[str, Any]:
+    """A config node as plain containers."""
+    if isinstance(node, DictConfig):
+        return cast(dict[str, Any], OmegaConf.to_container(node, resolve=True))
+    return dict(node)
 
 
 def _seed_everything(seed: int) -> None:
@@ -246,6 +256,7 @@ def score(run: RunContext, plan: Plan, loaded: Loaded) -> dict[str, TaskResult]:
         dispatch_fn=TimedDispatch(run, loaded.dispatcher),
         judging=run.judging,
         execute=executor(plan.execution, run.cache_root),
+        reasoning=plan.reasoning,
     )
     if plan.execution is not None:
         run.clock.mark("execution")
@@ -342,6 +353,7 @@ def collect(
         seconds=time.monotonic() - run.start,
         bootstrap_iters=run.settings.bootstrap_iters,
         seed=run.settings.seed,
+        reasoning=plan.reasoning,
     )
     usage = getattr(loaded.model, "usage_summary", None)  # API backends: what the server did
     if callable(usage):

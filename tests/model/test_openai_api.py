@@ -14,25 +14,13 @@ from mill.model.openai_protocol import echo_window as _echo_window
 from mill.model.openai_protocol import echoed as _echoed
 from mill.model.tokenizing import scoring_window
 from mill.types import OutputType, Request
-from mill.types import strip_reasoning as _strip_reasoning
 
 
-def test_strip_reasoning_removes_closed_and_unclosed_blocks() -> None:
-    assert _strip_reasoning("<think>2+2 is 4</think> The answer is 4.", "think") == (
-        "The answer is 4."
-    )
-    assert _strip_reasoning("<r>a</r>x<r>b</r>y", "r") == "xy"
-    assert _strip_reasoning("The answer is 4.<think>but maybe", "think") == "The answer is 4."
-    assert _strip_reasoning("no block here", "think") == "no block here"
-
-
-def test_finish_text_keeps_the_raw_text_only_when_stripping() -> None:
-    model = OpenAICompletions.__new__(OpenAICompletions)
-    model.strip_reasoning, model.reasoning_tag = True, "think"
-    text, raw = model._finish_text("<think>Q: hm</think>42\nQ: next", ["Q:"])
-    assert text == "42\n" and raw == "<think>Q: hm</think>42\nQ: next"
-    model.strip_reasoning = False
-    assert model._finish_text("42\nQ: next", ["Q:"]) == ("42\n", None)
+def test_hit_max_is_the_servers_finish_reason_length() -> None:
+    hit = OpenAICompletions._hit_max
+    assert hit({"finish_reason": "length"}) is True
+    assert hit({"finish_reason": "stop"}) is False
+    assert hit({}) is None
 
 
 def test_echo_window_scores_each_token_on_the_hf_backends_context() -> None:

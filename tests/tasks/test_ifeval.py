@@ -19,6 +19,7 @@ from mill.metrics.config import build_metric, metric_config
 from mill.model.fake import FakeLM
 from mill.model.replay import ReplayLM
 from mill.progress import NullProgress
+from mill.types import ReasoningRule
 from tests.helpers import write_jsonl
 
 BUNDLED = DataSource("bundled")
@@ -152,17 +153,23 @@ def test_the_pipeline_scores_gpt4s_bundled_responses() -> None:
     assert record.gold == docs[record.doc_id].gold
 
 
-def test_strip_reasoning_removes_the_block_before_checking(tmp_path: Path) -> None:
+def test_the_reasoning_rule_removes_the_block_before_checking(tmp_path: Path) -> None:
     source = _local(tmp_path, [ROW])
     answer = "<think>first, commas, more commas</think>A haiku without a comma"
     scores = {}
-    for strip in (None, "think"):
-        task = IFEval(strip_reasoning=strip)
+    for tags in ([], [["<think>", "</think>"]]):
+        task = IFEval()
         results = evaluate(
-            [task], _metrics(task), FakeLM(answer=answer), source, lambda r: None, NullProgress()
+            [task],
+            _metrics(task),
+            FakeLM(answer=answer),
+            source,
+            lambda r: None,
+            NullProgress(),
+            reasoning=ReasoningRule.parse(tags),
         )
-        scores[strip] = results["ifeval"].metrics["prompt_level_strict_acc"]["value"]
-    assert scores == {None: 0.0, "think": 1.0}
+        scores[len(tags)] = results["ifeval"].metrics["prompt_level_strict_acc"]["value"]
+    assert scores == {0: 0.0, 1: 1.0}
 
 
 def test_ifeval_metrics_refuse_other_tasks() -> None:
