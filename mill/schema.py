@@ -248,6 +248,9 @@ def _generation(prefix: str) -> dict[str, Rule]:
         f"{prefix}.max_gen_toks": Number(1, meaning="tokens generated at most"),
         f"{prefix}.temperature": Number(0, whole=False, meaning="sampling temperature"),
         f"{prefix}.seed": Number(0, optional=True, meaning="sampling seed"),
+        f"{prefix}.top_p": Number(
+            0, whole=False, above=True, maximum=1, meaning="nucleus sampling (1: no cut)"
+        ),
         f"{prefix}.until": Nested(text=True, meaning="stop sequences (added to the default)"),
     }
 

@@ -118,6 +118,17 @@ class GenerationArgs:
     temperature: float = 0.0
     seed: int = 1234
     """Sampling seed; each request draws from its own generator seeded by (seed, id)."""
+    top_p: float = 1.0
+    """Sampling: draw from the smallest set of most likely tokens whose probability reaches
+    ``top_p`` (nucleus sampling); 1.0: the whole vocabulary."""
+
+    def hashed(self) -> dict[str, Any]:
+        """The fields that identify a generation: ``top_p`` only when it is not 1, so that
+        requests from before it existed keep their hashes (and their cached answers)."""
+        out = dict(self.__dict__)
+        if out.get("top_p") == 1.0:
+            del out["top_p"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -159,7 +170,7 @@ class Request:
             "type": self.output_type.value,
             "context": self.context,
             "continuation": self.continuation,
-            "generation": None if self.generation is None else self.generation.__dict__,
+            "generation": None if self.generation is None else self.generation.hashed(),
         }
         sampled = self.generation is not None and self.generation.do_sample
         if sampled or (self.output_type is OutputType.GENERATIVE and self.index > 0):

@@ -601,10 +601,13 @@ class SeededSampler:
     50,257 tokens that took as long as the model's forward passes (docs/benchmark-history.md).
     """
 
-    def __init__(self, seeds: Sequence[int], temperature: float) -> None:
+    def __init__(self, seeds: Sequence[int], temperature: float, top_p: float = 1.0) -> None:
         if temperature <= 0:
             raise ValueError("sampling needs temperature > 0")
+        if not 0 < top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
         self.temperature = float(temperature)
+        self.top_p = float(top_p)
         self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
         self._weights = torch.empty(0)
         self._cumulative = torch.empty(0, dtype=torch.float64)
@@ -627,6 +630,8 @@ class SeededSampler:
         weights, cumulative = self._weights[: shape[0]], self._cumulative[: shape[0]]
         torch.div(logits, self.temperature, out=weights)
         weights.sub_(weights.amax(-1, keepdim=True)).exp_()
+        if self.top_p < 1.0:
+            return self._draw_nucleus(weights, rows)
         torch.cumsum(weights, -1, dtype=torch.float64, out=cumulative)
         uniform = torch.cat(
             [torch.rand(1, generator=self.generators[row], dtype=torch.float64) for row in rows]
@@ -636,3 +641,23 @@ class SeededSampler:
         target = (uniform * cumulative[:, -1]).unsqueeze(-1)
         picked = torch.searchsorted(cumulative, target, right=True).squeeze(-1)
         return picked.clamp(max=shape[1] - 1).tolist()
+
+    def _draw_nucleus(self, weights: torch.Tensor, rows: list[int]) -> list[int]:
+        """Nucleus sampling (``top_p`` < 1): the tokens sorted by weight, most likely first
+        (ties by token id, a stable sort), kept while the weight before them is below
+        ``top_p`` of the row's total (the first token always), then the same inverse
+        transform over the kept ones (up to ties at the boundary, the set transformers'
+        ``TopPLogitsWarper`` keeps)."""
+        ordered, order = torch.sort(weights, dim=-1, descending=True, stable=True)
+        cumulative = torch.cumsum(ordered, -1, dtype=torch.float64)
+        total = cumulative[:, -1:]
+        before = cumulative - ordered.double()
+        kept = torch.where(before < self.top_p * total, ordered.double(), 0.0)
+        kept_cumulative = torch.cumsum(kept, -1)
+        uniform = torch.cat(
+            [torch.rand(1, generator=self.generators[row], dtype=torch.float64) for row in rows]
+        )
+        target = (uniform * kept_cumulative[:, -1]).unsqueeze(-1)
+        picked = torch.searchsorted(kept_cumulative, target, right=True).squeeze(-1)
+        picked = picked.clamp(max=weights.shape[-1] - 1)
+        return order.gather(-1, picked.unsqueeze(-1)).squeeze(-1).tolist()

@@ -30,16 +30,16 @@ cache before the merge) took ~200 MiB more at 4,096 tokens than at 1,024; the de
 batch's KV cache can use that memory instead (:mod:`mill.model.memory`)."""
 
 
-def _sampler(requests: Sequence[Request], sampling: tuple[float, int] | None) -> Any:
+def _sampler(requests: Sequence[Request], sampling: tuple[float, int, float] | None) -> Any:
     """A seeded sampler for a batch of sampled generations (None: greedy), each row's
     generator seeded with its request's :func:`~mill.model.base.request_seed`."""
     if sampling is None:
         return None
     from mill.model.generation import SeededSampler
 
-    temperature, seed = sampling
+    temperature, seed, top_p = sampling
     seeds = [request_seed(seed, r.id) for r in requests]
-    return SeededSampler(seeds, temperature)
+    return SeededSampler(seeds, temperature, top_p)
 
 
 def _check_budgets(

@@ -497,6 +497,8 @@ class OpenAIChat(OpenAICompletions):
                 "temperature": float(args.temperature) if args.do_sample else 0.0,
                 "seed": server_seed(args.seed, request.id) if args.do_sample else 0,
             }
+            if args.do_sample and args.top_p < 1.0:
+                payload["top_p"] = float(args.top_p)
             stops = [s for s in until if s][: self.MAX_STOPS]
             if stops:
                 payload["stop"] = stops

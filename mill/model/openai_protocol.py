@@ -101,8 +101,10 @@ def generation_payload(
         "temperature": 0.0,
     }
     if job.sampling is not None:
-        temperature, seed = job.sampling
+        temperature, seed, top_p = job.sampling
         payload["temperature"] = float(temperature)
+        if top_p < 1.0:
+            payload["top_p"] = float(top_p)
         payload["seed"] = server_seed(seed, request.id)
     else:
         payload["seed"] = 0

@@ -75,8 +75,8 @@ class GenerationJob:
     until: tuple[str, ...]
     """Stop strings, the EOS text included."""
     max_gen_toks: int
-    sampling: tuple[float, int] | None
-    """(temperature, seed) for sampled generation; None: greedy."""
+    sampling: tuple[float, int, float] | None
+    """(temperature, seed, top_p) for sampled generation; None: greedy."""
     copies: tuple[int, ...] = ()
     """Positions of every request this job answers (``index`` included)."""
 
@@ -317,7 +317,7 @@ class TokenizingLM(LanguageModel):
                     f"request {request.id}: max_gen_toks={max_gen} leaves no room "
                     f"for context in max_length={self.max_length}"
                 )
-            sampling = (args.temperature, args.seed) if args.do_sample else None
+            sampling = (args.temperature, args.seed, args.top_p) if args.do_sample else None
             jobs.append(
                 GenerationJob(
                     i, tokens[-keep:], max(0, len(tokens) - keep), tuple(until), max_gen, sampling

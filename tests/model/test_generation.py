@@ -101,3 +101,31 @@ def test_a_sampled_row_depends_on_its_own_seed_alone() -> None:
     reordered = SeededSampler(list(range(5)), 0.8)(logits[[4, 2, 0]], [4, 2, 0])
     assert together == alone
     assert reordered == [alone[4], alone[2], alone[0]]
+
+
+def test_nucleus_sampling_draws_from_the_renormalised_nucleus() -> None:
+    """``top_p``: tokens sorted by probability are kept while the mass before them is below
+    top_p; draws follow the kept tokens' renormalised probabilities, and the rest never
+    appear."""
+    from mill.model.generation import SeededSampler
+
+    logits = torch.tensor([[0.0, 1.0, 2.0, float("-inf"), 0.5, -1.0]])
+    probs = torch.softmax(logits[0] / 0.8, -1)
+    order = torch.argsort(probs, descending=True)
+    before = torch.cumsum(probs[order], 0) - probs[order]
+    kept = order[before < 0.7]  # the nucleus of top_p = 0.7
+    rows, steps = 100, 200
+    sampler = SeededSampler(range(rows), temperature=0.8, top_p=0.7)
+    picked = [t for _ in range(steps) for t in sampler(logits.expand(rows, -1), list(range(rows)))]
+    counts = torch.bincount(torch.tensor(picked), minlength=6)
+    outside = [i for i in range(6) if i not in kept.tolist()]
+    assert counts[outside].sum() == 0 and len(kept) < 5
+    expected = probs[kept] / probs[kept].sum() * rows * steps
+    chi2 = float((((counts[kept] - expected) ** 2) / expected).sum())
+    assert chi2 < 16.3  # at most 3 degrees of freedom: p = 0.001
+    # a tiny top_p keeps the most likely token alone: greedy
+    greedy = SeededSampler(range(4), temperature=0.8, top_p=1e-6)
+    assert greedy(logits.expand(4, -1), list(range(4))) == [2, 2, 2, 2]
+    # top_p = 1 draws exactly as before it existed
+    plain = SeededSampler([7], 0.8)(logits, [0])
+    assert SeededSampler([7], 0.8, top_p=1.0)(logits, [0]) == plain
