@@ -271,6 +271,7 @@ class Collector:
             (slots[k] for k in sorted(slots) if k[0] == "unconditioned"),  # type: ignore[misc]
             answered(slots[k] for k in sorted(slots, key=_turn_order) if k[0].startswith(TURN)),  # type: ignore[misc]
         )
+        responses.doc = doc
         follow_up = getattr(task, "follow_up", None)  # multi-turn tasks: the next turn
         more = follow_up(doc, responses.answers()) if follow_up is not None else []
         if more:

@@ -377,6 +377,7 @@ SETTINGS: dict[str, Rule] = {
     "task.chat_template": Flag(optional=True, meaning="prompts in the chat template"),
     "task.fewshot_as_multiturn": Flag(meaning="few-shot examples as chat turns"),
     "task.system_prompt": Text(optional=True, meaning="a system message before each prompt"),
+    "task.math_verify": Flag(meaning="check answers by equivalence (math-verify)"),
     "task.code_block": Choice(("leading", "first"), meaning="which fenced block is the code"),
     "task.confirm_run_unsafe_code": Flag(meaning="lm-eval code tasks may run (sandboxed)"),
     "task.dataset.revision": Text(optional=True, meaning="hub commit of the dataset"),

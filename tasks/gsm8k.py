@@ -2,7 +2,11 @@
 
 ``gsm8k``: ``Question: {question}\\nAnswer:``, 5 shots from train, greedy generation until
 ``Question:``; the answer is extracted from ``#### <number>`` (strict) or the last number
-(flexible). ``gsm8k_cot``: ``Q: {question}\\nA:`` after lm-eval's 8 fixed chain-of-thought
+(flexible). With ``task.math_verify=true`` the repeat metrics (``pass_at_k``, ``maj_at_k``,
+``avg_at_n``) check each answer by equivalence with math-verify instead (the gold: the
+number after ``####``), beside lm-eval's regexes.
+
+``gsm8k_cot``: ``Q: {question}\\nA:`` after lm-eval's 8 fixed chain-of-thought
 exemplars (Wei et al. 2022); strict extraction reads ``The answer is <number>``.
 """
 
@@ -11,7 +15,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from mill.task import Task
-from mill.types import GenerationArgs, OutputType
+from mill.types import Doc, GenerationArgs, OutputType
 
 COT_EXEMPLARS: list[dict[str, str]] = [
     {
@@ -80,6 +84,21 @@ class GSM8K(Task):
     OUTPUT_TYPE = OutputType.GENERATIVE
     METRICS = ["exact_match_strict", "exact_match_flexible"]
     GENERATION = GenerationArgs(until=("Question:", "</s>", "<|im_end|>"), max_gen_toks=256)
+
+    def __init__(self, math_verify: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.math_verify = bool(math_verify)
+        if self.math_verify:  # pass_at_k, maj_at_k, avg_at_n check answers by equivalence
+            from mill.metrics.equivalence import MathChecker
+
+            self.math_checker = MathChecker()
+
+    def math_gold(self, doc: Doc) -> str:
+        """The number after ``####`` (``task.math_verify=true``: what math-verify reads)."""
+        return str(doc.gold).split("####")[-1].strip()
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "math_verify": self.math_verify}
 
     def _get_instruction_text(self, item: dict[str, Any]) -> str:
         return f"Question: {item['question']}\nAnswer:"

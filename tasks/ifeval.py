@@ -16,20 +16,16 @@ loads: an unknown id or arguments that do not fit the instruction stop the run w
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from typing import Any
 
 from mill.data.load import DataSource
 from mill.ifeval import checks, text
-from mill.task import Task
 from mill.task.base import SKIP_HINT, BadRow
-from mill.types import ChatTemplate, Doc, GenerationArgs, OutputType
+from mill.task.chat_default import ChatTemplateByDefault
+from mill.types import Doc, GenerationArgs, OutputType
 
-log = logging.getLogger("mill")
 
-
-class IFEval(Task):
+class IFEval(ChatTemplateByDefault):
     """IFEval's prompts, each response checked against its prompt's instructions."""
 
     NAME = "ifeval"
@@ -47,11 +43,6 @@ class IFEval(Task):
         "inst_level_loose_acc",
     ]
     GENERATION = GenerationArgs(until=(), max_gen_toks=1280)
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("chat_template", True)
-        super().__init__(**kwargs)
-        self.conversation_format = "chat_template" if self.chat_template else "plain_text"
 
     def _get_instruction_text(self, item: dict[str, Any]) -> str:
         return str(item["prompt"])
@@ -91,28 +82,3 @@ class IFEval(Task):
         except (KeyError, TypeError):
             pass  # a missing field: the base class names it
         return super()._make_doc(subject, doc_id, item, shots, pool)
-
-    def _build_docs(
-        self, source: DataSource, chat: ChatTemplate | None, messages: bool = False
-    ) -> Iterator[Doc]:
-        if not (self.chat_template and chat is None and not messages):
-            self.conversation_format = (
-                "messages" if messages else "chat_template" if self.chat_template else "plain_text"
-            )
-            yield from super()._build_docs(source, chat, messages)
-            return
-        log.warning(
-            "task %s: the model has no chat template; each prompt is sent as plain text",
-            self.name,
-        )
-        self.conversation_format = "plain_text"
-        self.chat_template = False
-        try:
-            yield from super()._build_docs(source, None, messages)
-        finally:
-            self.chat_template = True
-
-    def describe(self) -> dict[str, Any]:
-        out = super().describe()
-        out.update(conversation_format=self.conversation_format)
-        return out

@@ -25,7 +25,7 @@ from mill.metrics.probability import (
     ProbabilityMass,
     ProbabilityMassNorm,
 )
-from mill.metrics.repeats import MajAtK, PassAtK
+from mill.metrics.repeats import AvgAtN, MajAtK, PassAtK
 
 if TYPE_CHECKING:
     from mill.metrics.config import build_metric
@@ -46,6 +46,7 @@ __all__ = [
     "ExactMatch",
     "ExpectedCalibrationError",
     "F1",
+    "AvgAtN",
     "MajAtK",
     "MeanMetric",
     "Metric",

@@ -47,6 +47,9 @@ class DocResponses(list[Response]):
         """Per judged metric, each judge call's record (key, template, reply, judgment,
         attempts): the sample's ``extra.judgments``."""
         self.verdicts: list[Verdict] | None = None
+        self.doc: Doc | None = None
+        """The doc these respond to (set by the evaluator), for the hooks that take only
+        the responses (:meth:`Metric.extracted_answer`)."""
 
     def answers(self) -> list[str]:
         """The answer of every turn (the first repeat's; :attr:`Response.answer`), in turn
