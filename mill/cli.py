@@ -220,7 +220,14 @@ def command_line(argv: list[str]) -> list[str]:
         return ["-cn", first, *rest]
     if first and not first.startswith(("-", "~", "+")) and "=" not in first:
         raise ConfigError(_unknown_command(first))
-    return task_lists(argv)
+    return task_lists(metric_selection(argv))
+
+
+def metric_selection(argv: list[str]) -> list[str]:
+    """``metrics=[pass_at_k]`` as ``+metrics=[pass_at_k]``: no config chooses metrics by
+    default (a task's own are its defaults), so a selection is always an addition, and
+    Hydra refuses the form without ``+``."""
+    return [f"+{a}" if a.startswith("metrics=") else a for a in argv]
 
 
 def task_lists(argv: list[str]) -> list[str]:

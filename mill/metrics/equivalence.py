@@ -23,8 +23,6 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -75,6 +73,14 @@ def bounded(fn: Callable[[], T], seconds: float) -> tuple[T | None, bool]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _quiet() -> None:
+    """math-verify warns once that its own timer is off (Mill bounds each step itself)."""
+    import logging
+
+    for name in ("math_verify.parser", "math_verify.grader"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def _targets() -> list[Any]:
@@ -141,12 +147,13 @@ class MathChecker:
 
     def __init__(self, precision: int = 6, timeout_s: float = 5.0) -> None:
         require_math_verify("a math answer check")
+        _quiet()
         self.precision = int(precision)
         self.timeout_s = float(timeout_s)
         self.timeouts = 0
         self._golds: dict[str, Reading] = {}
         self._checked: dict[tuple[str, str], Check] = {}
-        self._pool: ProcessPoolExecutor | None = None
+        self._worker: _Worker | None = None
         self._lock = threading.Lock()
 
     def read(self, text: str) -> Reading:
@@ -154,7 +161,7 @@ class MathChecker:
         if _in_main_thread():
             reading = _read(text, self.timeout_s)
         else:
-            found = self._in_child(lambda pool: pool.submit(_read, text, self.timeout_s))
+            found = self._in_child("read", (text, self.timeout_s))
             reading = found if found is not None else Reading([], True)
         self.timeouts += int(reading.timed_out)
         return reading
@@ -173,7 +180,7 @@ class MathChecker:
         if _in_main_thread():
             correct, late = _same(*args)
         else:
-            found = self._in_child(lambda pool: pool.submit(_same, *args))
+            found = self._in_child("same", args)
             correct, late = found if found is not None else (False, True)
         self.timeouts += int(late)
         return correct
@@ -191,36 +198,99 @@ class MathChecker:
             self._checked[key] = Check(correct, reading.text, reading.timed_out)
         return self._checked[key]
 
-    def _in_child(self, submit: Callable[[ProcessPoolExecutor], Any]) -> Any:
+    def _in_child(self, step: str, args: tuple[Any, ...]) -> Any:
         """One step in the worker process (whose main thread bounds it); None when the
-        worker itself outlived the limit (it is then killed and replaced)."""
+        worker itself outlived the limit (it is then killed, and the next step starts
+        another)."""
         with self._lock:
-            if self._pool is None:
-                import multiprocessing
-
-                context = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(1, mp_context=context)
-            pool = self._pool
-        future = submit(pool)
-        try:
-            return future.result(timeout=self.timeout_s + 60)  # the child's start included
-        except FutureTimeout:
-            self._kill_pool(pool)
-            return None
-
-    def _kill_pool(self, pool: ProcessPoolExecutor) -> None:
-        with self._lock:
-            if self._pool is pool:
-                self._pool = None
-        for process in list(getattr(pool, "_processes", {}).values()):
-            process.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
+            if self._worker is None:
+                self._worker = _Worker()
+            try:
+                return self._worker.call(step, args, self.timeout_s + 60)  # its start included
+            except (TimeoutError, EOFError, OSError):
+                self._worker.kill()
+                self._worker = None
+                return None
 
     def close(self) -> None:
         """Stop the worker process, if one was started."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        with self._lock:
+            if self._worker is not None:
+                self._worker.kill()
+                self._worker = None
+
+
+STEPS: dict[str, Callable[..., Any]] = {"read": _read, "same": _same}
+"""What the worker process runs, by name."""
+
+
+class _Worker:
+    """A Python process that runs checks in its main thread (where the timer works):
+    pickled (step, args) in on stdin, the pickled result out on stdout, each framed by its
+    length. Started with ``python -c``, so it never imports the caller's ``__main__``."""
+
+    def __init__(self) -> None:
+        import subprocess
+        import sys
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from mill.metrics.equivalence import serve; serve()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+
+    def call(self, step: str, args: tuple[Any, ...], seconds: float) -> Any:
+        import pickle
+
+        assert self.process.stdin is not None and self.process.stdout is not None
+        _send(self.process.stdin, pickle.dumps((step, args)))
+        return pickle.loads(_receive(self.process.stdout, seconds))
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def _send(stream: Any, payload: bytes) -> None:
+    stream.write(len(payload).to_bytes(8, "big") + payload)
+    stream.flush()
+
+
+def _receive(stream: Any, seconds: float | None) -> bytes:
+    """One framed message; TimeoutError when it has not come within ``seconds``."""
+    import os
+    import select
+    import time
+
+    deadline = None if seconds is None else time.monotonic() + seconds
+    fd, data, size = stream.fileno(), b"", None
+    while size is None or len(data) < size + 8:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError("the math check's worker did not answer in time")
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            raise EOFError("the math check's worker ended")
+        data += chunk
+        if size is None and len(data) >= 8:
+            size = int.from_bytes(data[:8], "big")
+    return data[8:]
+
+
+def serve() -> None:
+    """The worker's loop (:class:`_Worker`): until its input closes."""
+    import pickle
+    import sys
+
+    _quiet()
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        head = source.read(8)
+        if len(head) < 8:
+            return
+        step, args = pickle.loads(source.read(int.from_bytes(head, "big")))
+        _send(sink, pickle.dumps(STEPS[step](*args)))
 
 
 def majority(readings: Sequence[Reading], same: Callable[[Reading, Reading], bool]) -> int | None:

@@ -41,7 +41,7 @@ class _RepeatsMetric(MeanMetric):
 
     def __init__(self, k: int | Sequence[int] = 1, **exact_match: Any) -> None:
         key = f"metrics.{self.name}.k"
-        checked = check_number(key, k, SETTINGS[key])
+        checked = check_number(key, k, SETTINGS[key]) if key in SETTINGS else k
         ks = checked if isinstance(checked, list) else [checked]
         self.ks = [int(x) for x in ks]
         self.many = not isinstance(k, (int, str))
@@ -142,6 +142,13 @@ class AvgAtN(_RepeatsMetric):
     samples of one problem count as one cluster. Judged as pass@k judges a generation."""
 
     name = "avg_at_n"
+
+    def __init__(self, **exact_match: Any) -> None:
+        self.name = type(self).name
+        super().__init__(1, **exact_match)
+
+    def parts(self) -> list[Metric]:
+        return [self]
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> float:
         verdicts = self.verdicts(doc, responses)
