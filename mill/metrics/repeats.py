@@ -41,7 +41,7 @@ class _RepeatsMetric(MeanMetric):
 
     def __init__(self, k: int | Sequence[int] = 1, **exact_match: Any) -> None:
         key = f"metrics.{self.name}.k"
-        checked = check_number(key, k, SETTINGS[key]) if key in SETTINGS else k
+        checked: Any = check_number(key, k, SETTINGS[key]) if key in SETTINGS else k
         ks = checked if isinstance(checked, list) else [checked]
         self.ks = [int(x) for x in ks]
         self.many = not isinstance(k, (int, str))
