@@ -7,8 +7,8 @@ what the verdict was made from (the program's SHA-256 and the settings) and a ch
 verdict that fails it (edited: a failed program marked passed) or that was made from
 another program is refused, one line naming the file; one from before seals runs again.
 
-The pool is threads, each waiting on one sandbox process: the work
-happens in the sandboxes, separately from model inference.
+The pool is threads, each waiting on one sandbox process: the work happens in the
+sandboxes, separately from model inference.
 """
 
 from __future__ import annotations
