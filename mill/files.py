@@ -19,13 +19,14 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, BinaryIO, TextIO, cast
 
-from mill.errors import MillError, StorageError
+from mill.errors import ConfigError, MillError, StorageError
 
 
 def cache_root() -> Path:
@@ -130,6 +131,173 @@ def sha256_file(path: Path) -> str:
         while block := handle.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
+
+
+def checksum(*parts: str | bytes) -> str:
+    """SHA-256 (hex) of ``parts`` joined by NUL bytes (text as UTF-8): the checksum a cache
+    entry carries beside what it was made from (the response cache's entries, the file-digest
+    store's rows)."""
+    return hashlib.sha256(
+        b"\0".join(p.encode("utf-8", "surrogatepass") if isinstance(p, str) else p for p in parts)
+    ).hexdigest()
+
+
+def corrupt_cache(path: Path, why: str, fix: str) -> ConfigError:
+    """The one line of a cached file that fails its check: the file, why, how to rebuild it."""
+    return ConfigError(f"the cached file {path} fails its check ({why}); {fix}")
+
+
+def as_json(value: Any) -> Any:
+    """``value`` as JSON reads it back (tuples as lists, what JSON cannot hold as its
+    ``str``): what a sealed record stores, to compare with what a reader expects."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def write_sealed_json(path: Path, data: Any, made_from: Any) -> None:
+    """Write ``data`` to ``path`` atomically as a sealed record: ``made_from`` (what it was
+    built from), the data and a SHA-256 of both (:func:`read_sealed_json` checks it)."""
+    made_from, data = as_json([made_from, data])
+    record = {"made_from": made_from, "data": data, "checksum": sha256_json([made_from, data])}
+    write_json(path, record)
+
+
+def read_sealed_json(path: Path, fix: str) -> tuple[Any, Any] | None:
+    """``(made_from, data)`` of a record :func:`write_sealed_json` wrote; None when there is
+    no file, or it holds no seal (written before seals: the caller builds it again).
+    :func:`corrupt_cache` (a ``ConfigError`` naming the file and ``fix``) when it is not JSON
+    or fails its checksum (edited, damaged)."""
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError as err:
+        raise corrupt_cache(path, f"not JSON: {err}", fix) from None
+    if not isinstance(record, dict) or "checksum" not in record:
+        return None
+    made_from, data = record.get("made_from"), record.get("data")
+    if record["checksum"] != sha256_json([made_from, data]):
+        raise corrupt_cache(path, "its content does not match its checksum", fix)
+    return made_from, data
+
+
+SEAL = ".mill-seal.json"
+"""The hidden file of a folder Mill built into its cache (a converted GGUF, a random model,
+NLTK data): what the folder was made from and each file's size, times and SHA-256. Hidden,
+so it is no part of the folder's fingerprint (:func:`mill.model.identity.model_files`)."""
+
+
+def _stat(path: Path) -> dict[str, int]:
+    st = path.stat()
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "inode": st.st_ino,
+    }
+
+
+def _visible_files(folder: Path) -> list[str]:
+    return sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
+
+
+def seal_folder(folder: Path, made_from: Any) -> None:
+    """Write the :data:`SEAL` of a folder just built: ``made_from`` and every visible file's
+    stat and SHA-256. Call it last, before the folder is renamed into place."""
+    folder = Path(folder)
+    files = {
+        n: {**_stat(folder / n), "sha256": sha256_file(folder / n)} for n in _visible_files(folder)
+    }
+    write_sealed_json(folder / SEAL, {"files": files}, made_from)
+
+
+def check_folder(folder: Path, fix: str) -> Any | None:
+    """What a sealed folder was made from, after checking its files against its
+    :data:`SEAL`; None when it has no seal (built before seals: the caller builds it
+    again). A file whose size, mtime, ctime and inode are as sealed is taken as it is (a
+    ``stat``, nothing read; any write moves the ctime, which no user can set back); one
+    whose stat differs is hashed, and its SHA-256 must be the sealed one (a copied folder
+    passes, and its new stat is sealed). A file missing, added or of other bytes, or a seal
+    that fails its checksum, is :func:`corrupt_cache` naming the file and ``fix``."""
+    folder = Path(folder)
+    sealed = read_sealed_json(folder / SEAL, fix)
+    if sealed is None:
+        return None
+    made_from, data = sealed
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        raise corrupt_cache(folder / SEAL, "it lists no files", fix)
+    present = _visible_files(folder)
+    for name in present:
+        if name not in files:
+            raise corrupt_cache(folder / name, "a file the folder was not built with", fix)
+    moved = False
+    for name, stamp in sorted(files.items()):
+        path = folder / name
+        try:
+            now = _stat(path)
+        except FileNotFoundError:
+            raise corrupt_cache(path, "missing from the folder it was built in", fix) from None
+        if all(now[k] == stamp.get(k) for k in now):
+            continue
+        if now["size"] != stamp.get("size") or sha256_file(path) != stamp.get("sha256"):
+            raise corrupt_cache(path, "its bytes are not those it was built with", fix)
+        stamp.update(now)
+        moved = True
+    if moved:  # same bytes, new stat (a copied folder): remembered, best effort
+        try:
+            write_sealed_json(folder / SEAL, data, made_from)
+        except OSError:
+            pass
+    return made_from
+
+
+def sealed_folder(
+    out: Path, made_from: Any, fix: str, build: Callable[[Path], None]
+) -> tuple[Path, bool]:
+    """The cache folder ``out`` made from ``made_from``: checked against its seal when it
+    exists (:func:`check_folder`), else (absent, or built before seals) built by
+    ``build(tmp)`` into a temporary sibling, sealed and renamed into place, so a reader
+    never sees half a folder; returns ``(out, built)``. A folder that fails its check, or
+    whose seal names another source, is :func:`corrupt_cache` naming the file and ``fix``."""
+    out = Path(out)
+    made_from = as_json(made_from)
+
+    def ready() -> bool:
+        if not out.exists():
+            return False
+        found = check_folder(out, fix)
+        if found is None:
+            return False
+        if found != made_from:
+            raise corrupt_cache(out / SEAL, f"made from {found}, not {made_from}", fix)
+        return True
+
+    if ready():
+        return out, False
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir(parents=True)
+        build(tmp)
+        seal_folder(tmp, made_from)
+        if out.exists() and not ready():  # built before seals: replaced by this build
+            stale = out.with_name(f".{out.name}.{os.getpid()}.stale")
+            out.rename(stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        try:
+            tmp.replace(out)
+        except OSError:  # another process finished the same folder first
+            if not ready():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out, True
 
 
 def read_json(path: Path, error: type[Exception] = MillError) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from mill.task import Task
+from mill.task.rows import gold_position
 from mill.types import OutputType
 
 
@@ -60,7 +61,7 @@ class ArcEasy(Task):
 
     @staticmethod
     def _gold(item: dict[str, Any]) -> int:
-        return list(item["choices"]["label"]).index(item["answerKey"])
+        return gold_position(item["choices"]["label"], item["answerKey"], "choice labels")
 
 
 class ArcChallenge(ArcEasy):

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from mill.task import Task
+from mill.task.rows import gold_position
 from mill.types import OutputType
 
 _LABEL = re.compile(r"\(([A-Z])\) ")
@@ -61,7 +62,7 @@ class OpenBookQA(Task):
         return list(item["choices"]["text"])
 
     def _get_gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
-        return list(item["choices"]["label"]).index(item["answerKey"].lstrip())
+        return gold_position(item["choices"]["label"], item["answerKey"].lstrip(), "choice labels")
 
     def _get_ground_truth(self, item: dict[str, Any]) -> str:
         return item["choices"]["text"][self._get_gold_index(item, [])]

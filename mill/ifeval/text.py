@@ -20,14 +20,12 @@ A missing library is one line naming the install command (:class:`MissingDepende
 from __future__ import annotations
 
 import functools
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
-from mill.files import cache_root
+from mill.files import cache_root, sealed_folder
 
 INSTALL = 'pip install "mill-eval[ifeval]"'
 """The command that installs the checker's libraries."""
@@ -85,26 +83,22 @@ def punkt_tab_root() -> Path:
     the English folder is written on first use from ``punkt.data.english``."""
     root = cache_root() / "nltk_data"
     english = root / "tokenizers" / "punkt_tab" / "english"
-    if all((english / name).is_file() for name in PUNKT_FILES):
-        return root
-    data = _need("punkt.data.english")
-    files = {
-        "abbrev_types.txt": sorted(data.ABBREV_TYPES),
-        "collocations.tab": sorted("\t".join(pair) for pair in data.COLLOCATIONS),
-        "sent_starters.txt": sorted(data.SENT_STARTERS),
-        "ortho_context.tab": sorted(f"{k}\t{v}" for k, v in data.ORTHO_CONTEXT.items()),
-    }
-    english.parent.mkdir(parents=True, exist_ok=True)
-    # written whole into a sibling folder, then renamed: a reader never sees half a folder
-    staging = Path(tempfile.mkdtemp(prefix=".english-", dir=english.parent))
-    for name, lines in files.items():
-        (staging / name).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    try:
-        os.replace(staging, english)
-    except OSError:  # another process wrote it first (a non-empty folder is not replaced)
-        for name in files:
-            (staging / name).unlink()
-        staging.rmdir()
+
+    def build(staging: Path) -> None:
+        data = _need("punkt.data.english")
+        files = {
+            "abbrev_types.txt": sorted(data.ABBREV_TYPES),
+            "collocations.tab": sorted("\t".join(pair) for pair in data.COLLOCATIONS),
+            "sent_starters.txt": sorted(data.SENT_STARTERS),
+            "ortho_context.tab": sorted(f"{k}\t{v}" for k, v in data.ORTHO_CONTEXT.items()),
+        }
+        for name, lines in files.items():
+            (staging / name).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+    fix = f"delete the folder {english} (it is written again from punkt.data.english)"
+    # written whole into a sibling folder, sealed, then renamed: a reader never sees half a
+    # folder, and an edited file is refused instead of splitting sentences another way
+    sealed_folder(english, {"source": "punkt.data.english", "files": list(PUNKT_FILES)}, fix, build)
     return root
 
 

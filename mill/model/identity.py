@@ -12,6 +12,11 @@ A file modified within the last :data:`RACY_S` seconds is hashed but not remembe
 second write in the same clock tick as the first could leave every stat field unchanged
 (git's "racily clean" problem). When the memo cannot be written (a read-only cache folder),
 digests are computed and not remembered.
+
+Each remembered row carries a checksum of its six fields (:func:`mill.files.checksum`): a
+row that fails it (a digest edited or moved to another file version, which would serve an
+older model's identity and so its cached answers) stops the run with one line naming the
+store; a row from before checksums is computed again and rewritten.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from mill.files import cache_root, sha256_file
+from mill.files import cache_root, checksum, corrupt_cache, sha256_file
 
 RACY_S = 2.0
 """Files modified more recently than this are not remembered (see the module docstring)."""
@@ -43,6 +48,14 @@ def memo_path() -> Path:
     return cache_root() / "digests.sqlite"
 
 
+_FIX = "delete it (it only remembers file digests; they are computed again)"
+
+
+def row_checksum(key: tuple[str, int, int, int, int], sha256: str) -> str:
+    """The checksum of a remembered digest: the file version's key and its SHA-256."""
+    return checksum(*(str(part) for part in key), sha256)
+
+
 def _memo() -> sqlite3.Connection | None:
     try:
         path = memo_path()
@@ -50,9 +63,13 @@ def _memo() -> sqlite3.Connection | None:
         conn = sqlite3.connect(path, timeout=30)
         conn.execute(
             f"CREATE TABLE IF NOT EXISTS {_TABLE} (path TEXT, size INTEGER, mtime_ns INTEGER,"
-            " inode INTEGER, ctime_ns INTEGER, sha256 TEXT NOT NULL,"
+            " inode INTEGER, ctime_ns INTEGER, sha256 TEXT NOT NULL, checksum TEXT,"
             " PRIMARY KEY (path, size, mtime_ns, inode, ctime_ns))"
         )
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({_TABLE})")}
+        if "checksum" not in columns:  # a store from before checksums
+            with conn:
+                conn.execute(f"ALTER TABLE {_TABLE} ADD COLUMN checksum TEXT")
         return conn
     except (OSError, sqlite3.Error):
         return None
@@ -77,13 +94,17 @@ def file_digests(paths: Iterable[Path]) -> dict[Path, str]:
             if conn is not None:
                 try:
                     row = conn.execute(
-                        f"SELECT sha256 FROM {_TABLE} WHERE path=? AND size=? AND mtime_ns=?"
-                        " AND inode=? AND ctime_ns=?",
+                        f"SELECT sha256, checksum FROM {_TABLE} WHERE path=? AND size=?"
+                        " AND mtime_ns=? AND inode=? AND ctime_ns=?",
                         key,
                     ).fetchone()
                 except sqlite3.Error:
                     row = None
-            if row is not None:
+            if row is not None and row[1] is not None:
+                if row[1] != row_checksum(key, row[0]):
+                    raise corrupt_cache(
+                        memo_path(), f"the digest of {key[0]} fails its checksum", _FIX
+                    )
                 out[path] = row[0]
                 continue
             out[path] = sha256_file(Path(key[0]))
@@ -92,8 +113,8 @@ def file_digests(paths: Iterable[Path]) -> dict[Path, str]:
                 try:
                     with conn:
                         conn.execute(
-                            f"INSERT OR REPLACE INTO {_TABLE} VALUES (?,?,?,?,?,?)",
-                            (*key, out[path]),
+                            f"INSERT OR REPLACE INTO {_TABLE} VALUES (?,?,?,?,?,?,?)",
+                            (*key, out[path], row_checksum(key, out[path])),
                         )
                 except sqlite3.Error:
                     pass

@@ -42,8 +42,10 @@ from mill.model.openai_protocol import (
     SCORING_PAYLOAD,
     VOLATILE,
     accepts_token_ids,
+    check_sampling,
     echo_window,
     echoed,
+    generated_text,
     generation_payload,
     model_entry,
 )
@@ -164,7 +166,8 @@ class OpenAICompletions(TokenizingLM):
         )
         self.base_url = self.client.base_url  # credentials masked: for messages
         self.max_gen_toks = int(values["max_gen_toks"])
-        self.sampling = dict(self.default_sampling if sampling is None else sampling)
+        # only what every generation request sends as given: recorded in the identity
+        self.sampling = check_sampling(self.default_sampling if sampling is None else sampling)
         self._prompt_ids: bool | None = (
             None if str(prompt_ids) == "auto" else str(prompt_ids).lower() == "true"
         )
@@ -386,7 +389,7 @@ class OpenAICompletions(TokenizingLM):
         """The generated tokens, recovered by tokenizing context + generated text (the
         server's text keeps the leading space a SentencePiece decode of the new tokens
         alone drops: decoding these tokens gives the HF backend's text)."""
-        raw = str(choice.get("text") or "")
+        raw = generated_text(choice, False, f"request {request.id}", self.base_url)
         if not raw:
             return []
         n_ctx = len(job.tokens) + job.truncated
@@ -514,8 +517,7 @@ class OpenAIChat(OpenAICompletions):
         responses: list[Response | None] = [None] * len(requests)
 
         def finish(call: Call, choices: list[dict[str, Any]]) -> None:
-            message = choices[0].get("message") or {}
-            raw = str(message.get("content") or "")
+            raw = generated_text(choices[0], True, call.label, self.base_url)
             until = call.items[0]
             text = cut_at_stop(raw, until)
             tokens = (

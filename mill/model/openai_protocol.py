@@ -43,6 +43,68 @@ SCORING_PAYLOAD: dict[str, Any] = {"max_tokens": 1, "echo": True, "logprobs": 1,
 """The fields of a scoring request: the prompt echoed with its log-probs, one token generated."""
 
 
+REQUEST_FIELDS: dict[str, str] = {
+    "model": "model.model",
+    "prompt": "the task's prompt",
+    "messages": "the task's prompt",
+    "max_tokens": "task.generation.max_gen_toks (or model.max_gen_toks)",
+    "max_completion_tokens": "task.generation.max_gen_toks (or model.max_gen_toks)",
+    "stop": "the task's stop strings (task.generation.until)",
+    "temperature": "task.generation.temperature and do_sample (0 when greedy)",
+    "seed": "task.generation.seed (0 when greedy)",
+    "echo": "the scoring requests",
+    "logprobs": "the scoring requests",
+    "n": "one choice per prompt",
+    "stream": "one whole answer per request",
+}
+"""Fields of a request body that Mill sets per request, and where each comes from: a
+``model.sampling`` naming one would be recorded as used and never sent as given."""
+
+
+def check_sampling(sampling: dict[str, Any]) -> dict[str, Any]:
+    """``model.sampling`` as sent with every generation request; a ``ConfigError`` for a
+    field Mill sets per request itself (:data:`REQUEST_FIELDS`): it would be replaced in the
+    request while the run's identity and results recorded it as used."""
+    for key, value in sampling.items():
+        if key in REQUEST_FIELDS:
+            raise ConfigError(
+                f"model.sampling.{key}={value!r} would not be sent: Mill sets {key} on each "
+                f"request from {REQUEST_FIELDS[key]}; drop it from model.sampling"
+            )
+    return dict(sampling)
+
+
+def generated_text(choice: dict[str, Any], chat: bool, label: str, base_url: str) -> str:
+    """The text of a generation choice: a chat choice's ``message.content`` (null: the model
+    answered no text, as a reasoning model that spent its tokens thinking), a completions
+    choice's ``text``. A choice without that field, or with a value that is not text, is
+    not an answer Mill can score as the model's: a ``ModelError`` naming the request, the
+    server and the field, never an empty answer."""
+    where = f"{label}: the server at model.base_url={base_url} returned a choice"
+    field = "message.content" if chat else "text"
+    holder: Any = choice.get("message") if chat else choice
+    if chat and not isinstance(holder, dict):
+        what = "without a message" if holder is None else "whose message is not an object"
+        raise ModelError(
+            f"{where} {what} (keys: {', '.join(sorted(choice)) or 'none'}); not an "
+            "OpenAI-compatible chat answer, and it would be scored as an empty answer"
+        )
+    if field.split(".")[-1] not in holder:
+        raise ModelError(
+            f"{where} without {field} (keys: {', '.join(sorted(holder)) or 'none'}); not an "
+            "OpenAI-compatible answer, and it would be scored as an empty answer"
+        )
+    content = holder[field.split(".")[-1]]
+    if content is None and chat:
+        return ""
+    if not isinstance(content, str):
+        raise ModelError(
+            f"{where} whose {field} is {json.dumps(content)[:60]}, not text; not an "
+            "OpenAI-compatible answer"
+        )
+    return content
+
+
 def model_entry(client: JSONClient, model: str | None) -> dict[str, Any]:
     """The server's ``/v1/models`` entry of the served model; fails fast on a dead or
     wrong URL."""

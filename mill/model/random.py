@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
+from mill.files import cache_root, sealed_folder
 from mill.model.hf import HFCausalLM
-from mill.model.identity import cache_root
 
 
 def build_random_gpt2(
@@ -58,17 +57,15 @@ def random_gpt2_dir(
     """Folder of the random model, built on first use."""
     window = "" if n_positions == 1024 else f"-p{n_positions}"
     out = cache_root() / "models" / f"random-gpt2-l{n_layer}-d{n_embd}-h{n_head}{window}-s{seed}"
-    if not (out / "model.safetensors").exists():
-        tokenizer = Path(str(resources.files("mill.resources").joinpath("tokenizers/gpt2")))
-        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    tokenizer = Path(str(resources.files("mill.resources").joinpath("tokenizers/gpt2")))
+
+    def build(tmp: Path) -> None:
         build_random_gpt2(tokenizer, tmp, n_layer, n_embd, n_head, n_positions, seed=seed)
-        try:
-            tmp.replace(out)
-        except OSError:  # another process built it first (the same seeded bytes)
-            if not (out / "model.safetensors").exists():
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+
+    made_from = {"n_layer": n_layer, "n_embd": n_embd, "n_head": n_head, "seed": seed}
+    made_from["n_positions"] = n_positions
+    fix = f"delete the folder {out} (the random model is built again on the next run)"
+    return sealed_folder(out, made_from, fix, build)[0]
 
 
 def random_gpt2(

@@ -22,7 +22,6 @@ so a cache folder on a shared filesystem never has two hosts writing one SQLite 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import socket
 import sqlite3
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, StorageError
-from mill.files import sha256_json
+from mill.files import checksum, sha256_json
 from mill.judging import JUDGE_ROLE
 from mill.model.base import LanguageModel, ignore_response
 from mill.redact import redact
@@ -60,7 +59,7 @@ CREATE TABLE IF NOT EXISTS responses (
 
 def entry_checksum(model: str, request: str, blob: bytes) -> str:
     """SHA-256 of a cache entry: its model key, request hash and stored bytes."""
-    return hashlib.sha256(b"\0".join((model.encode(), request.encode(), blob))).hexdigest()
+    return checksum(model, request, blob)
 
 
 def _has_checksums(conn: sqlite3.Connection) -> bool:

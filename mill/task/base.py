@@ -32,7 +32,7 @@ from mill.schema import typed
 from mill.task import loading, prompts
 from mill.task.chat import Message
 from mill.task.requests import build_requests
-from mill.task.rows import SKIP_HINT, BadRow
+from mill.task.rows import SKIP_HINT, BadRow, gold_position
 from mill.task.spec import TaskSpec
 from mill.types import ChatTemplate, Doc, GenerationArgs, OutputType, Request
 
@@ -200,10 +200,7 @@ class Task:
 
     def _get_gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
         """LOGPROBS: index of the gold choice (default: position of the ground truth)."""
-        truth = self._get_ground_truth(item)
-        if truth not in choices:
-            raise ValueError(f"gold answer {truth!r} is not among {choices}")
-        return choices.index(str(truth))
+        return gold_position(choices, self._get_ground_truth(item), "choices")
 
     def _get_idk_index(self, item: dict[str, Any], choices: list[str]) -> int | None:
         """Index of an explicit "I don't know" choice (IDK variants), else None."""

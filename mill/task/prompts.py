@@ -17,7 +17,7 @@ from mill.data.load import DataSource
 from mill.errors import TaskError
 from mill.task.chat import Message, join_delimited, render_chat, render_text, single_turn
 from mill.task.fewshot import choose_shots
-from mill.task.rows import SKIP_HINT, BadRow, Unusable, explain, strict
+from mill.task.rows import SKIP_HINT, AmbiguousGold, BadRow, Unusable, explain, strict
 from mill.types import ChatTemplate, Doc, OutputType
 
 if TYPE_CHECKING:
@@ -95,6 +95,8 @@ def make_doc(
                 raise bad("the doc has no choices; fix the data" + SKIP_HINT)
             try:
                 gold = task._get_gold_index(item, choices)
+            except AmbiguousGold as err:
+                raise bad(f"{err}; fix the data" + SKIP_HINT) from err
             except (ValueError, IndexError) as err:
                 raise bad(
                     f"the gold answer is not among its {len(choices)} choices ({err}); fix "

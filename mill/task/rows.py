@@ -9,6 +9,7 @@ lists, so a bad row stops the run with its field named instead of being scored.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from mill.errors import TaskError
@@ -25,6 +26,26 @@ class BadRow(TaskError):
         super().__init__(message)
         self.split = split
         self.row = row
+
+
+class AmbiguousGold(ValueError):
+    """The gold answer names more than one choice: choice labels (or texts) that repeat."""
+
+
+def gold_position(values: Sequence[Any], gold: Any, what: str) -> int:
+    """The position of ``gold`` among ``values`` (a doc's choice labels or texts, named by
+    ``what``): ``ValueError`` when it is not there, :class:`AmbiguousGold` when it is there
+    more than once (taking the first would score the doc against a gold it may not mean)."""
+    values = list(values)
+    count = values.count(gold)
+    if count == 0:
+        raise ValueError(f"gold answer {gold!r} is not among {values}")
+    if count > 1:
+        listed = ", ".join(repr(v) for v in values)
+        raise AmbiguousGold(
+            f"its {what} repeat {gold!r} ({listed}): the gold answer {gold!r} names {count} choices"
+        )
+    return values.index(gold)
 
 
 class MissingField(KeyError):

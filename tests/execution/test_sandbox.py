@@ -205,10 +205,18 @@ def test_verdicts_are_cached_and_repeats_run_once(tmp_path, monkeypatch):
         run_programs(programs[:1], ExecutionSettings(timeout_s=3.0), cache_dir=tmp_path)
 
 
-def test_a_half_written_cache_entry_runs_again(tmp_path):
+def test_a_damaged_cache_entry_is_refused_and_runs_again_once_deleted(tmp_path):
+    """Entries are written whole (a temp file renamed), so a damaged one was damaged after:
+    refused with one line naming it (fail closed); deleted, the program runs again. Edited
+    verdicts: tests/test_cache_integrity.py."""
+    from mill.errors import ConfigError
+
     (verdict,) = run_programs(["assert 1"], FAST, cache_dir=tmp_path)
     (entry,) = tmp_path.glob("verdicts/*/*.json")
     entry.write_text('{"status": "pass')
+    with pytest.raises(ConfigError, match=f"{entry} fails its check .*not JSON.*; delete it"):
+        run_programs(["assert 1"], FAST, cache_dir=tmp_path)
+    entry.unlink()
     assert run_programs(["assert 1"], FAST, cache_dir=tmp_path)[0].passed
 
 

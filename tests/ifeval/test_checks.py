@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from mill.errors import MillError
+from mill.files import SEAL
 from mill.ifeval import checks, text
 from tests.helpers import SHARED
 from tests.ifeval.cases import CASES, LOOSE_CASES
@@ -96,7 +97,7 @@ def test_punkt_folder_is_written_into_mills_cache_and_splits_as_the_package(
     root = text.punkt_tab_root()
     assert root == tmp_path / "nltk_data"
     english = root / "tokenizers" / "punkt_tab" / "english"
-    assert sorted(p.name for p in english.iterdir()) == sorted(text.PUNKT_FILES)
+    assert sorted(p.name for p in english.iterdir()) == sorted([*text.PUNKT_FILES, SEAL])
     sample = "Dr. Smith arrived at 5 p.m. on Jan. 3. He left. Was it U.S. policy? Yes."
     assert text.sentences(sample) == punkt.sent_tokenize(sample)
 

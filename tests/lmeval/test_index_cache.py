@@ -76,8 +76,8 @@ def test_cached_index_equals_the_one_lm_eval_builds(local_tasks: Path, cache: Pa
     cold = task_manager([str(local_tasks)], include_defaults=False)
     (written,) = (cache / "lm_eval").glob("index-*.json")
     data = json.loads(written.read_text())
-    assert data["key"]["lm_eval"] == "0.4.13"
-    names = [name for name, _ in data["entries"]]
+    assert data["made_from"]["lm_eval"] == "0.4.13"
+    names = [name for name, _ in data["data"]]
     assert {"mill_arc_easy", "mill_arc_group", "mill_wikitext"} <= set(names)
     warm = task_manager([str(local_tasks)], include_defaults=False)
     fresh = _fresh(local_tasks)
@@ -198,7 +198,7 @@ def test_values_json_cannot_keep_are_parsed_again(tmp_path: Path, cache: Path, m
     )
     task_manager([str(folder)], include_defaults=False)
     (written,) = (cache / "lm_eval").glob("index-*.json")
-    rows = dict(json.loads(written.read_text())["entries"])
+    rows = dict(json.loads(written.read_text())["data"])
     assert rows["dated_task"].get("reparse") is True and "cfg" not in rows["dated_task"]
     assert rows["dated_tag"]["tags"] == ["dated_task"]
     spy = Spy(monkeypatch)
@@ -209,14 +209,20 @@ def test_values_json_cannot_keep_are_parsed_again(tmp_path: Path, cache: Path, m
     _same(warm, _fresh(folder))
 
 
-def test_damaged_cache_is_rebuilt(local_tasks: Path, cache: Path) -> None:
+def test_damaged_cache_is_refused_and_rebuilt_once_deleted(local_tasks: Path, cache: Path) -> None:
+    """A damaged index file fails closed (one line naming it and the fix); deleted, it is
+    built again. Edits that keep it JSON: tests/test_cache_integrity.py."""
+    from mill.errors import ConfigError
     from mill.lm_eval.index_cache import task_manager
 
     task_manager([str(local_tasks)], include_defaults=False)
     (written,) = (cache / "lm_eval").glob("index-*.json")
     written.write_text(written.read_text()[:1000])
+    with pytest.raises(ConfigError, match=f"{written} fails its check .*; delete it"):
+        task_manager([str(local_tasks)], include_defaults=False)
+    written.unlink()
     _same(task_manager([str(local_tasks)], include_defaults=False), _fresh(local_tasks))
-    assert json.loads(written.read_text())["entries"]  # rewritten whole
+    assert json.loads(written.read_text())["data"]  # rewritten whole
 
 
 @pytest.mark.slow

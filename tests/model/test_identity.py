@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mill.errors import ConfigError
 from mill.files import sha256_file
 from mill.model import identity
 from mill.model.hf import HFCausalLM
@@ -85,11 +86,20 @@ def test_second_look_only_stats_the_files(memo: Path, tmp_path: Path) -> None:
     # one row per file, keyed by (real path, size, mtime_ns, inode, ctime_ns)
     assert sorted(r[:5] for r in rows) == sorted(identity.file_key(p) for p in folder.iterdir())
     assert {r[5] for r in rows} == {sha256_file(p) for p in folder.iterdir()}
-    # the memo is the only source a second look uses: doctor it, and the digest follows
+    # the memo is the only source a second look uses: a doctored row fails its checksum
+    assert identity.folder_digest(folder) == first
     _doctor(memo)
-    doctored = identity.folder_digest(folder)
-    assert doctored != first
-    assert identity.folder_digest(folder) == doctored and len(_rows(memo)) == 2
+    with pytest.raises(ConfigError, match="digests.sqlite fails its check") as err:
+        identity.folder_digest(folder)
+    assert "delete it" in str(err.value) and "\n" not in str(err.value)
+    memo.unlink()  # the fix the line names
+    assert identity.folder_digest(folder) == first and len(_rows(memo)) == 2
+    _doctor(memo)
+    doctored_rows = {r[5] for r in _rows(memo)}
+    memo_rows = _rows(memo)
+    with sqlite3.connect(memo) as conn:  # doctored, checksums gone: computed again
+        conn.execute(f"UPDATE {identity._TABLE} SET checksum = NULL")
+    assert identity.folder_digest(folder) == first and len(memo_rows) == 2
 
     # the 65 MiB file overwritten in place, same size and inode, one byte different
     data = bytearray(big.read_bytes())
@@ -97,7 +107,6 @@ def test_second_look_only_stats_the_files(memo: Path, tmp_path: Path) -> None:
     replacement = tmp_path / "new.bin"
     replacement.write_bytes(bytes(data))
     _overwrite_in_place(big, replacement)
-    doctored_rows = {r[5] for r in _rows(memo)}
     changed = identity.file_digests([big])[big]
     # hashed afresh, not served from the memo (a digest may start with "f" by chance)
     assert changed == sha256_file(big) and changed not in doctored_rows
@@ -215,12 +224,10 @@ def test_a_second_model_load_takes_digests_from_the_memo(memo: Path, tmp_path: P
     rows = _rows(memo)
     files = identity.model_files(folder)
     assert sorted(r[0] for r in rows) == sorted(os.path.realpath(p) for p in files)
-    _doctor(memo)  # a second load must show it
-    second = HFCausalLM(str(folder)).identity()
-    assert second["weights_fingerprint"] != first["weights_fingerprint"]
-    assert {k: v for k, v in second.items() if k != "weights_fingerprint"} == {
-        k: v for k, v in first.items() if k != "weights_fingerprint"
-    }
+    assert HFCausalLM(str(folder)).identity() == first
+    _doctor(memo)  # a second load reads the memo: its doctored rows fail their checksums
+    with pytest.raises(ConfigError, match=r"digests\.sqlite fails its check"):
+        HFCausalLM(str(folder))
 
 
 def test_a_local_folder_is_hashed_beside_the_load(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mill.tasks.arc import ArcEasy
@@ -56,6 +57,50 @@ def test_skipping_bad_rows_counts_them_and_keeps_doc_ids(tmp_path: Path) -> None
     assert [(s["split"], s["row"]) for s in task.skipped] == [("test", 1), ("test", 3)]
     assert "field 'question.stem' is null" in task.skipped[0]["error"]
     assert "gold answer is not among its 2 choices" in task.skipped[1]["error"]
+
+
+def _arc_repeating_labels(tmp_path: Path) -> tuple[Any, str]:
+    choices = [{"text": "left", "label": "A"}, {"text": "right", "label": "A"}]
+    row = {**ARC_ROW, "question": {**ARC_ROW["question"], "choices": choices}, "answerKey": "A"}
+    data = str(write_jsonl(tmp_path / "arc.jsonl", [ARC_ROW, row]))
+    return ArcEasy(dataset={"data_files": {"test": data}}), "its choice labels repeat 'A'"
+
+
+def _yaml_repeating_texts(tmp_path: Path) -> tuple[Any, str]:
+    rows = [{"q": "a?", "c": ["x", "y"], "a": "x"}, {"q": "b?", "c": ["x", "x", "y"], "a": "x"}]
+    data = str(write_jsonl(tmp_path / "mine.jsonl", rows))
+    task = YamlTask(
+        name="mine",
+        output_type="logprobs",
+        doc_to_text="Q: {{q}}",
+        doc_to_choice="{{c}}",
+        doc_to_target="{{a}}",
+        dataset={"data_files": {"test": data}},
+    )
+    return task, "its choices repeat 'x'"
+
+
+AMBIGUOUS_GOLD = {
+    "ARC: two choices labelled A, answerKey A": _arc_repeating_labels,
+    "a YAML task: the gold text twice among the choices": _yaml_repeating_texts,
+}
+
+
+@pytest.mark.parametrize("case", AMBIGUOUS_GOLD)
+def test_a_gold_answer_naming_two_choices_is_a_bad_row(case: str, tmp_path: Path) -> None:
+    """Issue 53, class 3: the gold is not the first of two choices it names; the row is
+    refused at load (one line naming it), or skipped and counted when asked."""
+    task, named = AMBIGUOUS_GOLD[case](tmp_path)
+    with pytest.raises(TaskError) as info:
+        task.prepare(DataSource("bundled"))
+    message = str(info.value)
+    assert f"split 'test', subject 'default', doc 1: {named}" in message, message
+    assert "names 2 choices; fix the data" in message and "\n" not in message
+    task, _ = AMBIGUOUS_GOLD[case](tmp_path)
+    source = DataSource("bundled", skip_bad_rows=True)
+    task.prepare(source)
+    assert [d.id for d in task.docs(source)] == [0]
+    assert [(s["row"], named in s["error"]) for s in task.skipped] == [(1, True)]
 
 
 def test_yaml_task_names_the_null_field_and_its_template(tmp_path: Path) -> None:
