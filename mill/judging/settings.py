@@ -38,6 +38,10 @@ def judge_cache_setting(value: Any) -> str | None:
             f"judge.cache={value!r}: use shared ($MILL_CACHE/judge), run (the run's response "
             "cache), false, or a folder"
         )
+    if value not in ("shared", "run"):  # a folder: a file in its way is named here
+        from mill.experiment.folder import check_folder
+
+        check_folder(Path(value).expanduser(), "judge.cache", "the judge's cache folder")
     return value
 
 

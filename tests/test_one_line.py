@@ -1,0 +1,192 @@
+"""Issue 53, class 6, "one line, the right key": bad input is one line naming the key the
+user typed, exit 2, no traceback, nothing half-written. Every numeric setting has an upper
+bound (declared once in :data:`mill.schema.SETTINGS`); settings checked below the
+composition (``judge.cache``, ``mill judge``'s ``run``) name their own key.
+
+The fast tier checks each case where a run checks it (composition, then
+:func:`mill.runner.settings.check_settings`, before any data or model loads); the slow tier
+runs a handful through the real ``mill`` and asserts the whole contract on its stderr."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mill.errors import ConfigError, MillError
+from mill.runner.settings import check_settings
+from mill.schema import COMMANDS, SETTINGS, Number, check_number
+from tests.helpers import run_mill
+
+NUMBERS: dict[str, Number] = {
+    k: r
+    for k, r in [
+        *SETTINGS.items(),
+        *((f"mill {c} {k}", r) for c, rules in COMMANDS.items() for k, r in rules.items()),
+    ]
+    if isinstance(r, Number)
+}
+"""Every numeric setting of a run and of the commands (``mill compare iters``)."""
+
+
+def test_a_number_cannot_be_declared_without_an_upper_bound() -> None:
+    """The root of the class: a declaration without ``maximum`` fails when it is made."""
+    with pytest.raises(TypeError, match="declares no maximum"):
+        Number(0, meaning="a count")
+
+
+@pytest.mark.parametrize("key", sorted(NUMBERS))
+def test_every_numeric_setting_refuses_one_past_its_maximum(key: str) -> None:
+    """Every number of the runs and the commands has a maximum, which passes; one past it,
+    and 1e30, are one ConfigError naming the key."""
+    rule = NUMBERS[key]
+    assert rule.maximum is not None and math.isfinite(rule.maximum)
+    name = key.split()[-1]
+    top = int(rule.maximum) if rule.whole else rule.maximum
+    expected = [top] if rule.each else top
+    assert check_number(name, [top] if rule.each else top, rule) == expected
+    for value in (top + 1, 1e30):
+        with pytest.raises(ConfigError, match=rf"^{name}=.* is not allowed: give .*<= "):
+            check_number(name, [value] if rule.each else value, rule)
+
+
+def _checked(*overrides: str) -> None:
+    """A run's config composed from ``overrides`` (as ``mill`` composes it) and checked as
+    a run checks it before any data or model loads."""
+    from omegaconf import OmegaConf
+
+    import mill
+
+    resolved = OmegaConf.to_container(mill.compose(list(overrides)), resolve=True)
+    assert isinstance(resolved, dict)
+    check_settings(resolved)
+
+
+# (overrides, the key the message must name): each a case the adversarial tester found
+RUN_CASES: list[tuple[list[str], str]] = [
+    (["runner.seed=4294967296"], "runner.seed=4294967296 is not allowed"),
+    (["runner.seed=1e30"], "runner.seed=1e+30 is not allowed"),
+    (["runner.bootstrap_iters=1e12"], "runner.bootstrap_iters="),
+    (["+metrics=[acc,ece]", "metrics.ece.bins=1e12"], "metrics.ece.bins="),
+    (["model=stories260k", "model.device=gpu"], "model.device='gpu' is not allowed"),
+    (["model=[fake,stories260k]"], "model=[fake,stories260k] names 2 model configs"),
+    (["judge=fake", "judge.cache=FILE"], "judge.cache=FILE cannot be the judge's cache"),
+    (["judge=fake", "judge.cache=FILE/below"], "judge.cache=FILE/below cannot be"),
+]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragment"), RUN_CASES, ids=[" ".join(o) for o, _ in RUN_CASES]
+)
+def test_each_case_is_one_line_naming_the_key_typed(
+    overrides: list[str], fragment: str, tmp_path: Path
+) -> None:
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder\n")
+    overrides = [o.replace("FILE", str(a_file)) for o in overrides]
+    fragment = fragment.replace("FILE", str(a_file))
+    with pytest.raises(MillError) as info:
+        _checked("task=arc_easy", "model=fake", *overrides)
+    message = str(info.value)
+    assert fragment in message and "\n" not in message, message
+
+
+def test_the_ifeval_reasoning_tag_the_docs_give_is_accepted() -> None:
+    """docs/ifeval.md: ``task.strip_reasoning`` is a tag (``think``) or true; 3 is not."""
+    _checked("task=ifeval", "model=fake", "task.strip_reasoning=think")
+    _checked("task=ifeval", "model=fake", "task.strip_reasoning=true")
+    with pytest.raises(ConfigError, match=r"^task\.strip_reasoning=3 is not allowed"):
+        _checked("task=ifeval", "model=fake", "task.strip_reasoning=3")
+
+
+def test_a_message_of_several_lines_is_printed_as_one() -> None:
+    from mill.cli import one_line
+
+    assert one_line("cannot build X: Error in call\nTypeError('y')\n\nfull_key: model") == (
+        "cannot build X: Error in call; TypeError('y'); full_key: model"
+    )
+
+
+def test_mill_runs_shows_an_edited_run_as_edited(tmp_path: Path) -> None:
+    """A finished run whose results.json changed is listed as edited, not finished."""
+    from mill.report.runs import list_runs
+    from tests.helpers import write_finished_run
+
+    (tmp_path / "run").mkdir()
+    run = write_finished_run(tmp_path / "run", {"tasks": {}})
+    assert [e.status for e in list_runs(tmp_path)] == ["finished"]
+    results = run / "results.json"
+    results.write_text(results.read_text().replace("{", "{ ", 1))
+    (entry,) = list_runs(tmp_path)
+    assert entry.status == "edited"
+    assert entry.error is not None and "results.json changed" in entry.error
+
+
+# --- the real `mill`: exit 2, one line on stderr starting `mill: error:`, no folder left
+
+
+def _fake_run(folder: Path, task: str) -> Path:
+    done = run_mill(f"task={task}", "model=fake", "task.limit=2", f"hydra.run.dir={folder}")
+    assert done.returncode == 0, done.stderr
+    return folder
+
+
+MILL_CASES: list[tuple[list[str], str]] = [
+    (["task=arc_easy", "model=fake", "runner.seed=1e30"], "runner.seed="),
+    (["task=arc_easy", "model=fake", "runner.bootstrap_iters=1e12"], "runner.bootstrap_iters="),
+    (["task=arc_easy", "model=[fake,stories260k]"], "model=[fake,stories260k]"),
+    (["task=arc_easy", "model=stories260k", "model.device=gpu"], "model.device='gpu'"),
+    (["task=mt_bench", "model=fake", "judge=fake", "judge.cache=FILE"], "judge.cache=FILE"),
+    (["compare", "a=GSM", "b=EDITED", "trust_edited=true", "iters=1e12"], "iters="),
+    (["judge", "run=GSM", "judge=fake"], "run=GSM: its tasks (gsm8k) have no judged metric"),
+]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    gsm = _fake_run(root / "gsm", "gsm8k")
+    edited = _fake_run(root / "edited", "gsm8k")
+    results = edited / "results.json"
+    data: dict[str, Any] = json.loads(results.read_text())
+    results.write_text(json.dumps(data, indent=1))
+    a_file = root / "a_file"
+    a_file.write_text("not a folder\n")
+    return {"GSM": gsm, "EDITED": edited, "FILE": a_file}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("args", "fragment"), MILL_CASES, ids=[" ".join(a) for a, _ in MILL_CASES])
+def test_mill_prints_one_line_naming_the_key_and_exits_2(
+    args: list[str], fragment: str, finished: dict[str, Path], tmp_path: Path
+) -> None:
+    for name, path in finished.items():
+        args = [a.replace(name, str(path)) for a in args]
+        fragment = fragment.replace(name, str(path))
+    out = tmp_path / "out"
+    run_dir = [] if args[0] == "compare" else [f"hydra.run.dir={out}"]
+    done = run_mill(*args, *run_dir, cwd=tmp_path, timeout=240)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and lines[-1].startswith("mill: error: "), lines
+    assert fragment in lines[-1], lines[-1]
+    errors = [line for line in lines if line.startswith("mill: ") or "Error" in line]
+    assert errors == [lines[-1]], lines
+    if args[0] != "judge":  # refused before the run claims its folder: none is left
+        assert not out.exists()
+
+
+@pytest.mark.slow
+def test_mill_judge_of_an_edited_run_takes_the_trust_edited_it_advises(
+    finished: dict[str, Path], tmp_path: Path
+) -> None:
+    """``mill judge`` on an edited run says ``trust_edited=true``; that now works (the run
+    is then refused for its own reason: gsm8k has nothing to judge)."""
+    edited = str(finished["EDITED"])
+    done = run_mill("judge", f"run={edited}", "judge=fake", cwd=tmp_path)
+    assert done.returncode == 2 and "trust_edited=true" in done.stderr, done.stderr
+    done = run_mill("judge", f"run={edited}", "judge=fake", "trust_edited=true", cwd=tmp_path)
+    assert done.returncode == 2 and "no judged metric" in done.stderr, done.stderr
