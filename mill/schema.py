@@ -74,7 +74,7 @@ class Number:
             raise TypeError(f"Number({self.meaning!r}) declares no maximum")
 
     def accepted(self) -> str:
-        """``a whole number >= 1 (or auto)``: the accepted range, as messages and the
+        """``a whole number >= 1 and <= 1024 (or auto)``: the accepted range, as messages and the
         configuration reference say it."""
         kind = "a whole number" if self.whole else "a finite number"
         bound = f" {'>' if self.above else '>='} {_text(self.minimum)}"
@@ -328,6 +328,9 @@ _MODEL: dict[str, Rule] = {
     "reasoning_tag": Text(meaning="the reasoning block's tag"),
 }
 """The model group's settings (a judge is a model config: they are the judge's too)."""
+
+MODEL_KEYS = tuple(_MODEL)
+"""The keys of a model config (``model.<key>``, ``judge.<key>`` for the judge)."""
 
 _SCORE: dict[str, Rule] = {  # the parameters of the answer-matching metrics
     "metrics.*._target_": Text(meaning="the metric's class (allow-listed)"),
