@@ -53,10 +53,17 @@ if not OmegaConf.has_resolver("mill_name"):
     OmegaConf.register_new_resolver("mill_name", _path_name)
 
 
+def one_line(message: str) -> str:
+    """``message`` as one line: a message of several lines (a library's, quoted in a
+    Mill error) has its lines joined with ``; `` and blank ones dropped."""
+    return "; ".join(line.strip() for line in message.splitlines() if line.strip())
+
+
 def _say(message: str) -> None:
-    """One line on stderr, from global rank 0 only (a URL's credentials masked)."""
+    """One line on stderr (:func:`one_line`), from global rank 0 only (a URL's credentials
+    masked)."""
     if launched_rank() == 0:
-        print(f"mill: error: {redact_text(message)}", file=sys.stderr)
+        print(f"mill: error: {one_line(redact_text(message))}", file=sys.stderr)
 
 
 def _hydra_cfg() -> DictConfig | None:

@@ -387,9 +387,20 @@ def _turn_order(slot: tuple[str, int]) -> tuple[int, int]:
     return (int(tail) if role.startswith(TURN) and tail.isdigit() else 0, index)
 
 
-def require_judge(metrics: dict[str, list[Metric]], judging: JudgePhase | None) -> None:
-    """Refuse judged metrics without a judge (before any model loads)."""
+def require_judge(
+    metrics: dict[str, list[Metric]], judging: JudgePhase | None, rejudged: str | None = None
+) -> None:
+    """Refuse judged metrics without a judge (before any model loads), and ``mill judge
+    run=<rejudged>`` of a run with no judged metric (its judging would judge nothing)."""
     needs_judge = [m.name for ms in metrics.values() for m in ms if is_judged(m)]
+    if rejudged is not None and not needs_judge:
+        scored = sorted({m.name for ms in metrics.values() for m in ms})
+        raise ConfigError(
+            f"run={rejudged}: its tasks ({', '.join(metrics)}) have no judged metric (they "
+            f"score {', '.join(scored) or 'nothing'}), so there is nothing to judge; mill "
+            "judge judges runs of judged tasks (task=mt_bench, arena_hard, judged, or "
+            "+metrics=[judge_score])"
+        )
     if needs_judge and judging is None:
         raise ConfigError(
             f"metric {needs_judge[0]!r} is scored by a judge model; add judge=<model> "

@@ -324,6 +324,30 @@ def check_searchpath(overrides: Iterable[str], primary: Any = None, name: str = 
             raise _refuse("hydra.searchpath", text, why, packages)
 
 
+SINGLE_GROUPS = ("model", "judge", "runner", "data", "execution", "report")
+"""Config groups a run takes one option of (``task`` takes a list: :func:`mill.cli.task_lists`;
+``metrics``, ``sink`` several by design)."""
+
+
+def check_group_lists(overrides: Iterable[str]) -> None:
+    """``model=[fake,stories260k]``: Hydra would merge the listed configs into one (keys of
+    one backend given to another's class: a traceback when it is built); ConfigError naming
+    the override, with the sweep that runs each, before composition."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        group = override.key_or_group
+        if group in SINGLE_GROUPS and not override.is_sweep_override():
+            value = None if override.is_delete() else override.value()
+            if isinstance(value, list):
+                names = ",".join(str(v) for v in value)
+                raise ConfigError(
+                    f"{group}=[{names}] names {len(value)} {group} configs; a run has one "
+                    f"{group}: give one ({group}={value[0] if value else '<name>'}), or a "
+                    f"run each: mill -m {group}={names}"
+                )
+
+
 def _primary_searchpath(loader: Any, config_name: str | None) -> Any:
     """The ``hydra.searchpath`` of the primary config, read as Hydra reads it before it
     adds those entries (the YAML file only: nothing is imported)."""
@@ -413,6 +437,7 @@ def checked_composition() -> Iterator[None]:
     def load_configuration(
         self: Any, config_name: Any, overrides: list[str], run_mode: Any, *args: Any, **kw: Any
     ) -> DictConfig:
+        check_group_lists(overrides)
         check_searchpath(overrides, _primary_searchpath(self, config_name), config_name)
         cfg = original(self, config_name, overrides, run_mode, *args, **kw)
         check_composed(cfg, overrides)

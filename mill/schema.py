@@ -30,6 +30,7 @@ Nothing here imports torch, Hydra or OmegaConf.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,14 +40,32 @@ from mill.errors import ConfigError
 _REFUSED: Any = object()
 """What a rule's ``_one`` returns for a value it does not accept."""
 
+SEED_MAX = 2**32 - 1
+"""The largest seed: numpy's ``RandomState`` takes 0 to 2**32 - 1 (torch and Python more)."""
+SIZE_MAX = 2**31 - 1
+"""The largest count or size (tokens, bytes, docs): the largest 32-bit integer, what tensor
+shapes, C libraries and resource limits all take."""
+ITERS_MAX = 1_000_000
+"""The most paired or vectorised bootstrap resamples (``mill compare iters``, arena-hard's
+``rounds``): drawn in numpy chunks, 1,000,000 of 1,000 docs took about 25 s here; a
+larger count allocates terabytes (``iters=1e12``: 7.28 TiB) instead of refining an
+interval."""
+STDERR_ITERS_MAX = 100_000
+"""The most resamples of ``runner.bootstrap_iters``: lm-eval's own default (100,000). Its
+stderrs resample in Python, one statistic per resample: 10,000 of 1,000 values took 2.8 s
+per metric here, so 100,000 is about half a minute per metric and 1e12 never ends."""
+
 
 @dataclass(frozen=True)
 class Number:
     """What a numeric setting accepts: a finite number at least ``minimum`` (above it when
-    ``above``; any when None), at most ``maximum``, a whole number when ``whole``, null when
-    ``optional``, the ``words`` listed, and a non-empty list of such numbers when ``each``."""
+    ``above``), at most ``maximum``, a whole number when ``whole``, null when ``optional``,
+    the ``words`` listed, and a non-empty list of such numbers when ``each``. Every number
+    has both bounds (a declaration without ``maximum`` is refused when the module loads): a
+    value far too large (``runner.seed=1e30``, ``runner.bootstrap_iters=1e12``) is one line
+    here, not a library's traceback, an allocation of terabytes or a hang."""
 
-    minimum: float | None
+    minimum: float
     whole: bool = True
     optional: bool = False
     words: tuple[str, ...] = ()
@@ -55,15 +74,16 @@ class Number:
     each: bool = False
     meaning: str = ""
 
+    def __post_init__(self) -> None:
+        if self.maximum is None:
+            raise TypeError(f"Number({self.meaning!r}) declares no maximum")
+
     def accepted(self) -> str:
-        """``a whole number >= 1 (or auto)``: the accepted range, as messages and the
+        """``a whole number >= 1 and <= 1024 (or auto)``: the accepted range, as messages and the
         configuration reference say it."""
         kind = "a whole number" if self.whole else "a finite number"
-        bound = ""
-        if self.minimum is not None:
-            bound = f" {'>' if self.above else '>='} {_text(self.minimum)}"
-        if self.maximum is not None:
-            bound += f"{' and' if bound else ''} <= {_text(self.maximum)}"
+        bound = f" {'>' if self.above else '>='} {_text(self.minimum)}"
+        bound += f" and <= {_text(self.maximum)}" if self.maximum is not None else ""
         also = [*self.words, *(["null"] if self.optional else [])]
         alternatives = f" (or {' or '.join(also)})" if also else ""
         listed = " (or a non-empty list of them)" if self.each else ""
@@ -78,9 +98,7 @@ class Number:
             return _REFUSED
         if self.whole and not float(value).is_integer():
             return _REFUSED
-        if self.minimum is not None and (
-            (value <= self.minimum) if self.above else (value < self.minimum)
-        ):
+        if (value <= self.minimum) if self.above else (value < self.minimum):
             return _REFUSED
         if self.maximum is not None and value > self.maximum:
             return _REFUSED
@@ -131,7 +149,9 @@ class Flag:
 @dataclass(frozen=True)
 class Text:
     """One string (a name, a path, a template), ``true``/``false`` too when ``flags``, or
-    null when ``optional``. A number is refused, never read as its text: the YAML parser
+    null when ``optional``; when ``pattern`` is given, only a string it matches whole
+    (``shape`` says which in messages: ``model.device=gpu`` is refused here, before torch
+    says so in three lines). A number is refused, never read as its text: the YAML parser
     has already turned what was typed into a number (``model.name=nan`` is a float,
     ``1e3`` the float 1000.0, ``1.10`` the float 1.1), so its text may not be what was
     written; the message says to quote it."""
@@ -139,16 +159,20 @@ class Text:
     optional: bool = False
     flags: bool = False
     meaning: str = ""
+    pattern: str = ""
+    shape: str = ""
     each = False
 
     def accepted(self) -> str:
         also = [*(["true", "false"] if self.flags else []), *(["null"] if self.optional else [])]
-        return "a string" + (f" (or {' or '.join(also)})" if also else "")
+        return (self.shape or "a string") + (f" (or {' or '.join(also)})" if also else "")
 
     def _one(self, value: Any) -> Any:
         if isinstance(value, bool):
             return value if self.flags else _REFUSED
-        return value if isinstance(value, str) else _REFUSED
+        if not isinstance(value, str):
+            return _REFUSED
+        return value if not self.pattern or re.fullmatch(self.pattern, value) else _REFUSED
 
 
 @dataclass(frozen=True)
@@ -245,9 +269,11 @@ def _generation(prefix: str) -> dict[str, Rule]:
     """The generation settings a task and a judge share (``generation``)."""
     return {
         f"{prefix}.do_sample": Flag(meaning="sample (true) or decode greedily (false)"),
-        f"{prefix}.max_gen_toks": Number(1, meaning="tokens generated at most"),
-        f"{prefix}.temperature": Number(0, whole=False, meaning="sampling temperature"),
-        f"{prefix}.seed": Number(0, optional=True, meaning="sampling seed"),
+        f"{prefix}.max_gen_toks": Number(1, maximum=SIZE_MAX, meaning="tokens generated at most"),
+        f"{prefix}.temperature": Number(
+            0, whole=False, maximum=100, meaning="sampling temperature"
+        ),
+        f"{prefix}.seed": Number(0, optional=True, maximum=SEED_MAX, meaning="sampling seed"),
         f"{prefix}.top_p": Number(
             0, whole=False, above=True, maximum=1, meaning="nucleus sampling (1: no cut)"
         ),
@@ -258,14 +284,14 @@ def _generation(prefix: str) -> dict[str, Rule]:
 _MODEL: dict[str, Rule] = {
     "_target_": Text(meaning="the backend's class (allow-listed)"),
     "name": Text(meaning="label of runs (folders, reports)"),
-    "max_length": Number(1, optional=True, meaning="context window in tokens"),
-    "max_gen_toks": Number(1, meaning="generation length when a task sets none"),
-    "batch_size": Number(1, words=("auto",), meaning="requests per forward pass"),
-    "token_budget": Number(1, optional=True, meaning="tokens per forward pass"),
-    "cache_budget": Number(1, optional=True, meaning="KV-cache tokens"),
-    "num_concurrent": Number(1, meaning="requests in flight at once"),
-    "batch_prompts": Number(1, meaning="prompts per request"),
-    "max_retries": Number(0, meaning="retries per request"),
+    "max_length": Number(1, optional=True, maximum=SIZE_MAX, meaning="context window in tokens"),
+    "max_gen_toks": Number(1, maximum=SIZE_MAX, meaning="generation length when a task sets none"),
+    "batch_size": Number(1, words=("auto",), maximum=SIZE_MAX, meaning="requests per forward pass"),
+    "token_budget": Number(1, optional=True, maximum=SIZE_MAX, meaning="tokens per forward pass"),
+    "cache_budget": Number(1, optional=True, maximum=SIZE_MAX, meaning="KV-cache tokens"),
+    "num_concurrent": Number(1, maximum=1024, meaning="requests in flight at once"),
+    "batch_prompts": Number(1, maximum=SIZE_MAX, meaning="prompts per request"),
+    "max_retries": Number(0, maximum=100, meaning="retries per request"),
     "backoff_s": Number(0, whole=False, maximum=3600, meaning="first retry delay, s"),
     "timeout_s": Number(
         0, whole=False, above=True, maximum=86400, meaning="seconds one whole answer may take"
@@ -273,14 +299,18 @@ _MODEL: dict[str, Rule] = {
     "max_response_mb": Number(
         0, whole=False, above=True, maximum=1_000_000, meaning="the largest answer read, MB"
     ),
-    "seed": Number(0, meaning="the fake or random model's seed"),
-    "n_embd": Number(1, meaning="width of the random GPT-2"),
-    "n_head": Number(1, meaning="attention heads of the random GPT-2"),
-    "n_layer": Number(1, meaning="layers of the random GPT-2"),
+    "seed": Number(0, maximum=SEED_MAX, meaning="the fake or random model's seed"),
+    "n_embd": Number(1, maximum=65536, meaning="width of the random GPT-2"),
+    "n_head": Number(1, maximum=1024, meaning="attention heads of the random GPT-2"),
+    "n_layer": Number(1, maximum=1024, meaning="layers of the random GPT-2"),
     "pretrained": Text(optional=True, meaning="hub id or folder of the weights"),
     "revision": Text(optional=True, meaning="hub commit or label pinning the model"),
     "dtype": Choice(("float32", "float16", "bfloat16", "auto"), meaning="weights' dtype"),
-    "device": Text(meaning="auto, cpu, cuda, cuda:<n>"),
+    "device": Text(
+        pattern=r"auto|cpu|mps|meta|(cuda|xpu|npu|hpu)(:[0-9]+)?",
+        shape="auto, cpu, cuda, cuda:<n> or mps (also xpu, npu, hpu, meta)",
+        meaning="where the weights run",
+    ),
     "device_map": Nested("mapping", optional=True, text=True, meaning="spread over GPUs"),
     "max_memory": Nested("mapping", optional=True, meaning="memory per device (device_map)"),
     "offload_folder": Text(optional=True, meaning="where weights that fit nowhere go"),
@@ -308,15 +338,22 @@ _MODEL: dict[str, Rule] = {
 }
 """The model group's settings (a judge is a model config: they are the judge's too)."""
 
+MODEL_KEYS = tuple(_MODEL)
+"""The keys of a model config (``model.<key>``, ``judge.<key>`` for the judge)."""
+
 _SCORE: dict[str, Rule] = {  # the parameters of the answer-matching metrics
     "metrics.*._target_": Text(meaning="the metric's class (allow-listed)"),
     "metrics.*.ignore_case": Flag(meaning="compare without case"),
     "metrics.*.ignore_punctuation": Flag(meaning="compare without punctuation"),
     "metrics.*.regexes_to_ignore": Nested(meaning="patterns removed before comparing"),
     "metrics.*.extract_pattern": Text(optional=True, meaning="regex taking the answer"),
-    "metrics.*.extract_group": Number(None, meaning="which match (-1: the last)"),
-    "metrics.*.correct": Number(0, whole=False, meaning="reward of a correct answer"),
-    "metrics.*.wrong": Number(0, whole=False, meaning="penalty of a wrong answer"),
+    "metrics.*.extract_group": Number(-1000, maximum=1000, meaning="which match (-1: the last)"),
+    "metrics.*.correct": Number(
+        0, whole=False, maximum=1_000_000, meaning="reward of a correct answer"
+    ),
+    "metrics.*.wrong": Number(
+        0, whole=False, maximum=1_000_000, meaning="penalty of a wrong answer"
+    ),
     "metrics.*.len_normalised": Flag(meaning="score by per-byte log-likelihood"),
     "metrics.*.mode": Choice(("strict", "loose"), meaning="IFEval's checking"),
     "metrics.*.patterns": Nested(optional=True, meaning="the grade's regexes"),
@@ -325,21 +362,33 @@ _SCORE: dict[str, Rule] = {  # the parameters of the answer-matching metrics
     "metrics.*.templates": Nested("mapping", meaning="judge templates by name"),
     "metrics.*.template_names": Nested("mapping", meaning="which template for which turn"),
     "metrics.*.templates_file": Text(optional=True, meaning="a JSONL of judge templates"),
-    "metrics.arena_hard_score.rounds": Number(1, meaning="bootstrap rounds of the score"),
-    "metrics.arena_hard_score.weight": Number(1, meaning="battles a strong verdict counts"),
+    "metrics.arena_hard_score.rounds": Number(
+        1, maximum=ITERS_MAX, meaning="bootstrap rounds of the score"
+    ),
+    "metrics.arena_hard_score.weight": Number(
+        1, maximum=1000, meaning="battles a strong verdict counts"
+    ),
     **_generation("metrics.arena_hard_score.judge_generation"),
 }
 
 SETTINGS: dict[str, Rule] = {
     # runner: how an experiment runs
-    "runner.num_processes": Number(1, words=("auto",), meaning="data-parallel workers"),
+    "runner.num_processes": Number(
+        1, words=("auto",), maximum=1024, meaning="data-parallel workers"
+    ),
     "runner.launcher": Choice(("auto", "accelerate", "torchrun"), meaning="how workers start"),
     "runner.cpu": Choice((True, False, "auto"), optional=True, meaning="force CPU workers"),
-    "runner.seed": Number(0, meaning="python/numpy/torch seeds and the bootstrap"),
-    "runner.bootstrap_iters": Number(0, meaning="resamples for bootstrap stderrs (0: none)"),
+    "runner.seed": Number(
+        0, maximum=SEED_MAX, meaning="python/numpy/torch seeds and the bootstrap"
+    ),
+    "runner.bootstrap_iters": Number(
+        0, maximum=STDERR_ITERS_MAX, meaning="resamples for bootstrap stderrs (0: none)"
+    ),
     "runner.resume": Flag(meaning="continue an interrupted run in its folder"),
     "runner.cache": Text(optional=True, flags=True, meaning="run, a folder, or false"),
-    "runner.timeout_s": Number(1, meaning="seconds a worker waits for the slowest at a collective"),
+    "runner.timeout_s": Number(
+        1, maximum=7 * 86400, meaning="seconds a worker waits for the slowest at a collective"
+    ),
     # execution: how code tasks run the model's programs
     "execution.sandbox": Choice(("bwrap", "none"), meaning="bwrap (isolated) or none"),
     "execution.allow_unsafe": Flag(meaning="required with execution=none"),
@@ -347,16 +396,24 @@ SETTINGS: dict[str, Rule] = {
     "execution.timeout_s": Number(
         0, whole=False, above=True, maximum=86400, meaning="wall-clock seconds per program"
     ),
-    "execution.workers": Number(1, optional=True, meaning="programs at once (null: 2 per core)"),
+    "execution.workers": Number(
+        1, optional=True, maximum=1024, meaning="programs at once (null: 2 per core)"
+    ),
     "execution.memory_gb": Number(
         0, whole=False, above=True, maximum=1_000_000, meaning="address space per program, GB"
     ),
-    "execution.max_output_bytes": Number(1, meaning="stdout+stderr read per program"),
-    "execution.max_processes": Number(1, meaning="processes and threads per sandbox"),
+    "execution.max_output_bytes": Number(
+        1, maximum=SIZE_MAX, meaning="stdout+stderr read per program"
+    ),
+    "execution.max_processes": Number(
+        1, maximum=SIZE_MAX, meaning="processes and threads per sandbox"
+    ),
     "execution.max_file_mb": Number(
         0, whole=False, above=True, maximum=1_000_000, meaning="file size limit and tmpfs size, MB"
     ),
-    "execution.max_open_files": Number(1, meaning="open files per program (RLIMIT_NOFILE)"),
+    "execution.max_open_files": Number(
+        1, maximum=1 << 20, meaning="open files per program (RLIMIT_NOFILE)"
+    ),
     # reasoning: what of a generation the metrics read (seed 002's text_post_processed)
     "reasoning.tags": Nested(meaning="[open, close] tag pairs of reasoning blocks removed"),
     # data: where the tasks' documents come from
@@ -366,11 +423,17 @@ SETTINGS: dict[str, Rule] = {
     # task: the benchmark
     "task._target_": Text(meaning="the task's class (allow-listed)"),
     "task.name": Text(meaning="the task's name in results"),
-    "task.num_fewshot": Number(0, optional=True, meaning="few-shot examples per prompt"),
-    "task.limit": Number(1, optional=True, meaning="docs per task (task=lm_eval: see below)"),
-    "task.fewshot_seed": Number(0, meaning="seed of the few-shot examples drawn"),
-    "task.repeats": Number(1, meaning="generations per doc (pass@k, maj@k)"),
-    "task.max_turns": Number(1, optional=True, meaning="turns answered of each conversation"),
+    "task.num_fewshot": Number(
+        0, optional=True, maximum=10_000, meaning="few-shot examples per prompt"
+    ),
+    "task.limit": Number(
+        1, optional=True, maximum=SIZE_MAX, meaning="docs per task (task=lm_eval: see below)"
+    ),
+    "task.fewshot_seed": Number(0, maximum=SEED_MAX, meaning="seed of the few-shot examples drawn"),
+    "task.repeats": Number(1, maximum=10_000, meaning="generations per doc (pass@k, maj@k)"),
+    "task.max_turns": Number(
+        1, optional=True, maximum=10_000, meaning="turns answered of each conversation"
+    ),
     "task.fewshot_sampler": Choice(("random", "first_n"), meaning="how examples are drawn"),
     "task.sample_split": Text(optional=True, meaning="the split evaluated (null: the task's)"),
     "task.fewshot_split": Text(optional=True, meaning="the split examples come from"),
@@ -389,10 +452,16 @@ SETTINGS: dict[str, Rule] = {
     "task.tasks": Nested(text=True, meaning="the group's member tasks"),
     "task.include_path": Nested(optional=True, text=True, meaning="lm-eval YAML folders"),
     "task.include_defaults": Flag(meaning="index lm-eval's own tasks too"),
-    "task.random_seed": Number(0, optional=True, meaning="lm-eval's python seed"),
-    "task.numpy_random_seed": Number(0, optional=True, meaning="lm-eval's numpy seed"),
-    "task.torch_random_seed": Number(0, optional=True, meaning="lm-eval's torch seed"),
-    "task.fewshot_random_seed": Number(0, optional=True, meaning="lm-eval's few-shot seed"),
+    "task.random_seed": Number(0, optional=True, maximum=SEED_MAX, meaning="lm-eval's python seed"),
+    "task.numpy_random_seed": Number(
+        0, optional=True, maximum=SEED_MAX, meaning="lm-eval's numpy seed"
+    ),
+    "task.torch_random_seed": Number(
+        0, optional=True, maximum=SEED_MAX, meaning="lm-eval's torch seed"
+    ),
+    "task.fewshot_random_seed": Number(
+        0, optional=True, maximum=SEED_MAX, meaning="lm-eval's few-shot seed"
+    ),
     "task.questions": Text(meaning="the questions file (judged tasks)"),
     "task.references": Text(optional=True, meaning="reference answers (judged tasks)"),
     "task.baseline": Text(optional=True, meaning="the baseline's answers (pairwise judging)"),
@@ -428,9 +497,13 @@ SETTINGS: dict[str, Rule] = {
     "sink.wandb.job_type": Text(meaning="W&B job type"),
     "sink.wandb.tags": Nested(meaning="tags of the W&B run"),
     # metrics: their parameters
-    "metrics.pass_at_k.k": Number(1, each=True, meaning="k of pass@k (a list: one row per k)"),
-    "metrics.maj_at_k.k": Number(1, each=True, meaning="k of maj@k (a list: one row per k)"),
-    "metrics.ece.bins": Number(1, meaning="equal-width confidence bins"),
+    "metrics.pass_at_k.k": Number(
+        1, each=True, maximum=10_000, meaning="k of pass@k (a list: one row per k)"
+    ),
+    "metrics.maj_at_k.k": Number(
+        1, each=True, maximum=10_000, meaning="k of maj@k (a list: one row per k)"
+    ),
+    "metrics.ece.bins": Number(1, maximum=100_000, meaning="equal-width confidence bins"),
     **_SCORE,
     # the primary config
     "allow_targets": Nested(meaning="extra _target_ module prefixes"),
@@ -449,8 +522,8 @@ COMMANDS: dict[str, dict[str, Rule]] = {
     "compare": {
         "a": Text(meaning="run folder A (the baseline)"),
         "b": Text(meaning="run folder B"),
-        "iters": Number(1, meaning="paired bootstrap resamples"),
-        "seed": Number(0, meaning="seed of the resamples"),
+        "iters": Number(1, maximum=ITERS_MAX, meaning="paired bootstrap resamples"),
+        "seed": Number(0, maximum=SEED_MAX, meaning="seed of the resamples"),
         "alpha": Number(
             0, whole=False, above=True, maximum=0.5, meaning="significance level (CI 1 - alpha)"
         ),
@@ -465,12 +538,17 @@ COMMANDS: dict[str, dict[str, Rule]] = {
         "dir": Text(meaning="where the runs are"),
         "tasks": Nested(optional=True, text=True, meaning="only runs of these tasks"),
         "models": Nested(optional=True, text=True, meaning="only runs of these models"),
-        "limit": Number(1, optional=True, meaning="the newest N runs (null: all)"),
-        "open": Number(1, optional=True, meaning="open the report of the Nth run listed"),
+        "limit": Number(
+            1, optional=True, maximum=SIZE_MAX, meaning="the newest N runs (null: all)"
+        ),
+        "open": Number(
+            1, optional=True, maximum=SIZE_MAX, meaning="open the report of the Nth run listed"
+        ),
         "progress": _PROGRESS,
     },
     "judge": {
         "run": Text(meaning="the finished run whose answers are judged"),
+        "trust_edited": _TRUST,
         "allow_targets": Nested(meaning="extra _target_ module prefixes"),
     },
 }
@@ -496,6 +574,7 @@ BY_TARGET: dict[str, dict[str, Rule]] = {
             whole=False,
             above=True,
             optional=True,
+            maximum=SIZE_MAX,
             meaning="docs per task: a count, or a fraction below 1 (lm-eval's --limit)",
         ),
     },

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mill.data.load import DataSource
+from mill.data.load import DataSource, warn_duplicate_ids
 from mill.errors import TaskError
 from mill.files import read_jsonl
 from mill.schema import typed
@@ -94,6 +94,7 @@ class JudgedTask(Task):
             if rid in base:
                 item["baseline"] = base[rid]
             self.rows.append(item)
+        warn_duplicate_ids(self.rows, f"{self.questions} (question file)")
         if self.limit is not None:
             self.rows = self.rows[: self.limit]
         categories = list(dict.fromkeys(r["category"] for r in self.rows))

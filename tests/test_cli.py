@@ -237,7 +237,7 @@ def test_a_first_word_that_is_no_command_nor_override_is_one_line() -> None:
     assert said.startswith("'comapre' is neither a command nor an override")
     assert "did you mean 'mill compare'" in said and "\n" not in said
     assert "the commands are mill report, mill compare, mill judge, mill runs" in said
-    with pytest.raises(ConfigError, match=r"to choose a task, write task=<option> \(arc, "):
+    with pytest.raises(ConfigError, match=r"to choose a task, write task=<option> \(aime24, "):
         command_line(["task", "arc"])
 
 

@@ -28,7 +28,8 @@ import csv
 import io
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -318,22 +319,47 @@ def load_rows(
     and mill.log); their count is in the origin (``duplicate_ids``: the manifest's
     ``datasets``)."""
     loaded = _load_rows(spec, split, source, subject)
-    repeats = duplicate_ids(loaded.rows)
+    where = loaded.origin.get("file") or loaded.origin.get("hub")
+    repeats = warn_duplicate_ids(loaded.rows, f"{where} (split {split!r})")
+    if repeats is not None:
+        loaded.origin["duplicate_ids"] = repeats
+    return loaded
+
+
+def warn_duplicate_ids(rows: Sequence[dict[str, Any]], where: str) -> dict[str, Any] | None:
+    """:func:`duplicate_ids` of ``rows``, warned about once (console and mill.log) naming
+    ``where`` (the file, and the split): every reader of documents from a file (the data
+    loader, a judged task's question file) says the same."""
+    repeats = duplicate_ids(rows)
     if repeats is not None:
         import logging
 
-        where = loaded.origin.get("file") or loaded.origin.get("hub")
-        loaded.origin["duplicate_ids"] = repeats
         logging.getLogger(__name__).warning(
-            "%s (split %r): %d row(s) repeat a document id (field %r, first: %r); each is "
+            "%s: %d row(s) repeat a document id (field %r, first: %r); each is "
             "scored as a document of its own: remove the repeats if they are not meant",
             where,
-            split,
             repeats["count"],
             repeats["field"],
             repeats["first"],
         )
-    return loaded
+    return repeats
+
+
+@contextmanager
+def _builders_quiet() -> Iterator[None]:
+    """``datasets``' file builders (json, csv, ...) log a file they cannot parse at ERROR,
+    twice (their handler and the root's), before they raise; Mill says what is wrong in its
+    own one line (:func:`_diagnose`), so within this block they log nothing below
+    CRITICAL."""
+    import logging
+
+    builders = logging.getLogger("datasets.packaged_modules")
+    level = builders.level
+    builders.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        builders.setLevel(level)
 
 
 def _load_rows(
@@ -357,13 +383,14 @@ def _load_rows(
 
         datasets.disable_progress_bars()
         try:
-            ds = datasets.load_dataset(
-                spec.local_builder,
-                data_files={split: str(path)},
-                split=split,
-                cache_dir=datasets_cache_dir(),  # Mill's cache, not ~/.cache/huggingface
-                **_builder_kwargs(spec),
-            )
+            with _builders_quiet():  # a bad file is Mill's one line, not their log lines too
+                ds = datasets.load_dataset(
+                    spec.local_builder,
+                    data_files={split: str(path)},
+                    split=split,
+                    cache_dir=datasets_cache_dir(),  # Mill's cache, not ~/.cache/huggingface
+                    **_builder_kwargs(spec),
+                )
             rows = ds.to_list()  # pyarrow takes bytes that are not UTF-8 and fails here
         except Exception as err:  # datasets raises many types; all mean "bad file"
             raise DatasetUnavailable(

@@ -54,15 +54,15 @@ def check_name(value: Any, setting: str) -> str:
     return text
 
 
-def check_folder(path: Path, setting: str) -> None:
-    """ConfigError naming ``setting`` when ``path`` cannot be a folder: it, or a folder
-    above it, exists as a file."""
+def check_folder(path: Path, setting: str, role: str = "the experiment folder") -> None:
+    """ConfigError naming ``setting`` (the key the user typed) when ``path`` cannot be a
+    folder (``role`` says which): it, or a folder above it, exists as a file."""
     for place in (Path(path), *Path(path).parents):
         if place.exists():
             if not place.is_dir():
                 what = "" if place == Path(path) else f" ({place} is a file)"
                 raise ConfigError(
-                    f"{setting}={path} cannot be the experiment folder: a file is in the "
+                    f"{setting}={path} cannot be {role}: a file is in the "
                     f"way{what}; choose a folder path"
                 )
             return

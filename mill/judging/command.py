@@ -11,15 +11,20 @@ from omegaconf import DictConfig, OmegaConf
 from mill.errors import ConfigError
 from mill.schema import typed_command
 
+SAVED_ANSWERS = "mill.model.saved.SavedAnswers"
+"""The model of a ``mill judge`` run: the source run's saved answers."""
 
-def rejudge_config(run: str, judge: DictConfig) -> dict[str, Any]:
+
+def rejudge_config(run: str, judge: DictConfig, trust_edited: bool = False) -> dict[str, Any]:
     """The config that judges the finished run in ``run`` with ``judge``: the run's own
     resolved config, its model replaced by the run's saved answers
     (:class:`mill.model.saved.SavedAnswers`), its judge by ``judge``. ReportInputError
-    (one line) for a folder that is not a finished run or whose answers are missing."""
+    (one line) for a folder that is not a finished run or whose answers are missing, or one
+    edited since it was written unless ``trust_edited`` (the ``trust_edited=true`` its
+    message advises)."""
     from mill.report.load import ReportInputError, RunFolder
 
-    source = RunFolder.open(run)
+    source = RunFolder.open(run, trust_edited=trust_edited)
     if not source.config:
         raise ReportInputError(f"{run} has no resolved.yaml; judge a run Mill wrote")
     missing = [
@@ -33,7 +38,7 @@ def rejudge_config(run: str, judge: DictConfig) -> dict[str, Any]:
     resolved = {k: v for k, v in source.config.items() if k != "hydra"}
     model = dict(resolved.get("model") or {})
     resolved["model"] = {
-        "_target_": "mill.model.saved.SavedAnswers",
+        "_target_": SAVED_ANSWERS,
         "run": str(source.path.resolve()),
         "name": str(model.get("name") or "saved"),
         "model": source.results.model,
@@ -56,7 +61,8 @@ def judge_job(cfg: DictConfig) -> DictConfig:
         )
     if cfg.get("judge") is None:
         raise ConfigError(f"mill judge needs a judge: mill judge run={run} judge=<judge>")
-    resolved = rejudge_config(str(run), cfg.judge)
+    trust = typed_command("judge", {"trust_edited": cfg.get("trust_edited", False)})
+    resolved = rejudge_config(str(run), cfg.judge, trust["trust_edited"])
     for key in ("report", "runner"):  # this command's own report and runner settings win
         if cfg.get(key) is not None:
             ours = OmegaConf.to_container(cfg[key], resolve=True)

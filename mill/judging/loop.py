@@ -17,7 +17,7 @@ from typing import Any
 
 from mill.errors import MillError
 from mill.evaluator import DispatchFn, DocKey, WaitingDoc
-from mill.judging.settings import JudgeSettings
+from mill.judging.settings import JudgeSettings, as_judge_error
 from mill.metrics.base import Metric
 from mill.metrics.judge import JudgedMetric, JudgePrompt, is_judged
 from mill.model.base import LanguageModel
@@ -78,9 +78,21 @@ class Judging:
         One round sends every judge prompt; a reply that does not parse is sent once more
         at a new seed when the judge samples (else it stays invalid); invalid judgments
         never count as grades. More than ``max_invalid`` of them ends the run, naming the
-        first (JudgeFailed)."""
+        first (JudgeFailed). An error of the judge's model names its settings as the user
+        typed them, ``judge.base_url`` (:func:`as_judge_error`)."""
         if not waiting:
             return
+        try:
+            self._judge(waiting, dispatch_fn, progress)
+        except MillError as err:
+            renamed = as_judge_error(err)
+            if renamed is err:
+                raise
+            raise renamed from err
+
+    def _judge(
+        self, waiting: Sequence[WaitingDoc], dispatch_fn: DispatchFn, progress: Progress
+    ) -> None:
         self.loaded = self.load()
         model = self.loaded.model
         messages = model.takes_messages()

@@ -10,6 +10,7 @@ client), ``revision``, ``generation`` and ``cache``.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +18,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from mill.errors import ConfigError
+from mill.errors import ConfigError, MillError
 from mill.instantiate import resolve_target
-from mill.schema import typed
+from mill.schema import MODEL_KEYS, typed
 from mill.types import GenerationArgs
 
 JUDGE_SETTINGS = ("max_invalid", "num_concurrent", "generation", "revision", "cache")
@@ -38,7 +39,29 @@ def judge_cache_setting(value: Any) -> str | None:
             f"judge.cache={value!r}: use shared ($MILL_CACHE/judge), run (the run's response "
             "cache), false, or a folder"
         )
+    if value not in ("shared", "run"):  # a folder: a file in its way is named here
+        from mill.experiment.folder import check_folder
+
+        check_folder(Path(value).expanduser(), "judge.cache", "the judge's cache folder")
     return value
+
+
+_MODEL_KEY = re.compile(rf"(?<![\w.])model\.(?=(?:{'|'.join(MODEL_KEYS)})\b)")
+
+
+def as_judge_error(err: MillError) -> MillError:
+    """``err``, raised by the judge's model (a model config: its messages say
+    ``model.base_url``), with each ``model.<key>`` of a model setting named as the user
+    typed it, ``judge.<key>``; the same class, ``err`` its cause."""
+    text = _MODEL_KEY.sub("judge.", str(err))
+    if text == str(err):
+        return err
+    try:
+        renamed = type(err)(text)
+    except TypeError:  # a class with its own arguments: the base class says the same
+        renamed = MillError(text)
+    renamed.__cause__ = err
+    return renamed
 
 
 def _parameters(target: str) -> set[str]:

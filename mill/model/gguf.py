@@ -41,7 +41,9 @@ import shutil
 import sys
 import time
 import zipfile
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -136,8 +138,26 @@ def packaged_gguf(spec: PackagedGGUF = SMOLLM2) -> Path:
     return path
 
 
+_BROKEN_ZIP = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError)
+"""What :mod:`zipfile` raises for a truncated or corrupt archive."""
+
+
+@contextmanager
+def _readable_wheel(wheel: Path) -> Iterator[None]:
+    """A truncated or corrupt wheel, read inside this block, is one line naming
+    ``model.gguf`` (ModelError), not :mod:`zipfile`'s traceback."""
+    try:
+        yield
+    except _BROKEN_ZIP as err:
+        raise ModelError(
+            f"model.gguf={wheel} is not a readable wheel ({type(err).__name__}: {err}); "
+            "the download may be truncated: download it again, or point model.gguf at "
+            "the .gguf file"
+        ) from None
+
+
 def _wheel_member(wheel: Path) -> zipfile.ZipInfo:
-    with zipfile.ZipFile(wheel) as archive:
+    with _readable_wheel(wheel), zipfile.ZipFile(wheel) as archive:
         members = [m for m in archive.infolist() if m.filename.endswith(".gguf")]
     if len(members) != 1:
         raise ModelError(
@@ -153,7 +173,7 @@ def gguf_path(source: Path, into: Path) -> Path:
     if source.suffix != ".whl":
         return source
     member = _wheel_member(source)
-    with zipfile.ZipFile(source) as archive:
+    with _readable_wheel(source), zipfile.ZipFile(source) as archive:
         return Path(archive.extract(member, into))
 
 
@@ -164,7 +184,7 @@ def source_sha256(path: Path) -> str:
         return file_digests([path])[path]
     member = _wheel_member(path)
     digest = hashlib.sha256()
-    with zipfile.ZipFile(path) as archive, archive.open(member) as handle:
+    with _readable_wheel(path), zipfile.ZipFile(path) as archive, archive.open(member) as handle:
         while block := handle.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
@@ -388,8 +408,11 @@ def convert(
         ) from None
     try:
         reader = GGUFReader(source)
-    except (ValueError, OSError) as err:
-        raise ModelError(f"{source} is not a readable GGUF file ({err})") from None
+    except Exception as err:  # the reader parses untrusted bytes: any error is a bad file
+        raise ModelError(
+            f"{source} is not a readable GGUF file ({type(err).__name__}: {err}); check "
+            "model.gguf (a truncated download? download it again)"
+        ) from None
     config = llama_config(reader, source)
     tokenizer = byte_level_tokenizer(reader, source)
     need = sum(int(t.n_elements) * 4 for t in reader.tensors) + (64 << 20)

@@ -17,6 +17,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from mill import files
 from mill.errors import ConfigError
 from mill.report.numbers import value_pm_stderr
 
@@ -125,12 +126,32 @@ def _started(folder: Path, manifest: dict[str, Any]) -> datetime:
     return datetime.utcfromtimestamp(folder.stat().st_mtime)
 
 
+def _edited(folder: Path, manifest: dict[str, Any]) -> str | None:
+    """Why a finished run's ``results.json`` is not what it wrote (its SHA-256 is not the
+    manifest's ``results_sha256``, or there is none), else None: ``mill runs`` shows such a
+    run as edited, not finished (its samples are checked by the readers, which hash them)."""
+    recorded = manifest.get("results_sha256")
+    path = folder / "results.json"
+    try:
+        if recorded and files.sha256_file(path) == recorded:
+            return None
+    except OSError:
+        return "results.json cannot be read"
+    return (
+        "results.json changed after the run wrote it (mill report ... trust_edited=true "
+        "reads it knowingly)"
+    )
+
+
 def read_entry(folder: Path) -> RunEntry:
     manifest = _json(folder / "manifest.json")
     results = _json(folder / "results.json") if manifest.get("status") == "succeeded" else {}
     tasks, model = _names(folder, manifest, results)
     status = _status(folder, manifest)
     error = manifest.get("error") or (_log_error(folder) if status == "failed" else None)
+    edited = _edited(folder, manifest) if status == "finished" else None
+    if edited is not None:
+        status, error = "edited", edited
     return RunEntry(
         path=folder,
         started=_started(folder, manifest),

@@ -85,7 +85,11 @@ def build(run: RunContext) -> Plan:
     run.clock.mark("data")
     if cfg.get("judge") is not None:
         run.judging = build_judge(run, metrics)
-    require_judge(metrics, run.judging)
+    from mill.judging.command import SAVED_ANSWERS
+
+    model = cfg.get("model") or {}
+    rejudged = model.get("run") if model.get("_target_") == SAVED_ANSWERS else None
+    require_judge(metrics, run.judging, None if rejudged is None else str(rejudged))
     return Plan(source, tasks, group, metrics, execution, reasoning)
 
 

@@ -28,7 +28,10 @@ def test_defaults_match_the_local_preset(compose) -> None:
     ("node", "match"),
     [
         ({"num_processes": 0}, r"runner.num_processes=0 is not allowed: give a whole number >= 1"),
-        ({"num_processes": "two"}, r"'two' is not allowed: give a whole number >= 1 \(or auto\)"),
+        (
+            {"num_processes": "two"},
+            r"'two' is not allowed: give a whole number >= 1 and <= 1024 \(or auto\)",
+        ),
         ({"launcher": "mpirun"}, "unknown"),
         ({"cpu": "maybe"}, "true, false or auto"),
         ({"seeed": 1}, "no setting 'seeed'"),
@@ -93,7 +96,7 @@ def test_resume_may_lower_memory_settings() -> None:
 @pytest.mark.parametrize(
     ("setting", "value", "fragment"),
     [
-        ("model.max_length", 0, ">= 1 (or null)"),  # was silently the model's 512
+        ("model.max_length", 0, ">= 1 and <= 2147483647 (or null)"),  # was silently the model's 512
         ("model.max_length", -1, ">= 1"),
         ("model.max_length", 2.5, "whole number"),
         ("model.max_gen_toks", 0, ">= 1"),
