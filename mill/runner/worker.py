@@ -21,7 +21,7 @@ from omegaconf import OmegaConf
 from mill.errors import MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import mark_failed
-from mill.redact import redact_logs, restore
+from mill.redact import redact_logs, redacted_console, register_config_secrets, restore
 from mill.runner.dist import Dist, init_dist, launched_rank
 from mill.runner.execute import execute
 from mill.runner.launch import SECRETS_ENV
@@ -51,11 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(args[0]).resolve()
     rank = launched_rank()
     redact_logs()
+    with redacted_console():
+        return _work(folder, rank)
+
+
+def _work(folder: Path, rank: int) -> int:
     _logging(folder, rank)
     loaded = OmegaConf.to_container(OmegaConf.load(folder / "resolved.yaml"))
     assert isinstance(loaded, dict)
     resolved = cast(dict[str, Any], loaded)
     restore(resolved, json.loads(os.environ.get(SECRETS_ENV) or "[]"))
+    register_config_secrets(resolved)
     dist = Dist(rank=rank)
     try:
         settings = RunnerSettings.parse(resolved.get("runner"))
