@@ -25,6 +25,7 @@ from mill.redact import redact_logs, redacted_console, register_config_secrets, 
 from mill.runner.dist import Dist, init_dist, launched_rank
 from mill.runner.execute import execute
 from mill.runner.launch import SECRETS_ENV
+from mill.runner.logs import RunLog
 from mill.runner.settings import RunnerSettings
 
 FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] %(message)s"
@@ -38,7 +39,7 @@ def _logging(folder: Path, rank: int) -> None:
     console.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(console)
     if rank == 0:
-        handler = logging.FileHandler(folder / "mill.log", mode="a")
+        handler = RunLog(folder / "mill.log", mode="a")
         handler.setFormatter(logging.Formatter(FORMAT))
         root.addHandler(handler)
 
