@@ -22,7 +22,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mill.files import register_resource_resolver
-from mill.redact import redact_logs, redact_text, sweep_job_config
+from mill.redact import redact_console, redact_logs, redact_text, redacted_console, sweep_job_config
 from mill.runner.dist import launched_rank, launched_world_size
 from mill.runner.logs import to_file
 from mill.schema import SETTINGS, check_number
@@ -381,7 +381,14 @@ def _unknown_command(word: str) -> str:
 
 def main() -> None:
     """Run ``mill`` with ``sys.argv`` (returns, or raises SystemExit with the status);
-    the console script wraps it in :func:`run`."""
+    the console script wraps it in :func:`run`. Everything it prints (Hydra's ``--cfg``,
+    ``--help`` and ``--info`` too) passes through :func:`mill.redact.redact_text`, the
+    credentials of the run's config registered (:func:`mill.redact.redacted_console`)."""
+    with redacted_console():
+        _main()
+
+
+def _main() -> None:
     import yaml
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
@@ -480,7 +487,9 @@ def _exit_now(code: object) -> None:
 
 def run() -> None:
     """Console-script entry point (``mill``, ``python -m mill``): :func:`main`, then a fast
-    exit (:func:`_exit_now`). A traceback (Mill's own bug) exits the ordinary way."""
+    exit (:func:`_exit_now`). A traceback (Mill's own bug) exits the ordinary way, printed
+    through the same redacting stream as everything else."""
+    redact_console()
     try:
         main()
     except SystemExit as done:

@@ -11,6 +11,13 @@ rebuilds it) and ``mill.log``. One is Hydra's own: the sweep folder's ``multirun
 written by Hydra's sweeper before the first job starts (a plain write Mill does not
 control; Mill rewrites it atomically when it masks credentials in it,
 :func:`mill.runner.sweep.redact_sweep_config`).
+
+Nothing is written outside the folder that owns it: every writer names the folder it
+writes into and goes through :func:`inside` (one rule: the path, symbolic links followed,
+must stay inside that folder), so a link planted at a name Mill writes (``mill.log``,
+``plots/``, ``cache/``, ``samples/``, ``report.txt``, ...) is refused with one line naming
+it, never followed; the temporary file of an atomic write is created fresh
+(``O_EXCL | O_NOFOLLOW``), never opened through a link.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, BinaryIO, TextIO, cast
@@ -82,6 +89,36 @@ def datasets_cache_dir() -> str | None:
     return str(cache_root() / "datasets")
 
 
+def inside(root: Path, path: Path) -> Path:
+    """``path`` when it (its symbolic links followed) stays inside the folder ``root``:
+    the one rule of every file and folder Mill writes. A :class:`StorageError` naming the
+    path otherwise (a link planted where Mill writes, a name with ``..``)."""
+    root, path = Path(root), Path(path)
+    real = root.resolve()
+    if not path.resolve().is_relative_to(real):
+        raise StorageError(
+            f"{path} leads outside {real} (a symbolic link?); Mill writes only inside the "
+            "folder it owns: remove the link, or choose another folder"
+        )
+    return path
+
+
+def write_inside(root: Path, name: str | Path, data: bytes | str) -> Path:
+    """``root/name`` written atomically (:func:`write_atomic`), its folders made, after
+    :func:`inside` passed it; returns the path."""
+    path = inside(root, Path(root) / name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data)
+    return path
+
+
+def reads_into(target: Path, read: Iterable[Path]) -> Path | None:
+    """The first folder of ``read`` that ``target`` (an ``out=`` folder) lies in, links
+    followed, or None: a command never writes into a folder it reads."""
+    real = Path(target).resolve()
+    return next((p for p in read if real.is_relative_to(Path(p).resolve())), None)
+
+
 @contextmanager
 def replacing(path: Path, binary: bool = False) -> Iterator[TextIO | BinaryIO]:
     """A handle on ``<path>.tmp`` (UTF-8 text, or bytes with ``binary``), renamed over
@@ -90,8 +127,10 @@ def replacing(path: Path, binary: bool = False) -> Iterator[TextIO | BinaryIO]:
     removed."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)  # a leftover (or a link planted there) is not written through
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
     try:
-        with tmp.open("wb") if binary else tmp.open("w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "wb") if binary else open(fd, "w", encoding="utf-8") as handle:
             yield handle
         os.replace(tmp, path)
     finally:

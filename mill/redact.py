@@ -45,14 +45,16 @@ environment by default); each job's config gets them back from there
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import json
 import logging
 import os
 import re
+import sys
 import urllib.parse
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -184,6 +186,46 @@ def register_url_secrets(url: str, api_key: str | None = None) -> None:
         if is_secret_param(name):
             found.append(value)
     register_secret(*found)
+
+
+def register_config_secrets(config: Any, environ: Any = None) -> None:
+    """The run's registry of secrets, built once from its resolved config before anything
+    is built or printed: every URL's credentials (:func:`register_url_secrets`), the value
+    of every environment variable a ``*api_key_env`` setting names (the served model's and
+    the judge's API keys); the ``Authorization`` header a served client sends is made of
+    these (``Bearer <key>``, ``Basic`` of the URL's user info). From then on every sink
+    masks them (:func:`redact_text`; a server's answer, :func:`mask_secrets`)."""
+    env = os.environ if environ is None else environ
+    if isinstance(config, dict):
+        for key, value in config.items():
+            if isinstance(value, str) and str(key).endswith("api_key_env"):
+                register_secret(env.get(value))
+            else:
+                register_config_secrets(value, env)
+    elif isinstance(config, (list, tuple)):
+        for value in config:
+            register_config_secrets(value, env)
+    elif isinstance(config, str) and "://" in config:
+        for match in _URL.finditer(config):
+            register_url_secrets(_split(match.group(0))[0])
+
+
+def mask_secrets(value: T) -> T:
+    """A copy of ``value`` (a decoded JSON answer: nested dicts, lists, strings) with every
+    registered secret (:func:`register_secret`) replaced by ``***`` and nothing else
+    changed: a server that echoes the request's ``Authorization`` header back in its answer
+    puts no credential into samples or the response cache, and the model's other words stay
+    as they were (no pattern is applied to them)."""
+    if isinstance(value, str):
+        for secret in sorted(_SECRETS, key=len, reverse=True):
+            if secret in value:
+                value = value.replace(secret, MASK)  # type: ignore[assignment]
+        return value
+    if isinstance(value, dict):
+        return {k: mask_secrets(v) for k, v in value.items()}  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [mask_secrets(v) for v in value]  # type: ignore[return-value]
+    return value
 
 
 def _last_word_secret(name: str) -> bool:
@@ -369,6 +411,51 @@ class _RedactedRecord(logging.LogRecord):
 
     def getMessage(self) -> str:  # noqa: N802 - logging's name
         return redact_text(super().getMessage())
+
+
+class RedactingStream:
+    """A text stream (``sys.stdout``, ``sys.stderr``) whose every write passes through
+    :func:`redact_text`; everything else (``isatty``, ``fileno``, ``flush``) is the wrapped
+    stream's. Whatever prints to the console (Hydra's ``--cfg``, ``--help`` and ``--info``,
+    progress lines, rich tables, a traceback) then shows no credential."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact_text(text) if isinstance(text, str) else text)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "stream":
+            raise AttributeError(name)
+        return getattr(self.stream, name)
+
+
+def redact_console() -> tuple[TextIO, TextIO]:
+    """Make ``sys.stdout`` and ``sys.stderr`` :class:`RedactingStream` (once: a stream
+    that already is one is kept); returns the streams as they were."""
+    saved = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, RedactingStream):
+        sys.stdout = cast(TextIO, RedactingStream(sys.stdout))
+    if not isinstance(sys.stderr, RedactingStream):
+        sys.stderr = cast(TextIO, RedactingStream(sys.stderr))
+    return saved
+
+
+@contextlib.contextmanager
+def redacted_console() -> Iterator[None]:
+    """:func:`redact_console` for the block (the ``mill`` command, a worker); the streams
+    as they were afterwards."""
+    saved = redact_console()
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def redact_logs() -> None:

@@ -253,3 +253,24 @@ def test_credentials_a_server_echoes_outside_urls_are_masked() -> None:
         "Basic usage: max_tokens=16",
     ]
     assert [redact_text(t) for t in kept] == kept
+
+
+def test_the_console_streams_mask_what_is_printed_and_are_restored(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What ``mill`` prints, a traceback included, goes through :class:`RedactingStream`."""
+    import sys
+
+    from mill.redact import RedactingStream, redacted_console, register_secret
+
+    register_secret("console-secret-3f9d")
+    before = sys.stdout, sys.stderr
+    with redacted_console():
+        assert isinstance(sys.stderr, RedactingStream)
+        assert sys.stderr.isatty() == before[1].isatty()  # everything else is the stream's
+        print("loading http://bob:pw-5c1e2a@host/v1 with console-secret-3f9d")
+        print("Traceback: Error('console-secret-3f9d')", file=sys.stderr)
+    assert (sys.stdout, sys.stderr) == before
+    out, err = capsys.readouterr()
+    assert out == "loading http://***@host/v1 with ***\n"
+    assert err == "Traceback: Error('***')\n"

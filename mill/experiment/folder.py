@@ -12,6 +12,9 @@
   interrupted (SIGINT/SIGTERM);
 * while a run is in progress its driver holds an exclusive lock on ``.lock``, so a
   resumed run can tell an interrupted folder from one still in use;
+* nothing is written outside the folder: every name Mill writes in it (:data:`RUN_NAMES`)
+  is checked when the folder is claimed or reopened, and again by each writer, with
+  :func:`mill.files.inside` (a symbolic link planted there and leading out is refused);
 * no credential is written: the manifest, ``results.json`` and every text file (configs,
   reports) pass through :func:`mill.redact.redact` (a URL's user info and secret query
   parameters masked). Samples are the data and the model's words, written as they are.
@@ -27,7 +30,7 @@ from typing import Any
 import jsonlines
 
 from mill.errors import ConfigError, ExperimentExists, MillError
-from mill.files import replacing, sha256_file, write_atomic, write_json
+from mill.files import inside, replacing, sha256_file, write_atomic, write_json
 from mill.record import SampleRecord
 from mill.redact import redact, redact_text
 from mill.results.schema import Manifest, Results
@@ -68,6 +71,24 @@ def check_folder(path: Path, setting: str, role: str = "the experiment folder") 
             return
 
 
+RUN_NAMES = (
+    "mill.log",
+    ".lock",
+    ".hydra",
+    "manifest.json",
+    "results.json",
+    "resolved.yaml",
+    "samples",
+    "cache",
+    "report.txt",
+    "report.html",
+    "plots",
+    "model_judgment",
+)
+"""The names Mill writes in a run folder: each is checked (:func:`mill.files.inside`)
+when the folder is claimed or reopened, before anything is written or loaded."""
+
+
 class ExperimentFolder:
     """Owns the files of one run."""
 
@@ -86,8 +107,16 @@ class ExperimentFolder:
     def manifest_path(self) -> Path:
         return self.path / "manifest.json"
 
+    def check_names(self) -> None:
+        """StorageError naming the first of :data:`RUN_NAMES` that leads out of the folder
+        (a symbolic link planted there): said before the run writes anything."""
+        for name in RUN_NAMES:
+            self.inside(self.path / name)
+
     def claim(self) -> None:
-        """Refuse a folder that already holds a finished or started run."""
+        """Refuse a folder that already holds a finished or started run, or one where a
+        name Mill writes leads outside it."""
+        self.check_names()
         for existing in (self.results_path, self.manifest_path):
             if existing.exists():
                 hint = ""
@@ -97,7 +126,7 @@ class ExperimentFolder:
                     f"{existing} already exists; Mill never overwrites a run. Choose another "
                     f"folder (hydra.run.dir=...) or remove it{hint}"
                 )
-        self.samples_dir.mkdir(parents=True, exist_ok=True)
+        self.inside(self.samples_dir).mkdir(parents=True, exist_ok=True)
         self.lock()
 
     def _succeeded(self) -> bool:
@@ -111,7 +140,7 @@ class ExperimentFolder:
         if self._lock is not None:
             return
         self.path.mkdir(parents=True, exist_ok=True)
-        handle = (self.path / ".lock").open("a+")
+        handle = self.inside(self.path / ".lock").open("a+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -132,10 +161,12 @@ class ExperimentFolder:
 
         A run is finished when its manifest says ``succeeded`` (the last write of a run);
         anything else (``running`` after a kill, ``failed``, ``interrupted``) is completed
-        by a resumed run. Refuses a finished run and a folder in use; removes what the
-        unfinished run derived (sample files, results, reports, temporary files): the
-        response cache rebuilds them without the model. Returns the old manifest.
+        by a resumed run. Refuses a finished run, a folder in use and one where a name Mill
+        writes leads outside it; removes what the unfinished run derived (sample files,
+        results, reports, temporary files): the response cache rebuilds them without the
+        model. Returns the old manifest.
         """
+        self.check_names()
         self.lock()
         try:
             old = self.read_manifest()
@@ -165,14 +196,9 @@ class ExperimentFolder:
         return old
 
     def inside(self, path: Path) -> Path:
-        """``path`` when it resolves inside this folder; MillError otherwise (every file a
-        run writes goes through here, so no name can lead out of the folder)."""
-        root = self.path.resolve()
-        if not path.resolve().is_relative_to(root):
-            raise MillError(
-                f"{path} is outside the experiment folder {root}; Mill refuses to write it"
-            )
-        return path
+        """``path`` when it resolves inside this folder; StorageError otherwise (every file
+        a run writes goes through here: :func:`mill.files.inside`, the one rule)."""
+        return inside(self.path, path)
 
     def read_manifest(self) -> Manifest:
         """``manifest.json``, typed (OSError when missing, MillError when not a manifest)."""
@@ -209,12 +235,12 @@ class ExperimentFolder:
         """``manifest.json``, atomically, in the schema of :class:`mill.results.Manifest`."""
         if isinstance(manifest, dict):
             manifest = Manifest.from_dict(manifest)
-        write_json(self.manifest_path, redact(manifest.to_dict()))
+        write_json(self.inside(self.manifest_path), redact(manifest.to_dict()))
 
     def write_results(self, results: Results) -> str:
         """``results.json``, atomically, in the schema of :class:`mill.results.Results`;
         returns its SHA-256 (the manifest records it)."""
-        return write_json(self.results_path, redact(results.to_dict()))
+        return write_json(self.inside(self.results_path), redact(results.to_dict()))
 
     def samples_sha256(self) -> dict[str, str]:
         """task -> SHA-256 of each final ``samples/<task>.jsonl`` (``results.json`` records

@@ -80,7 +80,7 @@ def write_fastchat_judgments(
             continue
         samples = read_jsonl(path, "samples", ResultsError)
         by_metric = fastchat_judgments(samples, metrics[task.name], model, judge)
-        (folder.path / "model_judgment").mkdir(exist_ok=True)
+        folder.inside(folder.path / "model_judgment").mkdir(exist_ok=True)
         for name, lines in by_metric.items():
             text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
             folder.write_text(f"model_judgment/{task.name}_{name}.jsonl", text)

@@ -14,6 +14,9 @@ The API key travels only in the ``Authorization`` header: it is never part of an
 message. Credentials in the URL (``http://user:password@host/v1`` is sent as HTTP Basic
 auth when there is no API key; a query such as ``?api_key=...`` is sent with every request)
 are redacted (:mod:`mill.redact`) from every message and from :attr:`JSONClient.base_url`.
+A successful answer that holds one of them (a server echoing the ``Authorization`` header)
+has it masked before anything reads it (:func:`mill.redact.mask_secrets`), so it reaches
+neither the samples nor the response cache.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mill.errors import ModelError
-from mill.redact import redact_text, redact_url, register_url_secrets
+from mill.redact import mask_secrets, redact_text, redact_url, register_url_secrets
 from mill.schema import typed
 
 T = TypeVar("T")
@@ -289,8 +292,8 @@ class JSONClient:
             self._drop_connection()
         status = resp.status
         if 200 <= status < 300:
-            try:
-                return json.loads(data)
+            try:  # an answer that echoes a credential back holds it masked from here on
+                return mask_secrets(json.loads(data))
             except ValueError:
                 return Failure(f"HTTP {status} with a body that is not JSON", True)
         message = self._clean(f"HTTP {status}: {_excerpt(data)}")

@@ -468,6 +468,15 @@ def compare_command(cfg: Any) -> None:
     run_b = RunFolder.open(str(cfg.b), trust_edited=trust)
     if run_a.path.resolve() == run_b.path.resolve():
         raise ReportInputError(f"a and b are the same folder ({run_a.path}); give two runs")
+    if cfg.get("out"):
+        from mill.files import reads_into
+
+        into = reads_into(Path(str(cfg.out)), (run_a.path, run_b.path))
+        if into is not None:
+            raise ReportInputError(
+                f"out={cfg.out} would write into {into}, a run this comparison reads; Mill "
+                "never writes into the folders it reads: choose another out= folder"
+            )
     if same_answers(run_a, run_b):  # two judgings of one run's answers: judge agreement
         console = make_console(stderr=False, mode=str(cfg.get("progress", "auto")), record=True)
         console.print(f"A = {run_a.path}", soft_wrap=True)
@@ -524,12 +533,11 @@ def write_compare(
 ) -> None:
     """``compare.json``, ``compare.txt``, ``plots/compare.png`` and ``compare.html``;
     ``problems``: code tasks' problems passing in one run only (:func:`problem_flips`)."""
-    from mill.files import write_atomic
+    from mill.files import write_inside
     from mill.report import html, plots
     from mill.report.console import make_console
 
     params = {"iters": int(cfg.iters), "seed": int(cfg.seed), "alpha": float(cfg.alpha)}
-    out.mkdir(parents=True, exist_ok=True)
     dicts = [asdict(r) for r in rows]
     blob = {
         "a": {"path": str(run_a.path), "label": labels[0], "edited": run_a.edited},
@@ -539,10 +547,9 @@ def write_compare(
     }
     if problems:
         blob["problems"] = problems
-    write_atomic(out / "compare.json", json.dumps(blob, indent=2) + "\n")
-    write_atomic(out / "compare.txt", text)
+    write_inside(out, "compare.json", json.dumps(blob, indent=2) + "\n")
+    write_inside(out, "compare.txt", text)
     png = plots.compare_png(dicts, *labels)
-    (out / "plots").mkdir(exist_ok=True)
-    write_atomic(out / "plots" / "compare.png", png)
-    write_atomic(out / "compare.html", html.compare_page(*labels, run_a, run_b, dicts, png, params))
+    write_inside(out, "plots/compare.png", png)
+    write_inside(out, "compare.html", html.compare_page(*labels, run_a, run_b, dicts, png, params))
     make_console(stderr=True).print(f"[mill] wrote {out / 'compare.html'}")

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from mill.files import write_atomic
+from mill.files import reads_into, write_inside
 from mill.report.calibration import Reliability
 from mill.report.load import ReportInputError, RunFolder, Score, Sweep, is_run, open_sweep
 
@@ -72,8 +72,6 @@ def write_run_pages(run: RunFolder, out: Path, draw: Drawing = _one_by_one) -> P
     from mill.report import html, plots
     from mill.report.ifeval import instruction_types
 
-    plots_dir = out / PLOTS
-    plots_dir.mkdir(parents=True, exist_ok=True)
     rels = calibrations(run)
     chance = {rel.task: rel.chance for rel in rels}
     jobs = [partial(plots.reliability_png, rel) for rel in rels]
@@ -84,16 +82,14 @@ def write_run_pages(run: RunFolder, out: Path, draw: Drawing = _one_by_one) -> P
     reliability_pngs, types_pngs = pngs[: len(rels)], pngs[len(rels) :]
     calibration = []
     for rel, png in zip(rels, reliability_pngs, strict=True):
-        write_atomic(plots_dir / f"calibration_{_safe(rel.task)}.png", png)
+        write_inside(out, f"{PLOTS}/calibration_{_safe(rel.task)}.png", png)
         calibration.append((rel, png))
     instruction = []
     for (task, rows), png in zip(types, types_pngs, strict=True):
-        write_atomic(plots_dir / f"instruction_types_{_safe(task)}.png", png)
+        write_inside(out, f"{PLOTS}/instruction_types_{_safe(task)}.png", png)
         instruction.append((task, rows, png))
-    write_atomic(plots_dir / "scores.png", scores_png)
-    target = out / HTML
-    write_atomic(target, html.run_page(run, scores_png, calibration, instruction))
-    return target
+    write_inside(out, f"{PLOTS}/scores.png", scores_png)
+    return write_inside(out, HTML, html.run_page(run, scores_png, calibration, instruction))
 
 
 def _silent_console() -> Console:
@@ -152,22 +148,20 @@ def write_multi_report(
     if rows:
         console.print(sweep_table(rows, title))
         chart = plots.sweep_png(rows)
-        write_atomic(out / SWEEP_PNG, chart)  # a file, not plots/: a sweep's folders are its jobs
+        write_inside(out, SWEEP_PNG, chart)  # a file, not plots/: a sweep's folders are its jobs
     for job, why in failed:
         console.print(f"failed: {job.name}: {why}")
     for run in runs:
         if run.edited_note:
             console.print(run.edited_note, soft_wrap=True)
-    write_atomic(out / TEXT, console.export_text())
+    write_inside(out, TEXT, console.export_text())
     links = [
         (name, run, os.path.relpath(page, out))
         for name, run, page in zip(names, runs, pages, strict=True)
     ]
     fails = [(str(os.path.relpath(job, out)), why) for job, why in failed]
     ece = [(name, rel) for name, run in zip(names, runs, strict=True) for rel in calibrations(run)]
-    target = out / HTML
-    write_atomic(target, html.sweep_page(title, links, rows, chart, fails, ece))
-    return target
+    return write_inside(out, HTML, html.sweep_page(title, links, rows, chart, fails, ece))
 
 
 def write_sweep_report(sweep: Sweep, console: Console) -> Path:
@@ -265,10 +259,10 @@ def report_command(cfg: Any) -> None:
     dests = [out] if single else _destinations(runs, out)
     read = [*paths, *(run.path for run in runs)]
     for target in (out, *dests):
-        inside = [p for p in read if target.resolve().is_relative_to(p.resolve())]
-        if inside:
+        inside = reads_into(target, read)
+        if inside is not None:
             raise ReportInputError(
-                f"out={out} would write into {inside[0]}, a folder this report reads; Mill "
+                f"out={out} would write into {inside}, a folder this report reads; Mill "
                 "never writes into the folders it reports: choose another out= folder"
             )
     mode = str(cfg.get("progress", "auto"))
@@ -281,7 +275,7 @@ def report_command(cfg: Any) -> None:
         dest.mkdir(parents=True, exist_ok=True)
         if run.edited_note:
             console.print(run.edited_note, soft_wrap=True)
-        write_atomic(dest / TEXT, run_table_text(run, console))
+        write_inside(dest, TEXT, run_table_text(run, console))
         pages.append(write_run_pages(run, dest))
     written += pages
     if not single:

@@ -30,7 +30,7 @@ from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import base_manifest, mark_failed
 from mill.model.base import LanguageModel
 from mill.record import SampleRecord
-from mill.redact import redact, redact_text, secrets_of
+from mill.redact import redact, redact_text, register_config_secrets, secrets_of
 from mill.results import Manifest, Results
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
 from mill.runner.faults import fault
@@ -204,6 +204,7 @@ def run_job(
     from mill.runner.launch import launch_workers
 
     resolved = _resolve(cfg)
+    register_config_secrets(resolved)  # masked in every sink from here on
     settings = check_settings(resolved)  # before any data or model loads
     if output_dir is None:  # no folder to share with workers or ranks: this process
         return execute(

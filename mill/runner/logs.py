@@ -3,12 +3,30 @@
 A user error is printed once, as one line, by the CLI; the same error (with a traceback
 for Mill's own bugs) goes to ``mill.log`` through :func:`to_file`, which hands the record
 to the file handlers alone, whatever logging config is active.
+
+``mill.log`` itself is opened by :class:`RunLog` (Hydra's job logging, a worker's): the
+rule of every file Mill writes (:func:`mill.files.inside`) applies, so a symbolic link
+planted at ``mill.log`` is refused, not followed.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
+from typing import Any
+
+from mill.files import inside
+
+
+class RunLog(logging.FileHandler):
+    """A :class:`logging.FileHandler` for ``<folder>/mill.log`` that refuses a path leading
+    outside its folder (StorageError naming it) before opening anything."""
+
+    def __init__(self, filename: str | Path, mode: str = "a", **kwargs: Any) -> None:
+        path = Path(filename)
+        inside(path.parent, path)
+        super().__init__(path, mode, **kwargs)
 
 
 def to_file(level: int, message: str, exc_info: bool = False) -> None:

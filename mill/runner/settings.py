@@ -175,4 +175,8 @@ class RunnerSettings:
     def cache_dir(self, run_folder: Path) -> Path | None:
         if self.cache is None:
             return None
-        return run_folder / "cache" if self.cache == "run" else Path(self.cache)
+        if self.cache == "run":  # the run folder's: checked like every name it writes
+            from mill.files import inside
+
+            return inside(run_folder, run_folder / "cache")
+        return Path(self.cache)

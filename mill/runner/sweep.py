@@ -231,10 +231,10 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 def write_summary(sweep_dir: Path) -> dict[str, Any]:
     summary = redact(summarize(sweep_dir))
-    from mill.files import write_atomic, write_json
+    from mill.files import inside, write_inside, write_json
 
-    write_json(Path(sweep_dir) / "summary.json", summary)
-    write_atomic(Path(sweep_dir) / "summary.md", to_markdown(summary))
+    write_json(inside(sweep_dir, Path(sweep_dir) / "summary.json"), summary)
+    write_inside(sweep_dir, "summary.md", to_markdown(summary))
     return summary
 
 

@@ -21,10 +21,11 @@ from omegaconf import OmegaConf
 from mill.errors import MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import mark_failed
-from mill.redact import redact_logs, restore
+from mill.redact import redact_logs, redacted_console, register_config_secrets, restore
 from mill.runner.dist import Dist, init_dist, launched_rank
 from mill.runner.execute import execute
 from mill.runner.launch import SECRETS_ENV
+from mill.runner.logs import RunLog
 from mill.runner.settings import RunnerSettings
 
 FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] %(message)s"
@@ -38,7 +39,7 @@ def _logging(folder: Path, rank: int) -> None:
     console.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(console)
     if rank == 0:
-        handler = logging.FileHandler(folder / "mill.log", mode="a")
+        handler = RunLog(folder / "mill.log", mode="a")
         handler.setFormatter(logging.Formatter(FORMAT))
         root.addHandler(handler)
 
@@ -51,11 +52,17 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(args[0]).resolve()
     rank = launched_rank()
     redact_logs()
+    with redacted_console():
+        return _work(folder, rank)
+
+
+def _work(folder: Path, rank: int) -> int:
     _logging(folder, rank)
     loaded = OmegaConf.to_container(OmegaConf.load(folder / "resolved.yaml"))
     assert isinstance(loaded, dict)
     resolved = cast(dict[str, Any], loaded)
     restore(resolved, json.loads(os.environ.get(SECRETS_ENV) or "[]"))
+    register_config_secrets(resolved)
     dist = Dist(rank=rank)
     try:
         settings = RunnerSettings.parse(resolved.get("runner"))

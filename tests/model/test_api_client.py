@@ -293,9 +293,9 @@ def test_credentials_in_the_url_are_sent_and_never_shown(server: tuple[str, Scri
     client = JSONClient(secret_url, backoff_s=0.01, max_retries=0)
     assert client.base_url == f"http://***@127.0.0.1:{port}/v1?api_key=***&api-version=2"
     assert client.identity_url == f"http://127.0.0.1:{port}/v1?api-version=2"
-    assert (
-        client.request_sync("GET", "/models")["path"] == "/v1/models?api_key=secret&api-version=2"
-    )
+    answer = client.request_sync("GET", "/models")
+    assert script.seen[-1][1] == "/v1/models?api_key=secret&api-version=2"  # sent as it is
+    assert answer["path"] == "/v1/models?api_key=***&api-version=2"  # echoed back: masked
     # HTTP Basic auth from the user info (no API key given)
     assert script.headers[0]["Authorization"] == "Basic YWxpY2U6c2VjcmV0"  # alice:secret
     script.plan = [(401, {}, {"error": {"message": f"who is {secret_url}?"}})]

@@ -189,16 +189,20 @@ def test_refuses_runs_whose_task_settings_differ_naming_the_keys(tmp_path: Path)
         (["a={a}", "b={b}", "alpha=2"], "alpha=2"),
         (["a={a}", "b={b}", "tasks=[gsm8k]"], "gsm8k not in both runs"),
         (["a={a}", "b={empty}"], "has no results.json"),
+        (["a={a}", "b={b}", "out={a}"], "would write into"),
+        (["a={a}", "b={b}", "out={b}/cmp"], "would write into"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(pair, tmp_path: Path, args, message) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     paths = {"a": pair[0], "b": pair[1], "missing": tmp_path / "nope", "empty": empty}
+    before = sorted(p for run in pair for p in run.rglob("*"))
     proc = run_mill("-cn", "compare", *[arg.format(**paths) for arg in args])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith("mill: error: ") and message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    assert sorted(p for run in pair for p in run.rglob("*")) == before  # nothing written
 
 
 @pytest.mark.slow
