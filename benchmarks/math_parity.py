@@ -22,9 +22,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from mill.tasks.mathematics import AIME24, AIME25, AMC23, Math500, MathTask
+
 from benchmarks.driver_common import REPO, SHARED_DATA
 from mill.data.load import DataSource
-from mill.tasks.mathematics import AIME24, AIME25, AMC23, Math500, MathTask
 from mill.types import ReasoningRule
 
 COMPLETIONS = REPO / "benchmarks" / "data" / "math_completions"
