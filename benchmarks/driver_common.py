@@ -78,6 +78,15 @@ def lmeval_python() -> Path:
     return venv
 
 
+def lighteval_python() -> Path:
+    """The interpreter that runs lighteval 0.13 for ``benchmarks.lighteval_math`` and its parity
+    test: ``$MILL_LIGHTEVAL_PYTHON``; else the dev virtualenv ``<repo>/.venv-lighteval``
+    (``scripts/setup_lighteval_venv.sh``), which callers report missing when it is absent."""
+    if os.environ.get("MILL_LIGHTEVAL_PYTHON"):
+        return Path(os.environ["MILL_LIGHTEVAL_PYTHON"])
+    return REPO / ".venv-lighteval" / "bin" / "python"
+
+
 def mill_cmd(args: list[str]) -> list[str]:
     """The ``mill`` console script installed beside this interpreter with ``args``
     (``python -m mill`` where there is none)."""
