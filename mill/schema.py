@@ -461,6 +461,7 @@ COMMANDS: dict[str, dict[str, Rule]] = {
         "models": Nested(optional=True, text=True, meaning="only runs of these models"),
         "limit": Number(1, optional=True, meaning="the newest N runs (null: all)"),
         "open": Number(1, optional=True, meaning="open the report of the Nth run listed"),
+        "all": Flag(meaning="list failed runs too (hidden unless asked)"),
         "progress": _PROGRESS,
     },
     "judge": {
