@@ -101,7 +101,7 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
     if name == "dataset offline":
         return ["data=hub", "task.limit=2"], [
             "allenai/ai2_arc",
-            "Offline?",
+            "HF_HUB_OFFLINE is set and the dataset is not in the Hugging Face cache",
             "data=local data.dir=",
         ]
     if name == "target outside allow-list":
