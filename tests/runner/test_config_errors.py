@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hydra.errors import MissingConfigException
 
 from mill.runner.config_errors import describe, group_options
+from tests.helpers import compose_config
 
 
 def test_missing_submitit_plugin_says_what_to_install() -> None:
@@ -25,3 +27,34 @@ def test_group_options_include_the_users_search_path(tmp_path: Path) -> None:
     err = MissingConfigException("Could not load 'task/my_tsk'.", missing_cfg_file="task/my_tsk")
     message = describe(err, argv)
     assert message.startswith("unknown task 'my_tsk'") and "did you mean my_task" in message
+
+
+@pytest.mark.parametrize(
+    ("override", "said", "unsaid"),
+    [
+        # a root key misspelled: the suggestion keeps what was written after it (no stray dot)
+        ("tsk.limit=2", ["unknown setting tsk.limit;", "did you mean task.limit?",
+                         "write +tsk.limit=..."], [".task", " .task"]),
+        ("modle=fake", ["unknown setting modle;", "did you mean model?"], [".model"]),
+        ("task.limt=2", ["unknown setting task.limt;", "did you mean task.limit?"], []),
+        # a sweep's value in a single run: the list (several tasks, one run) and -m (a sweep)
+        ("task=arc_easy,piqa", ["task=arc_easy,piqa lists several tasks",
+                                "task=[arc_easy,piqa] (one folder, one model load)",
+                                "mill -m task=arc_easy,piqa"], ["\\", "Ambiguous"]),
+        ("model=fake,stories260k", ["model=fake,stories260k is a sweep",
+                                    "mill -m model=fake,stories260k"], ["[fake", "\\"]),
+        ("task.limit=1,2", ["mill -m task.limit=1,2", "a list is task.limit=[1,2]",
+                            "quoted: task.limit='1,2'"], ["\\"]),
+        ("task.limit=range(1,3)", ["task.limit=range(1,3) is a sweep",
+                                   "mill -m task.limit=range(1,3)"], ["requires --multirun"]),
+    ],
+)  # fmt: skip
+def test_composition_errors_are_one_line(override: str, said: list[str], unsaid: list[str]) -> None:
+    from hydra.errors import HydraException
+
+    with pytest.raises(HydraException) as raised:
+        compose_config(override)
+    message = describe(raised.value, [override])
+    assert "\n" not in message
+    assert all(s in message for s in said), message
+    assert not any(u in message for u in unsaid), message
