@@ -475,3 +475,21 @@ def test_a_newcomers_command_line_is_one_line(tmp_path: Path, args: list[str], s
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith(said) and proc.stderr.count("\n") == 1, proc.stderr
     assert "\\" not in proc.stderr and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_plain_run_speaks_one_style(tmp_path: Path) -> None:
+    """Progress is ``[mill] ...``, warnings ``mill: warning: ...`` (errors ``mill: error:``):
+    no other line, no third-party bar; the first load itemises its one-time build."""
+    env: dict[str, str | None] = {"MILL_CACHE": str(tmp_path / "cache")}  # not built yet
+    args = ["model=gpt2_random", "model.max_length=24", "task.limit=2"]  # a truncation warning
+    proc = run_mill(*args, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines and all(x.startswith(("[mill] ", "mill: warning: ")) for x in lines), lines
+    (warning,) = [x for x in lines if x.startswith("mill: warning: ")]
+    assert "longer than the model's context window" in warning
+    (loaded,) = [x for x in lines if x.startswith("[mill] loaded model")]
+    assert "building the random weights once " in loaded
+    again = run_mill(*args, cwd=tmp_path, env=env)  # built: nothing to itemise
+    assert again.returncode == 0 and "weights once" not in again.stderr, again.stderr

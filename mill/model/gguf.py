@@ -48,6 +48,7 @@ import numpy as np
 from mill.errors import ModelError
 from mill.files import cache_root, write_json
 from mill.model.identity import file_digests
+from mill.progress import loading_step
 
 CONVERSION = "mill-gguf-1"
 """The version of this conversion; a change to what it writes gets a new one (and a new
@@ -174,7 +175,9 @@ def free_bytes(folder: Path) -> int:
 
 
 def _log(message: str) -> None:
-    print(f"mill: {message}", file=sys.stderr, flush=True)
+    """A progress line on stderr, in the style of Mill's other progress (``[mill] ...``;
+    ``mill: `` starts an error)."""
+    print(f"[mill] {message}", file=sys.stderr, flush=True)
 
 
 def prepare(
@@ -214,6 +217,7 @@ def prepare(
     if (out / "mill_gguf.json").is_file():
         return out
     started = time.perf_counter()
+    loading_step(f"converting {path.name} once")  # its seconds on the model's load line
     log(f"preparing {path.name} once: dequantizing into {out}")
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -11,6 +11,7 @@ from typing import Any
 from mill.errors import ConfigError
 from mill.model.hf import HFCausalLM
 from mill.model.identity import cache_root
+from mill.progress import loading_step
 
 
 def build_random_gpt2(
@@ -43,7 +44,13 @@ def build_random_gpt2(
         eos_token_id=50256,
     )
     model = GPT2LMHeadModel(config)
-    model.save_pretrained(out_dir)
+    bars = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()  # its "Writing model shards" bar
+    try:
+        model.save_pretrained(out_dir)
+    finally:
+        if bars:
+            transformers.utils.logging.enable_progress_bar()
     for name in ("vocab.json", "merges.txt", "tokenizer.json"):
         source = Path(tokenizer_dir) / name
         if source.exists():
@@ -59,6 +66,7 @@ def random_gpt2_dir(
     window = "" if n_positions == 1024 else f"-p{n_positions}"
     out = cache_root() / "models" / f"random-gpt2-l{n_layer}-d{n_embd}-h{n_head}{window}-s{seed}"
     if not (out / "model.safetensors").exists():
+        loading_step("building the random weights once")  # on the model's load line
         tokenizer = Path(str(resources.files("mill.resources").joinpath("tokenizers/gpt2")))
         tmp = out.with_name(out.name + f".tmp{os.getpid()}")
         build_random_gpt2(tokenizer, tmp, n_layer, n_embd, n_head, n_positions, seed=seed)

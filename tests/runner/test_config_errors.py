@@ -3,6 +3,7 @@ test_bad_input.py; these are the branches the CLI cannot reach here)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,21 @@ def test_composition_errors_are_one_line(override: str, said: list[str], unsaid:
     assert "\n" not in message
     assert all(s in message for s in said), message
     assert not any(u in message for u in unsaid), message
+
+
+@pytest.mark.parametrize(
+    ("logger", "level", "line"),
+    [
+        ("mill", logging.WARNING, "mill: warning: said"),
+        ("mill.runner.run", logging.WARNING, "mill: warning: said"),
+        ("mill", logging.ERROR, "mill: error: said"),
+        ("huggingface_hub.utils._http", logging.WARNING,
+         "mill: warning: (huggingface_hub.utils._http) said"),
+        ("millet", logging.WARNING, "mill: warning: (millet) said"),
+    ],
+)  # fmt: skip
+def test_the_console_says_log_records_in_mills_style(logger: str, level: int, line: str) -> None:
+    from mill.runner.logs import ConsoleFormatter
+
+    record = logging.getLogger(logger).makeRecord(logger, level, __file__, 1, "said", (), None)
+    assert ConsoleFormatter().format(record) == line
