@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, cast
 
@@ -34,6 +36,10 @@ first word is an override of a run (``report=console`` is the ``report`` config 
 HELP_WITHOUT: dict[str, tuple[str, ...]] = {"judge": ("judge",)}
 """The config groups a command needs (``judge: ???``) that its ``--help`` composes without
 when the command line chooses none (``mill judge --help``)."""
+
+INTERNAL_OPTIONS: dict[str, tuple[str, ...]] = {"task": ("tasks",)}
+"""Options of a config group that Mill composes itself and that ``--help`` and completion
+do not offer: ``task=tasks`` is what ``task=[a,b]`` becomes (:func:`task_lists`)."""
 
 _failures: list[str] = []
 _sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end
@@ -304,6 +310,77 @@ def completion(argv: list[str], env: dict[str, str] | Any) -> list[str]:
     return argv
 
 
+def command_words(command: str) -> tuple[set[str], set[str]]:
+    """What completion offers after ``mill <command>``: the keys of the command's own
+    config (``conf/<command>.yaml``, less ``command``, ``hydra`` and ``defaults``), and the
+    config groups its defaults choose (``mill judge``: judge, runner, report)."""
+    from importlib import resources
+
+    import yaml
+
+    text = resources.files("mill.conf").joinpath(f"{command}.yaml").read_text(encoding="utf-8")
+    node = yaml.safe_load(text) or {}
+    keys = {str(k) for k in node} - {"command", "hydra", "defaults"}
+    groups = {
+        str(k)
+        for entry in node.get("defaults") or []
+        if isinstance(entry, dict)
+        for k in entry
+        if not str(k).startswith("override ")
+    }
+    return keys, groups
+
+
+def offered(words: list[str], command: str | None, typed: str = "") -> list[str]:
+    """Hydra's completion words less what is not Mill's to offer: an internal option
+    (``task=tasks``), and after ``mill <command>`` anything but that command's settings,
+    its own keys offered (``typed``: the word so far) even where Hydra, which cannot
+    compose the command's config before its required group is chosen (``mill judge``),
+    has none."""
+    internal = {f"{g}={o}" for g, options in INTERNAL_OPTIONS.items() for o in options}
+    kept = [w for w in words if w.lstrip("+~") not in internal]
+    if command is None:
+        return kept
+    keys, groups = command_words(command)
+
+    def key(word: str) -> str:
+        return word.lstrip("+~").split("=")[0].split(".")[0]
+
+    kept = [w for w in kept if key(w) in keys | groups]
+    if "=" not in typed:
+        have = {key(w) for w in kept}
+        kept += [f"{k}=" for k in sorted(keys - have) if k.startswith(typed)]
+    return kept
+
+
+@contextmanager
+def _offering() -> Iterator[None]:
+    """While ``--help`` or shell completion runs: Hydra's list of a group's options without
+    :data:`INTERNAL_OPTIONS` (the groups ``--help`` prints, completion's ``task=...``), and
+    completion's words through :func:`offered`."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.plugins.completion_plugin import CompletionPlugin
+
+    options, query = ConfigLoaderImpl.get_group_options, CompletionPlugin._query
+
+    def get_group_options(self: Any, group_name: str, *args: Any, **kw: Any) -> list[str]:
+        hidden = INTERNAL_OPTIONS.get(group_name, ())
+        return [o for o in options(self, group_name, *args, **kw) if o not in hidden]
+
+    def _query(self: Any, config_name: str | None, line: str) -> list[str]:
+        command = config_name if config_name in COMMANDS else None
+        typed = "" if not line or line.endswith(" ") else line.split()[-1]
+        return offered(query(self, config_name, line), command, typed)
+
+    ConfigLoaderImpl.get_group_options = get_group_options  # type: ignore[method-assign]
+    CompletionPlugin._query = _query  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ConfigLoaderImpl.get_group_options = options  # type: ignore[method-assign]
+        CompletionPlugin._query = query  # type: ignore[method-assign]
+
+
 LM_EVAL_FLAGS = (
     "--tasks",
     "--model",
@@ -408,9 +485,10 @@ def _main() -> None:
     redact_logs()  # mill.log and the console: no credential of a URL (Hydra's lines too)
     if launched_world_size() > 1:
         _under_launcher(argv)
+    asks = {"--help", "-h", "-sc", "--shell-completion"} & {a.split("=")[0] for a in argv}
     try:
-        with checked_composition():  # Hydra's own hooks pass the allow-list first
-            _job()
+        with checked_composition(), _offering() if asks else nullcontext():
+            _job()  # Hydra's own hooks pass the allow-list first
     except (HydraException, yaml.YAMLError, OmegaConfBaseException, MillError) as err:
         from mill.runner.config_errors import describe
 

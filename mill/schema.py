@@ -544,6 +544,7 @@ COMMANDS: dict[str, dict[str, Rule]] = {
         "open": Number(
             1, optional=True, maximum=SIZE_MAX, meaning="open the report of the Nth run listed"
         ),
+        "all": Flag(meaning="list failed runs too (hidden unless asked)"),
         "progress": _PROGRESS,
     },
     "judge": {

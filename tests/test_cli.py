@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonlines
 import pytest
 
-from mill.cli import COMMANDS, command_line
+from mill.cli import COMMANDS, command_line, command_words, offered
 from mill.errors import ConfigError
 from tests.helpers import run_mill
 
@@ -173,6 +173,10 @@ def test_help_lists_groups_and_never_imports_torch() -> None:
     for command in ("mill [group=option", "mill -m ", *(f"mill {c} " for c in COMMANDS)):
         assert f"\n  {command}" in usage, command
     assert "\n  mill task=arc model=llama3 +metrics=[acc,acc_norm]\n" in proc.stdout
+    # the task group's options, without the one Mill composes itself (task=[a,b])
+    (tasks,) = [x for x in proc.stdout.splitlines() if x.startswith("task: arc")]
+    assert "arc_easy" in tasks.split(": ")[1].split(", ")
+    assert "tasks" not in tasks.split(": ")[1].split(", ")
     imported = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)$", proc.stderr, re.M)
     assert "hydra" in imported and "mill.cli" in imported  # the listing is real
     heavy = [m for m in imported if m.split(".")[0] in ("torch", "transformers", "datasets")]
@@ -400,3 +404,92 @@ def test_shell_completion_offers_commands_and_their_keys(line: str, offered: lis
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     for word in offered:
         assert word in proc.stdout.split(), (word, proc.stdout)
+
+
+@pytest.mark.parametrize(
+    ("words", "command", "typed", "kept"),
+    [
+        # the run: everything Hydra offers but task=tasks
+        (["task=arc_easy", "task=tasks", "+task=tasks", "task=judged"], None, "task=",
+         ["task=arc_easy", "task=judged"]),
+        # a command: its own keys and groups, never a run's groups nor its `command` key
+        (["a=", "b=", "task=", "model=", "command=", "hydra", "hydra."], "compare", "",
+         ["a=", "b=", "allow_different_judges=", "alpha=", "ignore_settings=", "iters=",
+          "out=", "progress=", "seed=", "tasks=", "trust_edited="]),
+        (["judge=", "runner=", "data=", "model="], "judge", "",
+         ["judge=", "runner=", "allow_targets=", "run=", "trust_edited="]),
+        (["runner="], "judge", "ru", ["runner=", "run="]),
+        (["open="], "runs", "o", ["open="]),
+        ([], "runs", "a", ["all="]),
+    ],
+)  # fmt: skip
+def test_completion_offers_what_the_command_takes(
+    words: list[str], command: str | None, typed: str, kept: list[str]
+) -> None:
+    assert offered(words, command, typed) == kept
+
+
+def test_a_commands_words_are_its_own_config() -> None:
+    assert command_words("runs") == (
+        {"dir", "tasks", "models", "limit", "open", "all", "progress"},
+        set(),
+    )
+    keys, groups = command_words("judge")
+    assert keys == {"run", "allow_targets", "trust_edited"} and groups == {"judge", "runner", "report"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("line", "offered_words", "not_offered"),
+    [
+        ("mill task=", ["task=arc_easy", "task=judged"], ["task=tasks"]),
+        ("mill compare ", ["a=", "b=", "iters="], ["task=", "model=", "command=", "hydra."]),
+        ("mill report ", ["runs=", "out="], ["task=", "data=", "command="]),
+        ("mill runs ", ["all=", "tasks=", "open="], ["task=", "model=", "runner=", "hydra"]),
+        ("mill judge ", ["run=", "judge=", "allow_targets="], ["task=", "model=", "data="]),
+    ],
+)
+def test_completion_after_a_command_offers_only_its_settings(
+    line: str, offered_words: list[str], not_offered: list[str]
+) -> None:
+    proc = run_mill("-sc", "query=bash", env={"COMP_LINE": line, "COMP_POINT": str(len(line))})
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    words = proc.stdout.split()
+    assert all(w in words for w in offered_words), (offered_words, words)
+    assert not [w for w in not_offered if w in words], words
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["task=arc_easy,piqa"],
+         "mill: error: task=arc_easy,piqa lists several tasks: several tasks in one run is "
+         "task=[arc_easy,piqa] (one folder, one model load); a sweep, a folder per task, is "
+         "mill -m task=arc_easy,piqa"),
+        (["tsk.limit=2"], "mill: error: unknown setting tsk.limit; did you mean task.limit?"),
+    ],
+)  # fmt: skip
+def test_a_newcomers_command_line_is_one_line(tmp_path: Path, args: list[str], said: str) -> None:
+    proc = run_mill(*args, "model=fake", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(said) and proc.stderr.count("\n") == 1, proc.stderr
+    assert "\\" not in proc.stderr and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_plain_run_speaks_one_style(tmp_path: Path) -> None:
+    """Progress is ``[mill] ...``, warnings ``mill: warning: ...`` (errors ``mill: error:``):
+    no other line, no third-party bar; the first load itemises its one-time build."""
+    env: dict[str, str | None] = {"MILL_CACHE": str(tmp_path / "cache")}  # not built yet
+    args = ["model=gpt2_random", "model.max_length=24", "task.limit=2"]  # a truncation warning
+    proc = run_mill(*args, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines and all(x.startswith(("[mill] ", "mill: warning: ")) for x in lines), lines
+    (warning,) = [x for x in lines if x.startswith("mill: warning: ")]
+    assert "longer than the model's context window" in warning
+    (loaded,) = [x for x in lines if x.startswith("[mill] loaded model")]
+    assert "building the random weights once " in loaded
+    again = run_mill(*args, cwd=tmp_path, env=env)  # built: nothing to itemise
+    assert again.returncode == 0 and "weights once" not in again.stderr, again.stderr

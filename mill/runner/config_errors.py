@@ -108,7 +108,12 @@ def _override(err: Any) -> str:
                 f"{owners[0]}.{key}=...? (a root-level +{key} would be read by nothing)"
             )
         close = difflib.get_close_matches(str(key), keys, n=3, cutoff=0.5)
-        hint = f"did you mean {' or '.join(f'{prefix}.{c}' for c in close)}? " if close else ""
+        # `tsk.limit=5`: the unknown root key and the rest of what was written after it
+        written = re.match(r"Could not override '([^']+)'", str(err))
+        rest = written.group(1)[len(str(key)) :] if written and not prefix else ""
+        full = f"{full}{rest}"
+        near = [f"{prefix}.{c}" if prefix else f"{c}{rest}" for c in close]
+        hint = f"did you mean {' or '.join(near)}? " if close else ""
         return (
             f"unknown setting {full}; {hint}{prefix or 'the config'} has: {', '.join(keys)} "
             f"(to add a new key, write +{full}=...)"
@@ -163,6 +168,25 @@ def null_group(err: BaseException, argv: list[str]) -> str | None:
     )
 
 
+def _sweep_without_m(text: str) -> str | None:
+    """One line for a sweep's value in a single run (``task=arc_easy,piqa`` without ``-m``),
+    instead of Hydra's three numbered ways with shell backslashes; None for other errors."""
+    match = re.match(r"(?:Ambiguous value for argument|Sweep parameters) '(.+?)'", text)
+    if match is None:
+        return None
+    arg = match.group(1)
+    key, _, value = arg.partition("=")
+    if key.lstrip("+") == "task":
+        return (
+            f"{arg} lists several tasks: several tasks in one run is task=[{value}] (one "
+            f"folder, one model load); a sweep, a folder per task, is mill -m {arg}"
+        )
+    said = f"{arg} is a sweep, a run per value: run it with mill -m {arg}"
+    if text.startswith("Sweep parameters") or group_options(key.lstrip("+"), []):
+        return said  # range(...), glob(...), or a config group's options
+    return f"{said}; a list is {key}=[{value}]; a text with a comma is quoted: {key}='{value}'"
+
+
 def describe(err: BaseException, argv: list[str]) -> str:
     """One line for a Hydra composition error, a YAML syntax error or an unresolvable
     interpolation."""
@@ -180,6 +204,9 @@ def describe(err: BaseException, argv: list[str]) -> str:
         message = " ".join(str(err.message).splitlines()[0].split())
         return f"cannot parse override {err.override!r}: {message}"
     text = str(err)
+    swept = _sweep_without_m(text)
+    if swept is not None:
+        return swept
     if text.startswith("Could not override") and err.__cause__ is not None:
         return _override(err)
     if isinstance(err.__cause__, yaml.YAMLError):

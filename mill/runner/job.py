@@ -200,12 +200,14 @@ def run_job(
     process, nothing written; each doc's record goes to ``on_sample``, and ``show`` False
     keeps the terminal quiet (:func:`mill.runner.execute.execute`).
     """
+    from mill.data.hub import check_hub
     from mill.runner.execute import execute
     from mill.runner.launch import launch_workers
 
     resolved = _resolve(cfg)
     register_config_secrets(resolved)  # masked in every sink from here on
     settings = check_settings(resolved)  # before any data or model loads
+    check_hub(resolved, with_model=model is None)  # a hub id without the hub: one line, now
     if output_dir is None:  # no folder to share with workers or ranks: this process
         return execute(
             resolved, None, dist or Dist(), model, on_sample=on_sample, show=show, settings=settings

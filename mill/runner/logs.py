@@ -40,3 +40,15 @@ def to_file(level: int, message: str, exc_info: bool = False) -> None:
     for handler in logging.getLogger().handlers:
         if isinstance(handler, logging.FileHandler) and record.levelno >= handler.level:
             handler.handle(record)
+
+
+class ConsoleFormatter(logging.Formatter):
+    """A log record on the console in Mill's one style: ``mill: warning: <message>`` (as
+    ``mill: error: ...`` for errors; progress is ``[mill] ...``); another library's record
+    names it (``mill: warning: (huggingface_hub) ...``). ``mill.log`` keeps its dated
+    ``[time][logger][LEVEL]`` lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        own = record.name == "mill" or record.name.startswith("mill.")
+        return f"mill: {record.levelname.lower()}: {'' if own else f'({record.name}) '}{text}"

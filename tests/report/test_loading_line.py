@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from importlib import resources
+from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from mill.model.hf import HFCausalLM
@@ -40,3 +42,22 @@ def test_a_model_without_steps_gets_the_total_alone() -> None:
     with LoadingLine(console, False, "fake"):
         pass
     assert console.export_text().splitlines()[-1].startswith("[mill] loaded model fake in ")
+
+
+def test_a_one_time_build_is_its_own_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpt2_random's weights, built once into Mill's cache: the build is itemised on the
+    loaded line (15 s of a 17 s first load here), and a later load has no such step."""
+    from mill.model.random import random_gpt2
+
+    monkeypatch.setenv("MILL_CACHE", str(tmp_path / "cache"))
+    said: list[list[str]] = []
+    for _ in range(2):
+        console = Console(record=True, width=400, no_color=True, markup=False, highlight=False)
+        with LoadingLine(console, False, "g") as line, loading_steps(line.step):
+            random_gpt2(n_layer=1, n_embd=8, n_head=2)
+        said.append(console.export_text().splitlines())
+    first, later = said
+    assert first[1] == "[mill] loading model g: building the random weights once"
+    assert "building the random weights once " in first[-1]
+    assert not any("building" in x for x in later)
+    assert "Writing model shards" not in "\n".join(first)  # transformers' bar, not here

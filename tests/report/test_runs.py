@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import mill
-from mill.report.runs import folder_lines, list_runs
+from mill.report.runs import folder_lines, list_runs, shown_runs
 from tests.helpers import run_mill
 
 
@@ -77,13 +77,45 @@ def test_filters(outputs: Path) -> None:
     assert list_runs(outputs, tasks=["arc_easy"], models=["gpt2"]) == []
 
 
+@pytest.mark.parametrize(
+    ("everything", "listed", "hidden"),
+    [
+        (False, ["13-00-00_gsm8k_gpt2", "11-00-00_arc_easy_fake", "10-00-00_piqa_fake"], 2),
+        (True, [f"{h}-00-00_" for h in ("13", "12", "14", "11", "10")], 0),
+    ],
+)
+def test_failed_runs_are_hidden_unless_asked(
+    outputs: Path, everything: bool, listed: list[str], hidden: int
+) -> None:
+    # the two failed runs (one refused before its manifest) are left out and counted; the
+    # interrupted one stays listed (it can be resumed)
+    shown, left_out = shown_runs(list_runs(outputs), everything)
+    assert [e.path.name[: len(n)] for e, n in zip(shown, listed, strict=True)] == listed
+    assert left_out == hidden
+
+
 @pytest.mark.slow
 def test_the_command(outputs: Path) -> None:
     proc = run_mill("runs", f"dir={outputs}", "tasks=piqa")
     assert proc.returncode == 0, proc.stderr
     assert "| piqa " in proc.stdout and "arc_easy" not in proc.stdout
     assert "10-00-00_piqa_fake" in proc.stdout
-    proc = run_mill("runs", f"dir={outputs}", "open=4")
+    proc = run_mill("runs", f"dir={outputs}")  # the failed runs hidden, and counted
+    assert proc.returncode == 0, proc.stderr
+    assert "2 failed runs hidden (mill runs all=true lists them)" in proc.stdout
+    assert "12-00-00_gsm8k_gpt2" not in proc.stdout and "| failed " not in proc.stdout
+    proc = run_mill("runs", f"dir={outputs}", "all=true")
+    assert proc.returncode == 0, proc.stderr
+    assert "12-00-00_gsm8k_gpt2" in proc.stdout and "hidden" not in proc.stdout
+    proc = run_mill("runs", f"dir={outputs}", "models=gpt2", "tasks=gsm8k")
+    assert proc.returncode == 0, proc.stderr  # only a failed run matches: it says so
+    assert "1 failed run hidden (mill runs all=true lists them)" in proc.stdout
+    proc = run_mill("runs", f"dir={outputs}", "open=2")  # N counts the runs listed
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(
+        outputs / "runs" / "2026-01-02" / "11-00-00_arc_easy_fake" / "report.html"
+    )
+    proc = run_mill("runs", f"dir={outputs}", "all=true", "open=4")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(
         outputs / "runs" / "2026-01-02" / "11-00-00_arc_easy_fake" / "report.html"
