@@ -435,7 +435,11 @@ def test_a_commands_words_are_its_own_config() -> None:
         set(),
     )
     keys, groups = command_words("judge")
-    assert keys == {"run", "allow_targets", "trust_edited"} and groups == {"judge", "runner", "report"}
+    assert keys == {"run", "allow_targets", "trust_edited"} and groups == {
+        "judge",
+        "runner",
+        "report",
+    }
 
 
 @pytest.mark.slow

@@ -38,13 +38,13 @@ def test_server_seed_is_the_request_seeds_top_31_bits() -> None:
 def test_served_and_hf_requests_carry_the_shared_seed() -> None:
     from mill.model.hf import _sampler
 
-    sampler = _sampler([SAMPLED], (0.7, 1234))
+    sampler = _sampler([SAMPLED], (0.7, 1234, 1.0))
     (generator,) = sampler.generators
     assert generator.initial_seed() == request_seed(1234, SAMPLED.id)
 
     model = OpenAICompletions.__new__(OpenAICompletions)
     model.sampling = {}
-    job = GenerationJob(0, [1, 2], 0, ("\n",), 8, (0.7, 1234))
+    job = GenerationJob(0, [1, 2], 0, ("\n",), 8, (0.7, 1234, 1.0))
     payload = model._generation_payload(job, SAMPLED)
     assert payload["seed"] == server_seed(1234, SAMPLED.id) and payload["temperature"] == 0.7
     greedy = GenerationJob(0, [1, 2], 0, ("\n",), 8, None)

@@ -49,7 +49,7 @@ def test_rebuilt_report_of_a_judged_run_keeps_its_judge_lines(compose, tmp_path:
     row = results.tasks["judged"].metrics["win_rate"]
     assert row.details["n_invalid"] == 1 and row.details["position_bias"] == 0.5
     original = (run / "report.txt").read_text()
-    lines = [x for x in original.splitlines() if x.startswith(("judge", "judged "))]
+    lines = [x for x in original.splitlines() if x.startswith(("judge:", "judge ", "judged "))]
     assert lines[0].startswith("judge: fake (class=FakeLM); conversation format: plain_text")
     assert "judged win_rate: 1 invalid judgment(s), position bias 0.5000" in lines
     assert "judged judge_score: 0 invalid judgment(s)" in lines
