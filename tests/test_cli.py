@@ -107,7 +107,7 @@ def test_a_run_refused_before_it_claims_a_folder_leaves_none(tmp_path: Path) -> 
     """Bad input found before the manifest is written (the settings' ranges): Hydra made
     the run folder, Mill removes it, with the date folder it left empty; a run refused after
     claiming its folder (a model folder that does not exist) stays, marked failed, and
-    ``mill runs`` lists it as failed."""
+    ``mill runs all=true`` lists it as failed (``mill runs`` counts it as hidden)."""
     proc = run_mill("task.limit=-1", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("mill: error: task.limit=-1")
@@ -121,7 +121,9 @@ def test_a_run_refused_before_it_claims_a_folder_leaves_none(tmp_path: Path) -> 
     manifest = json.loads((claimed / "manifest.json").read_text())
     assert manifest["status"] == "failed" and "does not exist" in manifest["error"]
     assert not (claimed / "results.json").exists()
-    listed = run_mill("runs", cwd=tmp_path)
+    listed = run_mill("runs", cwd=tmp_path)  # failed runs hidden unless asked, and counted
+    assert listed.returncode == 0 and "1 failed run hidden" in listed.stdout, listed.stdout
+    listed = run_mill("runs", "all=true", cwd=tmp_path)
     assert listed.returncode == 0 and "failed: ModelError" in listed.stdout + listed.stderr
 
 
