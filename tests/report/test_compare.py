@@ -387,3 +387,38 @@ def test_runs_of_different_tasks_are_refused_naming_both(pair, tmp_path: Path) -
     assert len(message.splitlines()) == 1
     assert "no task in common (a has arc_easy; b has humaneval)" in message
     assert message.endswith("compare two runs of the same task")
+
+
+@pytest.mark.slow
+def test_generative_flips_show_the_answers_the_metric_read(tmp_path: Path) -> None:
+    runs = []
+    for seed in (0, 1):  # gsm8k on two fake seeds: some questions right in one run only
+        run = tmp_path / f"fake{seed}"
+        proc = run_mill(
+            "task=gsm8k", "model=fake", f"model.seed={seed}", f"model.name=fake{seed}",
+            "task.limit=20", f"hydra.run.dir={run}",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        runs.append(run)
+    out = tmp_path / "cmp"
+    proc = run_mill("compare", f"a={runs[0]}", f"b={runs[1]}", "iters=100", f"out={out}")
+    assert proc.returncode == 0, proc.stderr
+    blob = json.loads((out / "compare.json").read_text())
+    samples = [
+        {s["doc_id"]: s for s in jsonlines.open(run / "samples" / "gsm8k.jsonl")} for run in runs
+    ]
+    seen = 0
+    for row in blob["rows"]:
+        flips = blob["flips"]["gsm8k"][row["metric"]]
+        assert (len(flips["right_to_wrong"]), len(flips["wrong_to_right"])) == (
+            row["n10"], row["n01"],
+        )  # fmt: skip
+        for f in flips["right_to_wrong"] + flips["wrong_to_right"]:
+            for side, sample in zip(("a", "b"), (s[f["doc_id"]] for s in samples), strict=True):
+                response = sample["response"]
+                expected = (response.get("text_post_processed") or response["text"])[0]
+                assert f[side]["answer"] == expected
+                assert f[side]["verdict"] == sample["metrics"][row["metric"]]
+            assert f["gold"] == samples[0][f["doc_id"]]["gold"]
+            seen += 1
+    assert seen > 0
