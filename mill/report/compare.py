@@ -337,7 +337,7 @@ def compare_runs(
     if not shared:
         raise ReportInputError(
             f"cannot compare: no task in common (a has {', '.join(run_a.task_names)}; "
-            f"b has {', '.join(run_b.task_names)})"
+            f"b has {', '.join(run_b.task_names)}); compare two runs of the same task"
         )
     check_settings(run_a, run_b, shared, ignore)
     out: list[Paired] = []
@@ -403,6 +403,97 @@ def problem_flips(run_a: RunFolder, run_b: RunFolder, task: str) -> dict[str, li
             name(docs_b[k]) for k in shared if passed(docs_b[k]) and not passed(docs_a[k])
         ],
     }
+
+
+EXCERPT = 160  # characters of the prompt's end shown beside a flipped question
+SHOWN_IDS = 10  # flipped questions named per direction on the console
+
+
+def answer(record: SampleRecord) -> Any:
+    """What a sample answered: a generative task's first answer after the reasoning rule
+    (``response.text_post_processed``) when present, else its first raw text; a multiple
+    choice task's ``prediction``."""
+    response = record.response
+    if response.text_post_processed:
+        return response.text_post_processed[0]
+    if response.text:
+        return response.text[0]
+    return record.prediction
+
+
+def _choice_text(value: Any, choices: list[str]) -> Any:
+    """An index into the choices as its choice's text (``"Paris (2)"``); anything else as is."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(choices):
+        return f"{choices[value]} ({value})"
+    return value
+
+
+def _excerpt(prompt: str) -> str:
+    """The prompt's end (where the question is, after any few-shot examples), one line."""
+    flat = " ".join(prompt.split())
+    return flat if len(flat) <= EXCERPT else "…" + flat[-(EXCERPT - 1) :]
+
+
+def verdict_flips(run_a: RunFolder, run_b: RunFolder, row: Paired) -> dict[str, Any]:
+    """A 0/1 metric, question by question on the shared docs: the questions right in A and
+    wrong in B (``right_to_wrong``) and wrong in A and right in B (``wrong_to_right``),
+    each with its subject, doc id, prompt excerpt, gold and both runs' answers (a choice
+    index as its text), predictions and verdicts; the counts are the row's McNemar n10
+    and n01."""
+    docs_a, docs_b = _by_doc(run_a, row.task), _by_doc(run_b, row.task)
+    out: dict[str, Any] = {"right_to_wrong": [], "wrong_to_right": []}
+    for key in sorted(set(docs_a) & set(docs_b)):
+        ra, rb = docs_a[key], docs_b[key]
+        va, vb = float(ra.metrics[row.metric]), float(rb.metrics[row.metric])
+        if va == vb:
+            continue
+        out["right_to_wrong" if va > vb else "wrong_to_right"].append(
+            {
+                "subject": ra.subject,
+                "doc_id": ra.doc_id,
+                "prompt": _excerpt(ra.response.input),
+                "gold": _choice_text(ra.gold, ra.choices),
+                "a": {
+                    "answer": _choice_text(answer(ra), ra.choices),
+                    "verdict": va,
+                    "prediction": ra.prediction,
+                },
+                "b": {
+                    "answer": _choice_text(answer(rb), rb.choices),
+                    "verdict": vb,
+                    "prediction": rb.prediction,
+                },
+            }
+        )
+    return out
+
+
+def flip_name(task: str, flip: dict[str, Any]) -> str:
+    """A flipped question as the console names it: its doc id, after its subject when the
+    task has subjects."""
+    subject = str(flip["subject"])
+    return (
+        f"{subject}/{flip['doc_id']}"
+        if subject not in ("", "default", task)
+        else str(flip["doc_id"])
+    )
+
+
+def verdict_flips_line(
+    task: str, metric: str, flips: dict[str, Any], labels: tuple[str, str]
+) -> str:
+    """One line per task and 0/1 metric: the first flipped questions in each direction."""
+
+    def listed(items: list[dict[str, Any]]) -> str:
+        names = [flip_name(task, f) for f in items[:SHOWN_IDS]]
+        more = f" and {len(items) - SHOWN_IDS} more" if len(items) > SHOWN_IDS else ""
+        return f"{len(items)}" + (f" ({', '.join(names)}{more})" if items else "")
+
+    return (
+        f"{task} {metric} questions right in A ({labels[0]}) and wrong in B ({labels[1]}): "
+        f"{listed(flips['right_to_wrong'])}; wrong in A and right in B: "
+        f"{listed(flips['wrong_to_right'])}"
+    )
 
 
 def flips_line(task: str, flips: dict[str, list[str]], labels: tuple[str, str]) -> str:
@@ -507,6 +598,15 @@ def compare_command(cfg: Any) -> None:
         console.print(f"judged by different judges (allow_different_judges=true): {differs}")
     for row in rows:
         console.print(row.verdict, soft_wrap=True)
+    questions: dict[str, dict[str, Any]] = {}
+    for row in rows:  # 0/1 metrics: the questions whose verdict differs
+        if row.n10 is None:
+            continue
+        found = verdict_flips(run_a, run_b, row)
+        questions.setdefault(row.task, {})[row.metric] = found
+        console.print(
+            verdict_flips_line(row.task, row.metric, found, labels), soft_wrap=True, markup=False
+        )
     problems = {}
     for task in dict.fromkeys(r.task for r in rows):  # code tasks: problem by problem
         flips = problem_flips(run_a, run_b, task)
@@ -517,7 +617,13 @@ def compare_command(cfg: Any) -> None:
         console.print(f"not compared (in one run only): {', '.join(only_a + only_b)}")
     if cfg.get("out"):
         write_compare(
-            Path(str(cfg.out)), run_a, run_b, labels, rows, cfg, console.export_text(), problems
+            Path(str(cfg.out)), run_a, run_b, labels, rows, cfg, console.export_text(), problems,
+            questions,
+        )  # fmt: skip
+    else:
+        make_console(stderr=True).print(
+            "[mill] wrote nothing: add out=<folder> for compare.json, compare.txt and compare.html",
+            soft_wrap=True,
         )
 
 
@@ -530,9 +636,12 @@ def write_compare(
     cfg: Any,
     text: str,
     problems: dict[str, dict[str, list[str]]] | None = None,
+    flips: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     """``compare.json``, ``compare.txt``, ``plots/compare.png`` and ``compare.html``;
-    ``problems``: code tasks' problems passing in one run only (:func:`problem_flips`)."""
+    ``problems``: code tasks' problems passing in one run only (:func:`problem_flips`);
+    ``flips``: per task and 0/1 metric, the questions whose verdict differs
+    (:func:`verdict_flips`)."""
     from mill.files import write_inside
     from mill.report import html, plots
     from mill.report.console import make_console
@@ -547,9 +656,17 @@ def write_compare(
     }
     if problems:
         blob["problems"] = problems
+    blob["flips"] = flips or {}
     write_inside(out, "compare.json", json.dumps(blob, indent=2) + "\n")
     write_inside(out, "compare.txt", text)
     png = plots.compare_png(dicts, *labels)
     write_inside(out, "plots/compare.png", png)
-    write_inside(out, "compare.html", html.compare_page(*labels, run_a, run_b, dicts, png, params))
-    make_console(stderr=True).print(f"[mill] wrote {out / 'compare.html'}")
+    write_inside(
+        out,
+        "compare.html",
+        html.compare_page(*labels, run_a, run_b, dicts, png, params, flips or {}),
+    )
+    make_console(stderr=True).print(
+        f"[mill] wrote {out / 'compare.html'} (and compare.json, compare.txt, plots/compare.png)",
+        soft_wrap=True,
+    )

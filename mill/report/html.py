@@ -81,8 +81,10 @@ def table(
     rows: Iterable[Sequence[str]],
     numeric: Iterable[int] = (),
     row_classes: Sequence[str] | None = None,
+    row_attrs: Sequence[str] | None = None,
 ) -> str:
-    """A table of already-escaped cell HTML; columns in ``numeric`` are right-aligned."""
+    """A table of already-escaped cell HTML; columns in ``numeric`` are right-aligned;
+    ``row_attrs``: each row's extra attributes (already escaped, e.g. ``data-dir="x"``)."""
     num = set(numeric)
 
     def cls(i: int) -> str:
@@ -92,6 +94,7 @@ def table(
     body = []
     for r, row in enumerate(rows):
         rc = f' class="{row_classes[r]}"' if row_classes and row_classes[r] else ""
+        rc += f" {row_attrs[r]}" if row_attrs and row_attrs[r] else ""
         cells = "".join(f"<td{cls(i)}>{cell}</td>" for i, cell in enumerate(row))
         body.append(f"<tr{rc}>{cells}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -501,6 +504,72 @@ def sweep_page(
     return page(f"{title} — Mill report", "".join(parts))
 
 
+# The flips table's filter: rows whose text holds every word typed (any case), in the
+# direction chosen; inline, no network, works from file://.
+FLIPS_JS = """<script>(function () {
+  var box = document.getElementById("flips-filter"), dir = document.getElementById("flips-dir");
+  var count = document.getElementById("flips-count");
+  var rows = [].slice.call(document.querySelectorAll("#flips tbody tr"));
+  function apply() {
+    var words = box.value.toLowerCase().split(/\\s+/).filter(Boolean), shown = 0;
+    rows.forEach(function (r) {
+      var text = r.textContent.toLowerCase();
+      var ok = (!dir.value || r.dataset.dir === dir.value) &&
+        words.every(function (w) { return text.indexOf(w) >= 0; });
+      r.style.display = ok ? "" : "none"; if (ok) { shown += 1; }
+    });
+    count.textContent = shown + " of " + rows.length + " shown";
+  }
+  box.addEventListener("input", apply); dir.addEventListener("change", apply); apply();
+})();</script>"""
+
+DIRECTIONS = {"right_to_wrong": "right → wrong", "wrong_to_right": "wrong → right"}
+
+
+def flips_section(flips: dict[str, dict[str, Any]], label_a: str, label_b: str) -> str:
+    """The questions whose verdict differs between the runs (per task and 0/1 metric), A's
+    and B's answers side by side, with a text filter and a direction filter."""
+    from mill.report.compare import flip_name
+
+    rows, dirs = [], []
+    for task, metrics in flips.items():
+        for metric, by_direction in metrics.items():
+            for direction, items in by_direction.items():
+                for f in items:
+                    doc = flip_name(task, f)
+                    rows.append(
+                        [
+                            esc(task),
+                            esc(metric),
+                            esc(DIRECTIONS[direction]),
+                            esc(doc),
+                            esc(f["prompt"]),
+                            esc(f["gold"]),
+                            esc(f["a"]["answer"]),
+                            esc(f["b"]["answer"]),
+                        ]  # fmt: skip
+                    )
+                    dirs.append(direction)
+    if not rows:
+        return ""
+    body = table(
+        ["task", "metric", "A → B", "doc", "prompt (end)", "gold", f"A ({label_a})",
+         f"B ({label_b})"],
+        rows,
+        row_attrs=[f'data-dir="{d}"' for d in dirs],  # the direction filter reads it
+    )  # fmt: skip
+    options = "".join(f'<option value="{k}">{esc(v)}</option>' for k, v in DIRECTIONS.items())
+    return (
+        "<h2>Questions whose verdict differs</h2>"
+        "<p class='small'>Per task and 0/1 metric: right in A and wrong in B (right → wrong), "
+        "and the reverse; A's and B's answers side by side.</p>"
+        '<p><input id="flips-filter" type="search" placeholder="filter: words in any column" '
+        'size="40"> <select id="flips-dir"><option value="">both directions</option>'
+        f'{options}</select> <span id="flips-count" class="small"></span></p>'
+        f'<div id="flips">{body}</div>{FLIPS_JS}'
+    )
+
+
 def compare_page(
     label_a: str,
     label_b: str,
@@ -509,8 +578,10 @@ def compare_page(
     rows: Sequence[dict[str, Any]],
     chart_png: bytes,
     params: dict[str, Any],
+    flips: dict[str, dict[str, Any]] | None = None,
 ) -> str:
-    """A paired comparison of two runs."""
+    """A paired comparison of two runs; ``flips``: the questions whose verdict differs
+    (:func:`mill.report.compare.verdict_flips`, per task and metric)."""
     level = round(100 * (1 - float(params["alpha"])))
     table_rows = [
         [esc(r["task"]), esc(r["metric"]), *paired_cells(r), esc(r["test"])] for r in rows
@@ -543,6 +614,7 @@ def compare_page(
         "bootstrap resamples of the shared docs. p: McNemar's exact (binomial) test for 0/1 "
         "metrics, else a two-sided paired bootstrap test. No correction for multiple "
         "comparisons.</p>",
+        flips_section(flips or {}, label_a, label_b),
     ]
     how = "rerun with <code>mill compare a=&lt;run&gt; b=&lt;run&gt; out=&lt;folder&gt;</code>"
     return page(f"{label_a} vs {label_b} — Mill comparison", "".join(parts), how)

@@ -58,3 +58,44 @@ def test_sweep_and_compare_pages_render(chromium, sweep, tmp_path: Path) -> None
     proc = run_mill("-cn", "compare", f"a={a}", f"b={b}", "iters=500", f"out={out}")
     assert proc.returncode == 0, proc.stderr
     _check_images(chromium, out / "compare.html", 1)
+
+
+# Appended to a copy of compare.html: after load, filter the flips table three ways and
+# write how many rows each left visible into the DOM, where --dump-dom shows it.
+FILTER_PROBE = """<script>window.addEventListener("load", function () {
+  var box = document.getElementById("flips-filter"), dir = document.getElementById("flips-dir");
+  function visible() {
+    return [].slice.call(document.querySelectorAll("#flips tbody tr"))
+      .filter(function (r) { return r.style.display !== "none"; }).length;
+  }
+  var seen = {all: visible()};
+  dir.value = "right_to_wrong"; dir.dispatchEvent(new Event("change")); seen.down = visible();
+  dir.value = ""; box.value = "NO-SUCH-TEXT"; box.dispatchEvent(new Event("input"));
+  seen.none = visible(); seen.count = document.getElementById("flips-count").textContent;
+  var out = document.createElement("pre"); out.id = "mill-filter-probe";
+  out.textContent = JSON.stringify(seen); document.body.appendChild(out);
+});</script>"""
+
+
+@pytest.mark.slow
+def test_compare_page_filters_its_flips(chromium, sweep, tmp_path: Path) -> None:
+    import json
+
+    out = tmp_path / "cmp"
+    a, b = sweep.path / "0_arc_fake0", sweep.path / "1_arc_fake1"
+    proc = run_mill("-cn", "compare", f"a={a}", f"b={b}", "iters=100", f"out={out}")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((out / "compare.json").read_text())["rows"]
+    page = out / "compare.html"
+    probed = page.with_name("probe.html")
+    probed.write_text(page.read_text().replace("</body>", FILTER_PROBE + "</body>"))
+    dom = chromium._run(probed.as_uri(), "--dump-dom", width=1200, height=4000)
+    start = dom.index('<pre id="mill-filter-probe">') + len('<pre id="mill-filter-probe">')
+    seen = json.loads(dom[start : dom.index("</pre>", start)].replace("&quot;", '"'))
+    total = sum(r["n10"] + r["n01"] for r in rows)
+    assert seen == {
+        "all": total,
+        "down": sum(r["n10"] for r in rows),
+        "none": 0,
+        "count": f"0 of {total} shown",
+    }

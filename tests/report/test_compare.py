@@ -36,16 +36,17 @@ def _ll(i: int, run: str) -> float:
 def _write_run(path: Path, run: str, doc_ids: list[int], settings: dict) -> Path:
     acc = A_BLOCK if run == "a" else B_BLOCK
     (path / "samples").mkdir(parents=True)
-    rows = [
-        sample_record(
+    rows = []
+    for i in doc_ids:
+        record = sample_record(
             i,
             task="arc_easy",
             doc_hash=f"doc{i}",
             logprobs=[-1.0, -2.0],
             metrics={"acc": float(acc[i % 10]), "word_perplexity": [_ll(i, run), 5.0]},
-        ).to_json()
-        for i in doc_ids
-    ]
+        )
+        record.prediction = 0 if acc[i % 10] else 1  # gold is choice 0
+        rows.append(record.to_json())
     with jsonlines.open(path / "samples" / "arc_easy.jsonl", "w") as out:
         out.write_all(rows)
     metric = {"value": 0.5, "stderr": 0.1, "n": len(rows), "higher_is_better": True}
@@ -225,6 +226,29 @@ def test_real_runs_compare_on_their_shared_docs(sweep, single_run: Path, tmp_pat
         assert r["a"] == pytest.approx(res_a[r["task"]]["metrics"][r["metric"]]["value"])
         assert r["b"] == pytest.approx(res_b[r["task"]]["metrics"][r["metric"]]["value"])
         assert r["verdict"] in proc.stdout
+    # the questions whose verdict differs, each read back from both runs' samples files
+    blob = json.loads((out / "compare.json").read_text())
+    assert f"[mill] wrote {out / 'compare.html'}" in proc.stderr
+    for r in rows:
+        flips = blob["flips"][r["task"]][r["metric"]]
+        assert (len(flips["right_to_wrong"]), len(flips["wrong_to_right"])) == (r["n10"], r["n01"])
+        samples = {
+            run: {
+                (s["subject"], s["doc_id"]): s
+                for s in jsonlines.open(run / "samples" / f"{r['task']}.jsonl")
+            }
+            for run in (a, b)
+        }
+        for direction, (va, vb) in (("right_to_wrong", (1, 0)), ("wrong_to_right", (0, 1))):
+            for f in flips[direction]:
+                sa, sb = (samples[run][(f["subject"], f["doc_id"])] for run in (a, b))
+                assert (sa["metrics"][r["metric"]], sb["metrics"][r["metric"]]) == (va, vb)
+                assert (f["a"]["prediction"], f["b"]["prediction"]) == (
+                    sa["prediction"], sb["prediction"],
+                )  # fmt: skip
+                assert f["a"]["answer"].startswith(sa["choices"][sa["prediction"]])
+                assert f["prompt"].endswith(" ".join(sa["response"]["input"].split())[-20:])
+    assert sum(r["n10"] + r["n01"] for r in rows) > 0  # the two fake seeds disagree somewhere
     # the standalone run scored 30 docs; refused as is, compared on 20 with the limit ignored
     proc = run_mill("-cn", "compare", f"a={a}", f"b={single_run}")
     assert proc.returncode == 2 and "arc_easy.limit (a=20, b=30)" in proc.stderr
@@ -234,7 +258,8 @@ def test_real_runs_compare_on_their_shared_docs(sweep, single_run: Path, tmp_pat
         proc.stdout
     )
     proc = run_mill("-cn", "compare", f"a={a}", f"b={sweep.path / '2_wikitext_fake0'}")
-    assert proc.returncode == 2 and "no task in common" in proc.stderr
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "no task in common (a has arc_easy, arc_challenge; b has wikitext)" in proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -254,3 +279,146 @@ def test_a_difference_of_accuracies_stays_inside_minus_1_1(a, b) -> None:
     assert -1.0 <= lo <= row.diff <= hi <= 1.0
     if abs(row.diff) == 1.0:
         assert lo == hi == row.diff
+
+
+def _compare(a: Path, b: Path, out: Path | None) -> None:
+    from omegaconf import OmegaConf
+
+    from mill.report.compare import compare_command
+
+    compare_command(
+        OmegaConf.create(
+            {
+                "a": str(a),
+                "b": str(b),
+                "iters": 200,
+                "seed": 1,
+                "alpha": 0.05,
+                "out": str(out) if out else None,
+                "tasks": None,
+                "ignore_settings": [],
+                "progress": "never",
+            }
+        )  # fmt: skip
+    )
+
+
+def test_flips_name_each_question_whose_verdict_differs(
+    pair, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "cmp"
+    _compare(*pair, out)
+    blob = json.loads((out / "compare.json").read_text())
+    acc = next(r for r in blob["rows"] if r["metric"] == "acc")
+    flips = blob["flips"]["arc_easy"]
+    assert list(flips) == ["acc"]  # word_perplexity is not a 0/1 metric: no flips
+    down, up = flips["acc"]["right_to_wrong"], flips["acc"]["wrong_to_right"]
+    # A right on 0,1,2,8 and B on 0,1,3,4,5,6,8 of each block of 10; shared docs 0..39 only
+    assert [f["doc_id"] for f in down] == [2, 12, 22, 32]
+    assert [f["doc_id"] for f in up] == [i for i in range(40) if i % 10 in (3, 4, 5, 6)]
+    assert (len(down), len(up)) == (acc["n10"], acc["n01"]) == (4, 16)
+    assert down[0] == {
+        "subject": "default",
+        "doc_id": 2,
+        "prompt": "doc 2",
+        "gold": "choice 0 (0)",
+        "a": {"answer": "choice 0 (0)", "verdict": 1.0, "prediction": 0},
+        "b": {"answer": "choice 1 (1)", "verdict": 0.0, "prediction": 1},
+    }
+    assert all(f["a"]["verdict"] == 0.0 and f["b"]["answer"] == "choice 0 (0)" for f in up)
+    printed = capsys.readouterr()
+    assert (
+        "arc_easy acc questions right in A (model-a) and wrong in B (model-b): 4 (2, 12, 22, 32);"
+        " wrong in A and right in B: 16 (3, 4, 5, 6, 13, 14, 15, 16, 23, 24 and 6 more)"
+    ) in printed.out
+    assert printed.err.strip() == (
+        f"[mill] wrote {out / 'compare.html'} (and compare.json, compare.txt, plots/compare.png)"
+    )
+    page = (out / "compare.html").read_text()
+    assert page.count('data-dir="right_to_wrong"') == 4
+    assert page.count('data-dir="wrong_to_right"') == 16
+    assert (
+        'id="flips-filter"' in page
+        and "<script>" in page
+        and "http" not in page.split("<script>")[1].split("</script>")[0]
+    )  # the filter loads nothing from the network
+    # without out= nothing is written, and it says so in one line
+    before = sorted(tmp_path.rglob("*"))
+    _compare(*pair, None)
+    printed = capsys.readouterr()
+    assert printed.err.strip().splitlines() == [
+        "[mill] wrote nothing: add out=<folder> for compare.json, compare.txt and compare.html"
+    ]
+    assert "wrong in A and right in B: 16" in printed.out
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    ("response", "prediction", "expected"),
+    [
+        # generative: the answer after the reasoning rule when there is one
+        ({"text": ["<think>x</think> 42"], "text_post_processed": ["42"]}, "42", "42"),
+        # generative without a reasoning rule: the raw text
+        ({"text": ["The answer is 7"]}, "7", "The answer is 7"),
+        # multiple choice: the prediction (a choice index)
+        ({"logprobs": [-1.0, -0.5]}, 1, 1),
+    ],
+)
+def test_a_samples_answer_is_read_from_its_record(response, prediction, expected) -> None:
+    from mill.report.compare import answer
+    from mill.types import DocOutput
+
+    record = sample_record(0)
+    record.response = DocOutput(input="q", **response)
+    record.prediction = prediction
+    assert answer(record) == expected
+
+
+def test_runs_of_different_tasks_are_refused_naming_both(pair, tmp_path: Path) -> None:
+    from mill.report.compare import compare_runs
+    from mill.report.load import ReportInputError, RunFolder
+    from tests.report.test_compare_code import A_PASSES
+    from tests.report.test_compare_code import _write_run as write_code_run
+
+    code = write_code_run(tmp_path / "code", A_PASSES)
+    with pytest.raises(ReportInputError) as err:
+        compare_runs(RunFolder.open(pair[0]), RunFolder.open(code), iters=10, seed=0, alpha=0.05)
+    message = str(err.value)
+    assert len(message.splitlines()) == 1
+    assert "no task in common (a has arc_easy; b has humaneval)" in message
+    assert message.endswith("compare two runs of the same task")
+
+
+@pytest.mark.slow
+def test_generative_flips_show_the_answers_the_metric_read(tmp_path: Path) -> None:
+    runs = []
+    for seed in (0, 1):  # gsm8k on two fake seeds: some questions right in one run only
+        run = tmp_path / f"fake{seed}"
+        proc = run_mill(
+            "task=gsm8k", "model=fake", f"model.seed={seed}", f"model.name=fake{seed}",
+            "task.limit=20", f"hydra.run.dir={run}",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        runs.append(run)
+    out = tmp_path / "cmp"
+    proc = run_mill("compare", f"a={runs[0]}", f"b={runs[1]}", "iters=100", f"out={out}")
+    assert proc.returncode == 0, proc.stderr
+    blob = json.loads((out / "compare.json").read_text())
+    samples = [
+        {s["doc_id"]: s for s in jsonlines.open(run / "samples" / "gsm8k.jsonl")} for run in runs
+    ]
+    seen = 0
+    for row in blob["rows"]:
+        flips = blob["flips"]["gsm8k"][row["metric"]]
+        assert (len(flips["right_to_wrong"]), len(flips["wrong_to_right"])) == (
+            row["n10"], row["n01"],
+        )  # fmt: skip
+        for f in flips["right_to_wrong"] + flips["wrong_to_right"]:
+            for side, sample in zip(("a", "b"), (s[f["doc_id"]] for s in samples), strict=True):
+                response = sample["response"]
+                expected = (response.get("text_post_processed") or response["text"])[0]
+                assert f[side]["answer"] == expected
+                assert f[side]["verdict"] == sample["metrics"][row["metric"]]
+            assert f["gold"] == samples[0][f["doc_id"]]["gold"]
+            seen += 1
+    assert seen > 0
