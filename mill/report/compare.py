@@ -468,21 +468,11 @@ def verdict_flips(run_a: RunFolder, run_b: RunFolder, row: Paired) -> dict[str, 
     return out
 
 
-def flip_name(task: str, flip: dict[str, Any]) -> str:
-    """A flipped question as the console names it: its doc id, after its subject when the
-    task has subjects."""
-    subject = str(flip["subject"])
-    return (
-        f"{subject}/{flip['doc_id']}"
-        if subject not in ("", "default", task)
-        else str(flip["doc_id"])
-    )
-
-
 def verdict_flips_line(
     task: str, metric: str, flips: dict[str, Any], labels: tuple[str, str]
 ) -> str:
     """One line per task and 0/1 metric: the first flipped questions in each direction."""
+    from mill.report.html import flip_name
 
     def listed(items: list[dict[str, Any]]) -> str:
         names = [flip_name(task, f) for f in items[:SHOWN_IDS]]

@@ -523,14 +523,24 @@ FLIPS_JS = """<script>(function () {
   box.addEventListener("input", apply); dir.addEventListener("change", apply); apply();
 })();</script>"""
 
+
+def flip_name(task: str, flip: dict[str, Any]) -> str:
+    """A flipped question as the console names it: its doc id, after its subject when the
+    task has subjects."""
+    subject = str(flip["subject"])
+    return (
+        f"{subject}/{flip['doc_id']}"
+        if subject not in ("", "default", task)
+        else str(flip["doc_id"])
+    )
+
+
 DIRECTIONS = {"right_to_wrong": "right → wrong", "wrong_to_right": "wrong → right"}
 
 
 def flips_section(flips: dict[str, dict[str, Any]], label_a: str, label_b: str) -> str:
     """The questions whose verdict differs between the runs (per task and 0/1 metric), A's
     and B's answers side by side, with a text filter and a direction filter."""
-    from mill.report.compare import flip_name
-
     rows, dirs = [], []
     for task, metrics in flips.items():
         for metric, by_direction in metrics.items():
