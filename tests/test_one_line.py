@@ -308,7 +308,7 @@ def test_mill_prints_one_line_naming_the_key_and_exits_2(
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and lines[-1].startswith("mill: error: "), lines
     assert fragment in lines[-1], lines[-1]
-    errors = [line for line in lines if line.startswith("mill: ") or "Error" in line]
+    errors = [line for line in lines if line.startswith("mill: error") or "Error" in line]
     assert errors == [lines[-1]], lines
     if args[0] == "judge" or any(
         a.startswith(CLAIMED) for a in args

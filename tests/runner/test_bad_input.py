@@ -238,7 +238,8 @@ def _case(name: str, tmp_path: Path) -> tuple[list[str], list[str]]:
     # numeric settings: refused before the model loads (its folder does not even exist)
     missing_model = ["model=hf", f"model.pretrained={tmp_path / 'no-such-model'}"]
     if name == "model.max_length zero":
-        return [*missing_model, "model.max_length=0"], ["model.max_length=0", ">= 1 (or null)"]
+        bound = ">= 1 and <= 2147483647 (or null)"
+        return [*missing_model, "model.max_length=0"], ["model.max_length=0", bound]
     if name == "model.max_length negative":
         return [*missing_model, "model.max_length=-8"], ["model.max_length=-8", ">= 1"]
     if name == "model.batch_size zero":
