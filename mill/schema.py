@@ -307,7 +307,7 @@ _MODEL: dict[str, Rule] = {
     "revision": Text(optional=True, meaning="hub commit or label pinning the model"),
     "dtype": Choice(("float32", "float16", "bfloat16", "auto"), meaning="weights' dtype"),
     "device": Text(
-        pattern=r"auto|cpu|mps|meta|(cuda|xpu|npu|hpu)(:[0-9]+)?",
+        pattern=r"auto|mps|meta|(cpu|cuda|xpu|npu|hpu)(:[0-9]+)?",
         shape="auto, cpu, cuda, cuda:<n> or mps (also xpu, npu, hpu, meta)",
         meaning="where the weights run",
     ),
