@@ -56,19 +56,18 @@ class SavedAnswers(LanguageModel):
         out = []
         for request in requests:
             key = (request.task, request.subject, request.doc_id)
+            hits: list[bool | None] = []  # later turns: the samples record no end for them
             if request.role.startswith("turn") and request.role[4:].isdigit():
                 texts, at = self.turns.get(key, []), int(request.role[4:]) - 1
             else:
                 texts, at = self.answers.get(key, []), request.index
+                hits = self.hit_max.get(key, [])
             if at >= len(texts):
                 raise self._missing(request)
-            hit = self.hit_max.get(key, [])
             response = Response(
                 request_id=request.id,
                 text=texts[at],
-                hit_max_gen_toks=hit[at]
-                if texts is self.answers.get(key) and at < len(hit)
-                else None,
+                hit_max_gen_toks=hits[at] if at < len(hits) else None,
             )
             on_response(request, response)
             out.append(response)
