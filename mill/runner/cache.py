@@ -28,7 +28,7 @@ import sqlite3
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -204,7 +204,8 @@ class ResponseStore:
         now = time.time()
         rows = []
         for digest, response in items:
-            blob = zlib.compress(json.dumps(asdict(response), ensure_ascii=False).encode(), 1)
+            # vars(): the fields as they are (dataclasses.asdict deep-copied every token id)
+            blob = zlib.compress(json.dumps(vars(response), ensure_ascii=False).encode(), 1)
             rows.append((self.key, digest, blob, now, entry_checksum(self.key, digest, blob)))
         try:
             with self._conn:
@@ -325,7 +326,7 @@ class CachedModel(LanguageModel):
                 self.store.put_many([(d, done[d]) for d in fresh])
                 committed.update(fresh)
                 for i in members[key]:
-                    copy = Response(**{**asdict(done[hashes[i]]), "request_id": requests[i].id})
+                    copy = replace(done[hashes[i]], request_id=requests[i].id)
                     out[i] = copy
                     on_response(requests[i], copy)
 
