@@ -1,7 +1,8 @@
 """The least time this machine needs for a generation workload, whatever the harness.
 
-Reads a Mill run folder of a generative task (its manifest and per-sample dumps: each
-row's prompt tokens after truncation and its generated tokens) and counts the work that
+Reads a Mill run folder of a generative task, run with ``runner.sample_tokens=true`` (its
+manifest and per-sample dumps: each row's prompt tokens after truncation and its generated
+tokens) and counts the work that
 any harness must do for the same answers with the model in fp32:
 
 * **prefill products**: every prompt token through the model's body once (a prefix every
@@ -38,6 +39,7 @@ from benchmarks.driver_common import REPO, best_seconds, child_env, timed_run
 from benchmarks.whole_process import floor_cmd
 from mill.model.memory import kv_bytes_per_token
 from mill.model.prefix_attention import common_prefix
+from mill.record import read_sample_rows
 
 
 @dataclass
@@ -104,8 +106,10 @@ def count(run: Path, shape: Shape) -> Work:
     prompts: list[list[int]] = []
     outputs: list[list[list[int]]] = []
     for path in sorted((run / "samples").glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            response = json.loads(line)["response"]
+        for row in read_sample_rows(path):
+            response = row["response"]
+            if "input_tokens" not in response:
+                raise SystemExit(f"{path}: no token ids; run Mill with runner.sample_tokens=true")
             out = response["output_tokens"]
             prompts.append(list(response["input_tokens"]))
             outputs.append(out if out and isinstance(out[0], list) else [out])

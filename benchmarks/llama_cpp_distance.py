@@ -3,9 +3,9 @@ dequantized folder, request by request, on Mill's finished log-likelihood runs.
 
 ``python -m benchmarks.llama_cpp_distance RUN_DIR [RUN_DIR ...] [--limit N] [--json F]``:
 for each Mill run folder of ``model=smollm2`` (a multiple-choice task: ARC, HellaSwag,
-MMLU, ...), takes the token ids Mill scored (each sample's context and each choice's
-continuation), has ``llama_cpp_loglik_driver`` score the same ids with llama-cpp-python
-(``$MILL_LLAMA_PYTHON``, as the served tests find it) on the GGUF the folder was converted
+MMLU, ..., run with ``runner.sample_tokens=true``), takes the token ids Mill scored (each
+sample's context and each choice's continuation), has ``llama_cpp_loglik_driver`` score
+the same ids with llama-cpp-python (``$MILL_LLAMA_PYTHON``, as the served tests find it) on the GGUF the folder was converted
 from (``$MILL_SMOLLM2_WHEEL`` or the installed package, as ``whole_process`` finds it), and
 prints per task: the requests, |Δ log p| (max, median, relative), the docs whose prediction
 differs, acc and acc_norm from each side's log-likelihoods (the fp32 side recomputed and
@@ -42,6 +42,8 @@ def run_requests(run: Any, limit: int | None) -> tuple[str, list[Any], list[list
     samples = list(run.samples(task))[:limit]
     requests = []
     for s in samples:
+        if not s.response.input_tokens:
+            raise SystemExit(f"{run.path}: no token ids; run Mill with runner.sample_tokens=true")
         context = list(s.response.input_tokens)
         requests.append([[context, list(out)] for out in s.response.output_tokens])
     return task, samples, requests

@@ -460,6 +460,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
             *workload.mill_overrides(args.data_dir),
             *hf_model_overrides(model, args.device, args.dtype),
             "runner.cache=false",
+            "runner.sample_tokens=true",  # the prompts' token ids (mill_outputs)
         ]
         echo = workload.output_type != "generative"
         server = servers.get(echo)
@@ -519,6 +520,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                             f"model.num_concurrent={1 if echo else LLAMA_SLOTS}",
                             f"model.max_length={window_of(model)}",
                             "runner.cache=false",
+                            "runner.sample_tokens=true",
                             f"hydra.run.dir={run_dir}",
                         ]
                     )

@@ -389,6 +389,7 @@ SETTINGS: dict[str, Rule] = {
     "runner.timeout_s": Number(
         1, maximum=7 * 86400, meaning="seconds a worker waits for the slowest at a collective"
     ),
+    "runner.sample_tokens": Flag(meaning="samples keep each prompt's and answer's token ids"),
     # execution: how code tasks run the model's programs
     "execution.sandbox": Choice(("bwrap", "none"), meaning="bwrap (isolated) or none"),
     "execution.allow_unsafe": Flag(meaning="required with execution=none"),

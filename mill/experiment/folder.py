@@ -4,8 +4,10 @@
   ``plots/`` and ``report.html``, then ``manifest.json`` with ``status: succeeded``. Only
   that last write makes the run finished; any folder short of it is completed by
   ``runner.resume=true``, and report and compare refuse it;
-* samples stream into ``samples/<task>.partial.jsonl`` and are renamed to
-  ``samples/<task>.jsonl`` only when the run succeeds;
+* samples stream into ``samples/<task>.partial.jsonl`` (whole lines, token ids only with
+  ``runner.sample_tokens=true``) and become ``samples/<task>.jsonl``, sorted and compact
+  (:func:`mill.record.compact_lines`: a few-shot prefix once per subject), only when the
+  run succeeds;
 * ``results.json`` records each samples file's SHA-256 and the manifest ``results.json``'s,
   so a reader can tell a file edited since (:func:`mill.results.edited_files`);
 * ``manifest.json`` carries ``status``: running, succeeded, failed (with the error) or
@@ -31,7 +33,7 @@ import jsonlines
 
 from mill.errors import ConfigError, ExperimentExists, MillError
 from mill.files import inside, replacing, sha256_file, write_atomic, write_json
-from mill.record import SampleRecord
+from mill.record import SampleRecord, compact_lines
 from mill.redact import redact, redact_text
 from mill.results.schema import Manifest, Results
 
@@ -92,8 +94,10 @@ when the folder is claimed or reopened, before anything is written or loaded."""
 class ExperimentFolder:
     """Owns the files of one run."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, sample_tokens: bool = False) -> None:
         self.path = Path(path)
+        self.sample_tokens = sample_tokens
+        """Whether sample lines keep the response's token ids (``runner.sample_tokens``)."""
         self.samples_dir = self.path / "samples"
         self._writers: dict[str, jsonlines.Writer] = {}
         self._handles: dict[str, Any] = {}
@@ -213,10 +217,11 @@ class ExperimentFolder:
             handle = path.open("a", encoding="utf-8")
             self._handles[task] = handle
             self._writers[task] = jsonlines.Writer(handle, flush=True)
-        self._writers[task].write(record.to_json())
+        self._writers[task].write(record.to_json(tokens=self.sample_tokens))
 
     def close_samples(self, success: bool) -> None:
-        """Close sample files; on success give them their final names, sorted by doc."""
+        """Close sample files; on success give them their final names, sorted by doc and
+        compact (:func:`mill.record.compact_lines`)."""
         for task, writer in self._writers.items():
             writer.close()
             self._handles[task].close()
@@ -225,8 +230,8 @@ class ExperimentFolder:
                 with jsonlines.open(partial) as reader:
                     rows = sorted(reader, key=lambda r: (r["subject"], r["doc_id"]))
                 final = self.inside(self.samples_dir / f"{task}.jsonl")
-                with replacing(final) as handle, jsonlines.Writer(handle) as out:
-                    out.write_all(rows)
+                with replacing(final) as handle, jsonlines.Writer(handle, compact=True) as out:
+                    out.write_all(compact_lines(rows))
                 partial.unlink()
         self._writers.clear()
         self._handles.clear()

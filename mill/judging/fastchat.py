@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from mill.experiment.folder import ExperimentFolder
-from mill.files import read_jsonl
 from mill.metrics.base import Metric
 from mill.metrics.judge import PairwiseWinRate, is_judged
+from mill.record import read_sample_rows
 from mill.results import ResultsError
 from mill.task.base import Task
 
@@ -78,7 +78,7 @@ def write_fastchat_judgments(
         path = folder.path / "samples" / f"{task.name}.jsonl"
         if not path.is_file() or not any(is_judged(m) for m in metrics[task.name]):
             continue
-        samples = read_jsonl(path, "samples", ResultsError)
+        samples = read_sample_rows(path, "samples", ResultsError)
         by_metric = fastchat_judgments(samples, metrics[task.name], model, judge)
         folder.inside(folder.path / "model_judgment").mkdir(exist_ok=True)
         for name, lines in by_metric.items():

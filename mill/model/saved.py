@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ModelError
-from mill.files import read_jsonl, sha256_file
+from mill.files import sha256_file
 from mill.model.base import LanguageModel, ignore_response
+from mill.record import read_sample_rows
 from mill.types import OnResponse, OutputType, Request, Response
 
 
@@ -38,7 +39,7 @@ class SavedAnswers(LanguageModel):
         for path in sorted((self.run / "samples").glob("*.jsonl")):
             if path.name.endswith(".partial.jsonl"):
                 continue
-            for row in read_jsonl(path, "saved answers", ModelError):
+            for row in read_sample_rows(path, "saved answers", ModelError):
                 key = (str(row["task"]), str(row["subject"]), int(row["doc_id"]))
                 self.answers[key] = [str(t) for t in row["response"].get("text") or []]
                 self.hit_max[key] = list(row["response"].get("hit_max_gen_toks") or [])

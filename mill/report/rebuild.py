@@ -265,6 +265,10 @@ def report_command(cfg: Any) -> None:
                 f"out={out} would write into {inside}, a folder this report reads; Mill "
                 "never writes into the folders it reports: choose another out= folder"
             )
+    for run in runs:  # and their samples (read once, kept): a bad one stops before any write
+        for task in run.task_names:
+            if run.samples_path(task).is_file():
+                run.samples(task)
     mode = str(cfg.get("progress", "auto"))
     err = make_console(stderr=True, mode=mode)
     written: list[Path] = []

@@ -3,28 +3,25 @@
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mill.record import SampleRecord
+from mill.record import SampleRecord, read_sample_rows
 from mill.results.integrity import check_edited, edited_note
 from mill.results.schema import Manifest, Results, ResultsError, sample_from_dict
 
 
 def read_samples(path: str | Path) -> list[SampleRecord]:
-    """Every line of a ``samples/<task>.jsonl`` file."""
+    """Every line of a ``samples/<task>.jsonl`` file (either format,
+    :data:`mill.record.READ_FORMATS`), typed."""
     path = Path(path)
     records = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(sample_from_dict(json.loads(line)))
-            except (ValueError, TypeError) as err:
-                raise ResultsError(f"{path}:{number} is not a sample record ({err})") from err
+    for number, row in enumerate(read_sample_rows(path, "samples", ResultsError), 1):
+        try:
+            records.append(sample_from_dict(row))
+        except (ValueError, TypeError) as err:
+            raise ResultsError(f"{path}:{number} is not a sample record ({err})") from err
     return records
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from mill.record import SampleRecord
+from mill.record import SAMPLES_FORMAT, SampleRecord
 from mill.results.schema import (
     INTEGRITY_FIELDS,
     INTEGRITY_SINCE,
@@ -44,6 +44,21 @@ def _table(cls: type) -> list[str]:
 
 def _sample_table() -> list[str]:
     lines = ["### `SampleRecord` (one line of `samples/<task>.jsonl`)", ""]
+    lines += [
+        f"Format {SAMPLES_FORMAT} (each line's `format`; a line without one is format 1, "
+        "written before 2026-12-06: every line holds its whole prompt and its token ids). "
+        "The lines of one subject with the same few-shot examples share the beginning of "
+        "their prompt (the few-shot prefix): the first of them (the lowest `doc_id`) holds "
+        "the whole prompt in `response.input`, each other one only the rest, after "
+        '`response.input_from` = `{"doc_id": d, "chars": n}`: its prompt is the first `n` '
+        "characters of doc `d`'s prompt followed by its `input`. `input_tokens` and "
+        "`output_tokens` (recomputable from the text with the tokenizer the manifest's "
+        "model identity names) are written only with `runner.sample_tokens=true`; without "
+        "them a reader sees empty lists. `mill.load(folder).samples(task)` and "
+        "`mill.results.read_samples(path)` read both formats and give every record its "
+        "whole prompt; a format Mill does not know is refused in one line.",
+        "",
+    ]
     for cls in (SampleRecord, DocOutput):
         lines += [f"`{cls.__name__}`: " + " ".join((cls.__doc__ or "").split()), ""]
         lines += ["| field | type |", "| --- | --- |"]

@@ -113,8 +113,13 @@ def _connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
 class ResponseStore:
     """The cache folder: this host's SQLite file for writing, every file for reading."""
 
-    def __init__(self, folder: Path, identity: dict[str, Any]) -> None:
+    def __init__(self, folder: Path, identity: dict[str, Any], input_tokens: bool = True) -> None:
         self.folder = Path(folder)
+        self.input_tokens = input_tokens
+        """Entries keep each response's ``input_tokens`` (the prompt's token ids, the bulk
+        of an entry; only samples with ``runner.sample_tokens=true`` read them). Without,
+        they are written without them; with, an entry without them is not found (computed
+        again, and stored whole)."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -170,9 +175,12 @@ class ResponseStore:
                         if stored != entry_checksum(self.key, request, blob):
                             raise corrupt(path, f"entry {request[:12]} fails its checksum")
                         try:
-                            found[request] = json.loads(zlib.decompress(blob))
+                            entry = json.loads(zlib.decompress(blob))
                         except (zlib.error, ValueError) as err:
                             raise corrupt(path, f"entry {request[:12]}: {err}") from err
+                        if self.input_tokens and "input_tokens" not in entry:
+                            continue  # written without them: computed again, whole
+                        found[request] = entry
         return found
 
     @contextlib.contextmanager
@@ -205,7 +213,10 @@ class ResponseStore:
         rows = []
         for digest, response in items:
             # vars(): the fields as they are (dataclasses.asdict deep-copied every token id)
-            blob = zlib.compress(json.dumps(vars(response), ensure_ascii=False).encode(), 1)
+            entry = dict(vars(response))
+            if not self.input_tokens:
+                del entry["input_tokens"]
+            blob = zlib.compress(json.dumps(entry, ensure_ascii=False).encode(), 1)
             rows.append((self.key, digest, blob, now, entry_checksum(self.key, digest, blob)))
         try:
             with self._conn:
@@ -349,10 +360,12 @@ class CachedModel(LanguageModel):
         return self._answer("generate_until", requests, on_response)
 
 
-def open_store(cache_dir: Path, identity: dict[str, Any]) -> ResponseStore:
+def open_store(
+    cache_dir: Path, identity: dict[str, Any], input_tokens: bool = True
+) -> ResponseStore:
     """The response cache, or a ConfigError naming a cache file that is not a database."""
     try:
-        return ResponseStore(cache_dir, identity)
+        return ResponseStore(cache_dir, identity, input_tokens)
     except Exception as err:
         corrupt = corrupt_cache_error(err, cache_dir)
         if corrupt is None:
@@ -360,14 +373,17 @@ def open_store(cache_dir: Path, identity: dict[str, Any]) -> ResponseStore:
         raise corrupt from err
 
 
-def open_shared_store(dist: Dist, cache_dir: Path, identity: dict[str, Any]) -> ResponseStore:
+def open_shared_store(
+    dist: Dist, cache_dir: Path, identity: dict[str, Any], input_tokens: bool = True
+) -> ResponseStore:
     """The response cache on every rank of ``dist``: rank 0 creates the database, then the
-    others open it (a bad cache file stops every rank with the same line)."""
+    others open it (a bad cache file stops every rank with the same line);
+    ``input_tokens``: :attr:`ResponseStore.input_tokens`."""
     store: ResponseStore | None = None
     for turn in (True, False):
 
         def opener(t: bool = turn) -> ResponseStore | None:
-            return open_store(cache_dir, identity) if dist.is_main is t else None
+            return open_store(cache_dir, identity, input_tokens) if dist.is_main is t else None
 
         opened = agree(dist, opener)
         store = opened or store

@@ -98,7 +98,12 @@ class RunContext:
         from mill.report.progress import PhaseProgress
 
         cfg = OmegaConf.create(resolved)
-        folder = ExperimentFolder(folder_path) if folder_path is not None else None
+        settings = settings or RunnerSettings.parse(resolved.get("runner"))
+        folder = (
+            ExperimentFolder(folder_path, settings.sample_tokens)
+            if folder_path is not None
+            else None
+        )
         writes = folder if dist.is_main else None
         report = typed("report", dict(resolved.get("report") or {}))
         mode = str(report["progress"])
@@ -112,7 +117,7 @@ class RunContext:
         return cls(
             resolved=resolved,
             cfg=cfg,
-            settings=settings or RunnerSettings.parse(resolved.get("runner")),
+            settings=settings,
             dist=dist,
             folder=folder,
             folder_path=folder_path,

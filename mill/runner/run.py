@@ -171,7 +171,7 @@ def load(run: RunContext, plan: Plan, model: LanguageModel | None) -> Loaded:
     log.info("model loaded: %s", identity.get("class") or type(model).__name__)
     run.cache_dir = None if identity.get("in_memory") else run.cache_root
     if run.cache_dir is not None:
-        run.store = open_shared_store(run.dist, run.cache_dir, identity)
+        run.store = open_shared_store(run.dist, run.cache_dir, identity, run.settings.sample_tokens)
         model = CachedModel(model, run.store)
     if run.writes is not None:
         run.manifest.model = identity

@@ -117,6 +117,8 @@ class RunnerSettings:
     None: no cache."""
     timeout_s: int
     """Seconds a collective may wait for the slowest worker before failing."""
+    sample_tokens: bool = False
+    """Samples (and the run's response cache) keep each prompt's and answer's token ids."""
 
     @classmethod
     def default(cls) -> RunnerSettings:
@@ -152,6 +154,7 @@ class RunnerSettings:
             resume=values["resume"],
             cache=cache,
             timeout_s=values["timeout_s"],
+            sample_tokens=values["sample_tokens"],
         )
 
     def use_cpu(self) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from mill.experiment.folder import ExperimentFolder
 from mill.record import SampleRecord
+from mill.results import read_samples
 from mill.types import DocOutput
 
 
@@ -44,8 +45,55 @@ def test_final_samples_appear_complete_and_sorted(tmp_path: Path) -> None:
     assert names == ["t.jsonl"]
     lines = (folder.samples_dir / "t.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["doc_id"] for line in lines] == [0, 1, 2]
-    assert lines[0] == json.dumps(_record(0).to_json(), ensure_ascii=False)  # jsonlines' form
+    line = {"format": 2, **_record(0).to_json(tokens=False)}  # compact JSON, no token ids
+    assert lines[0] == json.dumps(line, ensure_ascii=False, separators=(",", ":"))
     folder.unlock()
+
+
+def _fewshot(doc_id: int, subject: str, question: str) -> SampleRecord:
+    prefix = f"About {subject}.\n\n" + "An example question?\nAnswer: A\n\n" * 10
+    record = _record(doc_id)
+    record.subject, record.fewshot_ids = subject, [0, 1]
+    record.response = DocOutput(input=prefix + question, input_tokens=[1] * 300, text=[])
+    return record
+
+
+def test_final_samples_hold_a_shared_fewshot_prefix_once_and_read_back_whole(
+    tmp_path: Path,
+) -> None:
+    folder = ExperimentFolder(tmp_path / "run")
+    folder.claim()
+    records = [_fewshot(i, s, f"Question {s} {i}?\nAnswer:") for s in ("b", "a") for i in (1, 0, 2)]
+    for record in records:
+        folder.write_sample(record)
+    folder.close_samples(success=True)
+    folder.unlock()
+    path = folder.samples_dir / "t.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    # the first doc of each subject holds its whole prompt, the others their own question
+    holders = [r for r in rows if "input_from" not in r["response"]]
+    assert [(r["subject"], r["doc_id"]) for r in holders] == [("a", 0), ("b", 0)]
+    referring = [r["response"] for r in rows if "input_from" in r["response"]]
+    assert [r["input"] for r in referring][:2] == [
+        "Question a 1?\nAnswer:",
+        "Question a 2?\nAnswer:",
+    ]
+    assert all(r["input_from"]["doc_id"] == 0 for r in referring)
+    assert not any("input_tokens" in r["response"] for r in rows)
+    back = read_samples(path)
+    by_key = {(r.subject, r.doc_id): r.response.input for r in back}
+    assert by_key == {(r.subject, r.doc_id): r.response.input for r in records}
+    assert all(r.response.input_tokens == [] for r in back)
+
+
+def test_sample_tokens_keeps_the_token_ids(tmp_path: Path) -> None:
+    folder = ExperimentFolder(tmp_path / "run", sample_tokens=True)
+    folder.claim()
+    folder.write_sample(_record(0))
+    folder.close_samples(success=True)
+    folder.unlock()
+    (back,) = read_samples(folder.samples_dir / "t.jsonl")
+    assert (back.response.input_tokens, back.response.output_tokens) == ([1], [[2]])
 
 
 def test_a_resume_removes_the_temp_files_of_a_killed_run(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ GENERATION = (
     "model.batch_size=4",
     "task.generation.max_gen_toks=16",
     "+task.generation.until=[?]",
+    "runner.sample_tokens=true",  # the generated tokens counted below; token ids resumed too
 )
 GENERATION_REQUESTS = 4
 

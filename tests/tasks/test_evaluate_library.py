@@ -105,7 +105,7 @@ def test_chat_template_end_to_end(compose, tmp_path: Path) -> None:
     cfg = compose(
         "model=hf", f"model.pretrained={folder}", "model.name=chat260k", "task=arc_easy",
         "task.limit=2", "task.chat_template=true", "task.system_prompt=Answer.",
-        "report.progress=never",
+        "report.progress=never", "runner.sample_tokens=true",
     )  # fmt: skip
     results = run_job(cfg, tmp_path / "run")
     assert results.tasks["arc_easy"].settings["chat_template"] is True
