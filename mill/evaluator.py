@@ -522,24 +522,9 @@ def to_results(
     """The typed results of a run (``results.json``): tasks, the subject groups of
     multi-subject tasks, and a task group's micro/macro aggregates over the metrics all
     its tasks share (an lm-eval group's own aggregates, for ``task=lm_eval``)."""
+    rule = reasoning or ReasoningRule()
     results = Results(
-        tasks={
-            t.name: TaskResults(
-                metrics=_rows(per_task[t.name].metrics),
-                subjects={s: _rows(r.metrics) for s, r in per_task[t.name].subjects.items()},
-                settings=_settings(t, reasoning or ReasoningRule()),
-                generations=(
-                    None
-                    if per_task[t.name].generations is None
-                    else per_task[t.name].generations.to_dict()  # type: ignore[union-attr]
-                ),
-                data=t.origins,
-                skipped_rows=(
-                    {"count": len(t.skipped), "rows": t.skipped} if source.skip_bad_rows else None
-                ),
-            )
-            for t in tasks
-        },
+        tasks={t.name: _task_results(t, per_task[t.name], source, rule) for t in tasks},
         model=model,
         data_source=DataOrigin(
             source.source, str(source.root) if source.root else None, source.source
@@ -550,24 +535,56 @@ def to_results(
     for t in tasks:  # subject groups of multi-subject tasks (MMLU categories, overall)
         for name, body in per_task[t.name].groups.items():
             results.groups[name] = GroupResults.from_dict(body)
-    if group is not None and hasattr(group, "aggregate_results"):  # lm-eval groups
-        for name, body in group.aggregate_results(per_task, bootstrap_iters, seed).items():
-            results.groups[name] = GroupResults.from_dict(body)
-    elif group is not None:
-        shared = [
-            m
-            for m in metrics[tasks[0].name]
-            if all(m.name in [x.name for x in metrics[t.name]] for t in tasks)
-        ]
-        body = aggregate_group([per_task[t.name] for t in tasks], shared, bootstrap_iters, seed)
-        results.groups[group.name] = GroupResults(
-            metrics={k: GroupMetric.from_dict(v) for k, v in body.items()},
-            tasks=[t.name for t in tasks],
-        )
+    if group is not None:
+        results.groups.update(_task_group(group, tasks, per_task, metrics, bootstrap_iters, seed))
     # what was read, per task (user files, lm-eval's dataset), not only the data= option
     results.data_source.tasks = {name: results.data_origin(name) for name in results.tasks}
     results.data_source.source = results.data_label
     return results
+
+
+def _task_results(
+    task: Task, result: TaskResult, source: DataSource, reasoning: ReasoningRule
+) -> TaskResults:
+    """One task's part of ``results.json``: its metrics, its subjects' and its settings."""
+    generations = result.generations
+    return TaskResults(
+        metrics=_rows(result.metrics),
+        subjects={s: _rows(r.metrics) for s, r in result.subjects.items()},
+        settings=_settings(task, reasoning),
+        generations=None if generations is None else generations.to_dict(),
+        data=task.origins,
+        skipped_rows=(
+            {"count": len(task.skipped), "rows": task.skipped} if source.skip_bad_rows else None
+        ),
+    )
+
+
+def _task_group(
+    group: TaskGroup,
+    tasks: Sequence[Task],
+    per_task: dict[str, TaskResult],
+    metrics: dict[str, list[Metric]],
+    bootstrap_iters: int,
+    seed: int,
+) -> dict[str, GroupResults]:
+    """A task group's aggregates: an lm-eval group's own (``aggregate_results``), else the
+    micro/macro aggregates of the metrics every task of the group shares."""
+    if hasattr(group, "aggregate_results"):  # lm-eval groups
+        bodies = group.aggregate_results(per_task, bootstrap_iters, seed)
+        return {name: GroupResults.from_dict(body) for name, body in bodies.items()}
+    shared = [
+        m
+        for m in metrics[tasks[0].name]
+        if all(m.name in [x.name for x in metrics[t.name]] for t in tasks)
+    ]
+    body = aggregate_group([per_task[t.name] for t in tasks], shared, bootstrap_iters, seed)
+    return {
+        group.name: GroupResults(
+            metrics={k: GroupMetric.from_dict(v) for k, v in body.items()},
+            tasks=[t.name for t in tasks],
+        )
+    }
 
 
 def _settings(task: Task, reasoning: ReasoningRule) -> dict[str, Any]:

@@ -229,6 +229,24 @@ def _destinations(runs: Sequence[RunFolder], out: Path) -> list[Path]:
     return found
 
 
+def _check_before_writing(
+    read: list[Path], runs: list[RunFolder], out: Path, dests: list[Path]
+) -> None:
+    """Refuse, before anything is written, an ``out`` inside a folder the report reads, and
+    a run whose samples Mill cannot read (they are read once here and kept)."""
+    for target in (out, *dests):
+        inside = reads_into(target, read)
+        if inside is not None:
+            raise ReportInputError(
+                f"out={out} would write into {inside}, a folder this report reads; Mill "
+                "never writes into the folders it reports: choose another out= folder"
+            )
+    for run in runs:
+        for task in run.task_names:
+            if run.samples_path(task).is_file():
+                run.samples(task)
+
+
 def report_command(cfg: Any) -> None:
     """``mill report runs=[...] out=<folder>``: rebuild reports from existing folders,
     writing only under ``out`` (never into the folders read).
@@ -257,18 +275,7 @@ def report_command(cfg: Any) -> None:
     failed = [f for _, sweep in opened if sweep is not None for f in sweep.failed]
     single = len(opened) == 1 and opened[0][1] is None
     dests = [out] if single else _destinations(runs, out)
-    read = [*paths, *(run.path for run in runs)]
-    for target in (out, *dests):
-        inside = reads_into(target, read)
-        if inside is not None:
-            raise ReportInputError(
-                f"out={out} would write into {inside}, a folder this report reads; Mill "
-                "never writes into the folders it reports: choose another out= folder"
-            )
-    for run in runs:  # and their samples (read once, kept): a bad one stops before any write
-        for task in run.task_names:
-            if run.samples_path(task).is_file():
-                run.samples(task)
+    _check_before_writing([*paths, *(run.path for run in runs)], runs, out, dests)
     mode = str(cfg.get("progress", "auto"))
     err = make_console(stderr=True, mode=mode)
     written: list[Path] = []

@@ -202,7 +202,6 @@ def run_job(
     """
     from mill.data.hub import check_hub
     from mill.runner.execute import execute
-    from mill.runner.launch import launch_workers
 
     resolved = _resolve(cfg)
     register_config_secrets(resolved)  # masked in every sink from here on
@@ -213,19 +212,7 @@ def run_job(
             resolved, None, dist or Dist(), model, on_sample=on_sample, show=show, settings=settings
         )
     own_group = dist is None
-    dist = dist or Dist()
-    if own_group and launched_world_size() > 1:
-        if settings.num_processes not in (None, 1):
-            raise ConfigError(
-                f"mill was started by a launcher with {launched_world_size()} processes and "
-                f"runner.num_processes={settings.num_processes}; use one or the other"
-            )
-        if model is not None:
-            raise ConfigError(
-                "an in-memory model is evaluated in the process that holds it; call "
-                "mill.evaluate outside a multi-process launcher"
-            )
-        dist = init_dist(settings.use_cpu(), settings.timeout_s)
+    dist = dist or _launched_group(settings, model)
     folder = ExperimentFolder(output_dir)
     owned = False  # only a folder this process claimed is ever marked failed
 
@@ -240,41 +227,88 @@ def run_job(
             agree(dist, prepare)
             if dist.is_main:
                 fault("prepared")
-            path = Path(dist.broadcast(str(folder.path.resolve())))
-            if dist.world_size > 1:  # under the user's launcher: this process is one rank
-                results = execute(resolved, path, dist, model, settings=settings)
-                if own_group:
-                    dist.close()
-                return results
-            n = 1 if model is not None else settings.processes()
-            if n == 1:
-                return execute(resolved, path, dist, model, settings=settings)
-            refuse_device_map(resolved.get("model"), n)
-            # resolved.yaml, which the workers read, is redacted: they get the credentials
-            # it lacks from the driver's environment, never from a file
-            return launch_workers(path, n, settings, secrets_of(resolved))
-    except KeyboardInterrupt as err:
-        interrupted = err if isinstance(err, Interrupted) else Interrupted(signal.SIGINT)
-        if owned:
-            mark_failed(folder, interrupted)
-            interrupted.folder = folder.path
-            to_file(
-                logging.WARNING,
-                f"interrupted by {interrupted}; resume with: "
-                f"{resume_command(sys.argv[1:], folder.path)}",
-            )
-        if interrupted is err:
-            raise
-        raise interrupted from err
-    except MillError as err:
-        if owned:
-            mark_failed(folder, err)
-        if own_group:  # every rank raised the same error: leave the group together
-            dist.close()
-        raise
+            return _evaluate_in(folder, resolved, dist, model, settings, own_group)
     except BaseException as err:
-        if owned:
-            mark_failed(folder, err)
-        raise
+        raised = _failed(err, folder if owned else None, dist if own_group else None)
+        if raised is err:
+            raise
+        raise raised from err
     finally:
         folder.unlock()
+
+
+def _launched_group(settings: RunnerSettings, model: LanguageModel | None) -> Dist:
+    """This process's group when it is one of a launcher's ranks (torchrun, accelerate
+    launch: ``runner.num_processes`` and an in-memory model are refused there), else alone."""
+    if launched_world_size() <= 1:
+        return Dist()
+    if settings.num_processes not in (None, 1):
+        raise ConfigError(
+            f"mill was started by a launcher with {launched_world_size()} processes and "
+            f"runner.num_processes={settings.num_processes}; use one or the other"
+        )
+    if model is not None:
+        raise ConfigError(
+            "an in-memory model is evaluated in the process that holds it; call "
+            "mill.evaluate outside a multi-process launcher"
+        )
+    return init_dist(settings.use_cpu(), settings.timeout_s)
+
+
+def _evaluate_in(
+    folder: ExperimentFolder,
+    resolved: dict[str, Any],
+    dist: Dist,
+    model: LanguageModel | None,
+    settings: RunnerSettings,
+    own_group: bool,
+) -> Results | None:
+    """The evaluation into the claimed ``folder``: this process (one rank of a launched
+    group, or alone), or the data-parallel workers it starts."""
+    from mill.runner.execute import execute
+    from mill.runner.launch import launch_workers
+
+    path = Path(dist.broadcast(str(folder.path.resolve())))
+    if dist.world_size > 1:  # under the user's launcher: this process is one rank
+        results = execute(resolved, path, dist, model, settings=settings)
+        if own_group:
+            dist.close()
+        return results
+    n = 1 if model is not None else settings.processes()
+    if n == 1:
+        return execute(resolved, path, dist, model, settings=settings)
+    refuse_device_map(resolved.get("model"), n)
+    # resolved.yaml, which the workers read, is redacted: they get the credentials it
+    # lacks from the driver's environment, never from a file
+    return launch_workers(path, n, settings, secrets_of(resolved))
+
+
+def _failed(
+    err: BaseException, folder: ExperimentFolder | None, group: Dist | None
+) -> BaseException:
+    """What a run that raised ``err`` leaves, and what it raises: an interruption as
+    :class:`Interrupted` (:func:`_interrupted`); otherwise ``folder`` (one this process
+    claimed) marked failed, and after a MillError, which every rank raised alike, the
+    process ``group`` this run opened closed together."""
+    if isinstance(err, KeyboardInterrupt):
+        return _interrupted(err, folder)
+    if folder is not None:
+        mark_failed(folder, err)
+    if isinstance(err, MillError) and group is not None:
+        group.close()
+    return err
+
+
+def _interrupted(err: KeyboardInterrupt, folder: ExperimentFolder | None) -> Interrupted:
+    """The interruption ``err`` as an :class:`Interrupted`; a folder this process claimed
+    is marked failed and the log says how to resume it."""
+    interrupted = err if isinstance(err, Interrupted) else Interrupted(signal.SIGINT)
+    if folder is not None:
+        mark_failed(folder, interrupted)
+        interrupted.folder = folder.path
+        to_file(
+            logging.WARNING,
+            f"interrupted by {interrupted}; resume with: "
+            f"{resume_command(sys.argv[1:], folder.path)}",
+        )
+    return interrupted
