@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from typing import Any
 
 from mill.errors import ConfigError
@@ -163,9 +164,10 @@ class Request:
         subject = "" if self.subject == "default" else f"{self.subject}/"
         return f"{self.task}/{subject}{self.doc_id}/{self.role}/{self.index}"
 
-    @property
+    @cached_property
     def content_hash(self) -> str:
-        """sha256 of everything a model sees: identical requests have identical hashes."""
+        """sha256 of everything a model sees: identical requests have identical hashes
+        (computed once per request: the shard fingerprint and the cache each read it)."""
         payload: dict[str, Any] = {
             "type": self.output_type.value,
             "context": self.context,
