@@ -5,12 +5,12 @@ dequantized folder, request by request, on Mill's finished log-likelihood runs.
 for each Mill run folder of ``model=smollm2`` (a multiple-choice task: ARC, HellaSwag,
 MMLU, ..., run with ``runner.sample_tokens=true``), takes the token ids Mill scored (each
 sample's context and each choice's continuation), has ``llama_cpp_loglik_driver`` score
-the same ids with llama-cpp-python (``$MILL_LLAMA_PYTHON``, as the served tests find it) on the GGUF the folder was converted
-from (``$MILL_SMOLLM2_WHEEL`` or the installed package, as ``whole_process`` finds it), and
-prints per task: the requests, |Δ log p| (max, median, relative), the docs whose prediction
-differs, acc and acc_norm from each side's log-likelihoods (the fp32 side recomputed and
-checked equal to the run's own per-doc metrics), and llama.cpp's scoring seconds beside
-Mill's.
+the same ids with llama-cpp-python (``$MILL_LLAMA_PYTHON``, as the served tests find it)
+on the GGUF the folder was converted from (``$MILL_SMOLLM2_WHEEL`` or the installed
+package, as ``whole_process`` finds it), and prints per task: the requests, |Δ log p|
+(max, median, relative), the docs whose prediction differs, acc and acc_norm from each
+side's log-likelihoods (the fp32 side recomputed and checked equal to the run's own per-doc
+metrics), and llama.cpp's scoring seconds beside Mill's.
 
 The two sides run the same weights (the folder is the GGUF's Q4_1 blocks, dequantized):
 what differs is the arithmetic, llama.cpp's quantized dot products (activations rounded to
