@@ -110,7 +110,7 @@ def _snapshot(folder: Path, batch_padding: bool = False) -> dict[str, Any]:
             text = re.sub(r"<h3>Command</h3><pre>.*?</pre>", "<command>", text, flags=re.S)
             out[rel] = text
         elif batch_padding and rel.startswith("samples/"):
-            out[rel] = re.sub(rb'"padded_tokens_count": \d+', b"<padding>", data)
+            out[rel] = re.sub(rb'"padded_tokens_count": ?\d+', b"<padding>", data)
         else:
             out[rel] = data
     return out
