@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mill.errors import MillError
 from mill.files import sha256_file, write_json
 from mill.record import SAMPLES_FORMAT, compact_lines, expand_lines
 from mill.results import ResultsError, load, read_samples
@@ -126,3 +127,16 @@ def test_a_format1_cache_answers_a_compact_run_and_resumes_it(tmp_path: Path) ->
     before = [(r.doc_id, r.response.input, r.metrics) for r in load(old).samples("arc_easy")]
     after = [(r.doc_id, r.response.input, r.metrics) for r in load(new).samples("arc_easy")]
     assert after == before
+
+
+def test_an_input_from_that_names_no_prompt_is_one_line() -> None:
+    rows = [
+        {
+            "format": 2,
+            "subject": "a",
+            "doc_id": 1,
+            "response": {"input_from": {"doc_id": 0, "chars": 3}, "input": "x"},
+        }
+    ]
+    with pytest.raises(MillError, match=r"x.jsonl:1: response.input_from .* names no prompt"):
+        expand_lines(rows, Path("x.jsonl"))

@@ -229,3 +229,25 @@ def test_a_judge_reply_is_committed_alone_and_survives_a_kill_mid_doc(tmp_path: 
     resumed = CachedModel(FakeLM(), store)
     resumed.generate_until(calls("judge/judge_score/t{t}"))
     assert resumed.stats() == {"hits": 1, "computed": 1, "shared": 0}
+
+
+def test_without_sample_tokens_entries_hold_no_prompt_ids(tmp_path: Path) -> None:
+    """runner.sample_tokens=false: entries are written without the prompt's token ids; a
+    store that keeps them (runner.sample_tokens=true) does not take such an entry, so the
+    request is computed again and stored whole."""
+    from mill.types import Response
+
+    identity = {"class": "FakeLM", "seed": 0}
+    response = Response(request_id="r", input_tokens=[1, 2, 3], output_tokens=[4], logprob=-1.0)
+    compact = ResponseStore(tmp_path, identity, input_tokens=False)
+    compact.put("h", response)
+    assert compact.get_many(["h"])["h"] == {
+        **{k: v for k, v in asdict(response).items() if k != "input_tokens"}
+    }
+    whole = ResponseStore(tmp_path, identity, input_tokens=True)
+    assert whole.get_many(["h"]) == {}
+    whole.put("h", response)
+    assert whole.get_many(["h"])["h"]["input_tokens"] == [1, 2, 3]
+    assert compact.get_many(["h"])["h"]["input_tokens"] == [1, 2, 3]  # more is no harm
+    compact.close()
+    whole.close()
