@@ -247,8 +247,11 @@ def test_in_memory_model_runs_the_cli_path_folder_and_warnings_identical(
 
     # without a folder: the records handed to on_sample are the samples file's lines
     # (written as the folder writes them), and the Results are results.json
-    with jsonlines.open(tmp_path / "records.jsonl", "w") as out:
-        out.write_all(r.to_json() for r in sorted(samples, key=lambda r: (r.subject, r.doc_id)))
+    from mill.record import compact_lines
+
+    ordered = sorted(samples, key=lambda r: (r.subject, r.doc_id))
+    with jsonlines.open(tmp_path / "records.jsonl", "w", compact=True) as out:
+        out.write_all(compact_lines([r.to_json(tokens=False) for r in ordered]))
     assert (tmp_path / "records.jsonl").read_bytes() == want
     no_folder.samples_sha256 = {"arc_easy": sha256_file(tmp_path / "records.jsonl")}
     assert _results_bytes(_json_bytes(redact(no_folder.to_dict())), *aside) == _results_bytes(
