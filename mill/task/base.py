@@ -328,7 +328,7 @@ class Task:
         chat template renders the prompt (lm-eval)."""
         return "" if self.chat_template else self.TARGET_DELIMITER
 
-    def doc_build(self, chat: ChatTemplate | None = None, messages: bool = False) -> DocBuild:
+    def _doc_build(self, chat: ChatTemplate | None = None, messages: bool = False) -> DocBuild:
         """What building this task's docs needs, as data (:class:`mill.task.prompts.DocBuild`):
         its spec as it is now, its declarations, its hooks, the model's chat template."""
         hooks = prompts.RowHooks(
@@ -395,7 +395,7 @@ class Task:
     ) -> Iterator[Doc]:
         self.skipped = []
         return prompts.build_docs(
-            self.doc_build(chat, messages), self.load_split, source, self.skipped
+            self._doc_build(chat, messages), self.load_split, source, self.skipped
         )
 
     # ----- requests (mill.task.requests) --------------------------------------------------

@@ -24,44 +24,7 @@ def build_requests(
     dataset's own id of the row), one for PERPLEXITY."""
     base: dict[str, Any] = dict(task=spec.name, subject=doc.subject, doc_id=doc.id)
     if output_type is OutputType.LOGPROBS:
-        delim = delimiter
-        if doc.contexts:
-            out = [
-                Request(
-                    OutputType.LOGPROBS,
-                    index=i,
-                    context=ctx,
-                    continuation=delim + doc.continuation,
-                    **base,
-                )
-                for i, ctx in enumerate(doc.contexts)
-            ]
-            scored = [doc.continuation] * len(doc.contexts)
-        else:
-            out = [
-                Request(
-                    OutputType.LOGPROBS,
-                    index=i,
-                    context=doc.context,
-                    continuation=delim + choice,
-                    **base,
-                )
-                for i, choice in enumerate(doc.choices)
-            ]
-            scored = list(doc.choices)
-        if unconditioned:
-            out += [
-                Request(
-                    OutputType.LOGPROBS,
-                    index=i,
-                    context="",
-                    continuation=delim + text,
-                    role="unconditioned",
-                    **base,
-                )
-                for i, text in enumerate(scored)
-            ]
-        return out
+        return _choice_requests(doc, delimiter, unconditioned, base)
     if output_type is OutputType.GENERATIVE:
         return [
             Request(
@@ -78,3 +41,47 @@ def build_requests(
     return [
         Request(OutputType.PERPLEXITY, index=0, context="", continuation=doc.continuation, **base)
     ]
+
+
+def _choice_requests(
+    doc: Doc, delim: str, unconditioned: bool, base: dict[str, Any]
+) -> list[Request]:
+    """LOGPROBS: one request per choice (per context for MULTIPLE_INPUT docs), then with
+    ``unconditioned`` one per choice with an empty context."""
+    if doc.contexts:
+        out = [
+            Request(
+                OutputType.LOGPROBS,
+                index=i,
+                context=ctx,
+                continuation=delim + doc.continuation,
+                **base,
+            )
+            for i, ctx in enumerate(doc.contexts)
+        ]
+        scored = [doc.continuation] * len(doc.contexts)
+    else:
+        out = [
+            Request(
+                OutputType.LOGPROBS,
+                index=i,
+                context=doc.context,
+                continuation=delim + choice,
+                **base,
+            )
+            for i, choice in enumerate(doc.choices)
+        ]
+        scored = list(doc.choices)
+    if unconditioned:
+        out += [
+            Request(
+                OutputType.LOGPROBS,
+                index=i,
+                context="",
+                continuation=delim + text,
+                role="unconditioned",
+                **base,
+            )
+            for i, text in enumerate(scored)
+        ]
+    return out
