@@ -105,9 +105,7 @@ def _is_type_checking(node: ast.AST) -> bool:
     )
 
 
-def _imports(
-    tree: ast.AST, type_only: bool = False
-) -> Iterator[ast.Import | ast.ImportFrom]:
+def _imports(tree: ast.AST, type_only: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
     """Every import statement of ``tree``, at any depth, but those under ``if TYPE_CHECKING``
     (with ``type_only``, those too)."""
     for child in ast.iter_child_nodes(tree):
