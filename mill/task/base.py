@@ -9,7 +9,7 @@ overrides, ...).
 
 Prompts follow lm-evaluation-harness 0.4.13 (``fewshot_context``/``build_qa_turn``): a
 prompt is a list of messages (:mod:`mill.task.chat`) -- an optional system message (system
-prompt + ``_get_initial_prompt_text``, lm-eval's description), per few-shot example a user
+prompt + ``doc_to_description``, lm-eval's description), per few-shot example a user
 turn ``query`` + ``TARGET_DELIMITER`` and an assistant turn ``target`` +
 ``FEWSHOT_DELIMITER``, then the evaluated query. Plain text joins them; with
 ``chat_template=true`` the model's chat template renders them, and a LOGPROBS continuation
