@@ -21,8 +21,9 @@ retried through transient failures; only a definite refusal, a 4xx or a 500/501,
 text prompts).
 
 The models here are what a task sees; what they ask the server and how they read its answers
-is :mod:`mill.model.openai_protocol`, how the requests travel (grouped, concurrent, retried,
-checked, counted) :mod:`mill.model.openai_transport` over :mod:`mill.model.api_client`.
+is :mod:`mill.model.served.openai_protocol`, how the requests travel (grouped, concurrent,
+retried, checked, counted) :mod:`mill.model.served.openai_transport` over
+:mod:`mill.model.served.api_client`.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, ModelError
-from mill.model.api_client import JSONClient
 from mill.model.base import OnResponse, ignore_response, server_seed
-from mill.model.openai_protocol import (
+from mill.model.served.api_client import JSONClient
+from mill.model.served.openai_protocol import (
     CHAT_SAMPLING,
     NEUTRAL_SAMPLING,
     SCORING_PAYLOAD,
@@ -49,8 +50,8 @@ from mill.model.openai_protocol import (
     generation_payload,
     model_entry,
 )
-from mill.model.openai_transport import Call, CompletionsTransport, group_calls
-from mill.model.remote_tokenizer import RemoteTokenizer
+from mill.model.served.openai_transport import Call, CompletionsTransport, group_calls
+from mill.model.served.remote_tokenizer import RemoteTokenizer
 from mill.model.tokenizing import (
     GenerationJob,
     RollingPlan,

@@ -3,7 +3,7 @@ the answers. The served model's ``/v1/models`` entry, the capability probe (whet
 completions endpoint takes token-id prompts), the bodies of scoring (echoed prompt
 log-probs) and generation requests with their neutral sampling settings, and the checks that
 turn an impossible answer into one line naming the request and the server. How requests
-travel is the transport's (:mod:`mill.model.openai_transport`)."""
+travel is the transport's (:mod:`mill.model.served.openai_transport`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import math
 from typing import Any
 
 from mill.errors import ConfigError, ModelError
-from mill.model.api_client import Failure, JSONClient
 from mill.model.base import server_seed
+from mill.model.served.api_client import Failure, JSONClient
 from mill.model.tokenizing import GenerationJob, scoring_window
 from mill.types import Request
 
