@@ -19,6 +19,7 @@ from rich.console import Console
 from mill.files import reads_into, write_inside
 from mill.report.calibration import Reliability
 from mill.report.load import ReportInputError, RunFolder, Score, Sweep, is_run, open_sweep
+from mill.report.samples import has_samples, write_samples_page
 
 log = logging.getLogger("mill")
 
@@ -89,7 +90,11 @@ def write_run_pages(run: RunFolder, out: Path, draw: Drawing = _one_by_one) -> P
         write_inside(out, f"{PLOTS}/instruction_types_{_safe(task)}.png", png)
         instruction.append((task, rows, png))
     write_inside(out, f"{PLOTS}/scores.png", scores_png)
-    return write_inside(out, HTML, html.run_page(run, scores_png, calibration, instruction))
+    link = None
+    if has_samples(run):
+        link = write_samples_page(run, out).name
+    page = html.run_page(run, scores_png, calibration, instruction, link)
+    return write_inside(out, HTML, page)
 
 
 def _silent_console() -> Console:
