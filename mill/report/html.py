@@ -459,6 +459,25 @@ def ece_table(calibration: Sequence[tuple[str, Reliability]], labels: Sequence[s
     )
 
 
+def _jobs_table(runs: Sequence[tuple[str, RunFolder, str]], samples: Sequence[str | None]) -> str:
+    """A sweep's jobs: model, task, data, seconds, and links to each one's pages."""
+    links = list(samples) or [None] * len(runs)
+    job_rows = []
+    for (label, run, link), every in zip(runs, links, strict=True):
+        job_rows.append(
+            [
+                esc(label),
+                esc(run.task_label),
+                esc(run.data_source),
+                number(run.results.seconds),
+                f"<a href='{esc(link)}'>{esc(run.path.name)}</a>",
+                f"<a class='samples' href='{esc(every)}'>samples</a>" if every else "",
+            ]
+        )
+    headers = ["model", "task", "data", "seconds", "report", "every sample"]
+    return table(headers, job_rows, (3,))
+
+
 def sweep_page(
     title: str,
     runs: Sequence[tuple[str, RunFolder, str]],
@@ -466,9 +485,11 @@ def sweep_page(
     chart_png: bytes | None,
     failed: Sequence[tuple[str, str]],
     calibration: Sequence[tuple[str, Reliability]] = (),
+    samples: Sequence[str | None] = (),
 ) -> str:
     """Several runs side by side: ``runs`` = (label, run, link to its report);
-    ``calibration`` = (label, reliability) of every LOGPROBS task of every run."""
+    ``calibration`` = (label, reliability) of every LOGPROBS task of every run; ``samples``:
+    each run's link to its page of every sample (None: it has none)."""
     labels = list(dict.fromkeys(label for label, _, _ in runs))
     tasks = list(dict.fromkeys(run.task_label for _, run, _ in runs))
     meta = [
@@ -495,21 +516,7 @@ def sweep_page(
         )
     if calibration:
         parts.append(ece_table(calibration, labels))
-    job_rows = []
-    for label, run, link in runs:
-        job_rows.append(
-            [
-                esc(label),
-                esc(run.task_label),
-                esc(run.data_source),
-                number(run.results.seconds),
-                f"<a href='{esc(link)}'>{esc(run.path.name)}</a>",
-            ]
-        )
-    parts += [
-        "<h2>Runs</h2>",
-        table(["model", "task", "data", "seconds", "report"], job_rows, (3,)),
-    ]
+    parts += ["<h2>Runs</h2>", _jobs_table(runs, samples)]
     if failed:
         parts += [
             "<h2>Failed jobs</h2>",

@@ -19,6 +19,7 @@ from rich.console import Console
 from mill.files import reads_into, write_inside
 from mill.report.calibration import Reliability
 from mill.report.load import ReportInputError, RunFolder, Score, Sweep, is_run, open_sweep
+from mill.report.samples import PAGE as SAMPLES
 from mill.report.samples import has_samples, write_samples_page
 
 log = logging.getLogger("mill")
@@ -166,7 +167,12 @@ def write_multi_report(
     ]
     fails = [(str(os.path.relpath(job, out)), why) for job, why in failed]
     ece = [(name, rel) for name, run in zip(names, runs, strict=True) for rel in calibrations(run)]
-    return write_inside(out, HTML, html.sweep_page(title, links, rows, chart, fails, ece))
+    every = [
+        os.path.relpath(page.with_name(SAMPLES), out) if page.with_name(SAMPLES).is_file() else None
+        for page in pages
+    ]
+    sweep = html.sweep_page(title, links, rows, chart, fails, ece, every)
+    return write_inside(out, HTML, sweep)
 
 
 def write_sweep_report(sweep: Sweep, console: Console) -> Path:
@@ -205,9 +211,14 @@ def report_after_sweep(path: Path, mode: str = "auto") -> None:
     from mill.report.console import make_console
 
     try:
-        write_sweep_report(open_sweep(path), make_console(stderr=False, mode=mode, record=True))
+        page = write_sweep_report(
+            open_sweep(path), make_console(stderr=False, mode=mode, record=True)
+        )
     except Exception as err:  # noqa: BLE001 - every job's results are already complete
         warn_not_written("sweep report", err, path)
+        return
+    # the sweep's last line: its page, which links every job's report and samples page
+    print(f"[mill] sweep report: {page}", file=sys.stderr)
 
 
 def _expand(path: Path, trust_edited: bool) -> tuple[list[RunFolder], Sweep | None]:
