@@ -245,45 +245,37 @@ def _destinations(runs: Sequence[RunFolder], out: Path) -> list[Path]:
     return found
 
 
-def report_command(cfg: Any) -> None:
-    """``mill report runs=[...] out=<folder>``: rebuild reports from existing folders,
-    writing only under ``out`` (never into the folders read).
-
-    One run folder: its plots, ``report.html`` and ``report.txt`` in ``out``. One sweep
-    folder: every job's in ``out/<job>/``, then the sweep's task x model table, chart and
-    page in ``out``. Several folders: each run's in ``out/<run>/``, then a combined page in
-    ``out``. Jobs of a sweep that failed are listed, and the command then exits 2."""
+def _given_paths(cfg: Any) -> list[Path]:
+    """The folders of ``runs=``, refused when missing or empty."""
     from omegaconf import OmegaConf
 
-    from mill.report.console import make_console
-    from mill.report.settings import command_settings
-
-    cfg = command_settings(cfg, "report")
     if OmegaConf.is_missing(cfg, "runs"):
         raise ReportInputError("report needs folders: mill report runs=[<run or sweep folder>,...]")
     given = cfg.runs
     paths = [Path(str(p)) for p in (given if OmegaConf.is_list(given) else [given])]
     if not paths:
         raise ReportInputError("runs=[] is empty; give at least one run or sweep folder")
-    trust = cfg.get("trust_edited", False)
-    # every folder checked before anything is written
-    opened = [_expand(p, trust) for p in paths]
-    out = Path(str(cfg.out))
-    runs = [run for found, _ in opened for run in found]
-    failed = [f for _, sweep in opened if sweep is not None for f in sweep.failed]
-    single = len(opened) == 1 and opened[0][1] is None
-    dests = [out] if single else _destinations(runs, out)
-    read = [*paths, *(run.path for run in runs)]
-    for target in (out, *dests):
+    return paths
+
+
+def _refuse_writing_into(out: Path, targets: Sequence[Path], read: Sequence[Path]) -> None:
+    """ReportInputError when a folder written lies inside a folder read."""
+    for target in targets:
         inside = reads_into(target, read)
         if inside is not None:
             raise ReportInputError(
                 f"out={out} would write into {inside}, a folder this report reads; Mill "
                 "never writes into the folders it reports: choose another out= folder"
             )
-    mode = str(cfg.get("progress", "auto"))
-    err = make_console(stderr=True, mode=mode)
-    written: list[Path] = []
+
+
+def _write_each(
+    runs: Sequence[RunFolder], dests: Sequence[Path], single: bool, mode: str
+) -> list[Path]:
+    """Each run's ``report.txt``, plots, ``report.html`` (and ``samples.html``) in its
+    destination; the ``report.html`` paths, in order."""
+    from mill.report.console import make_console
+
     pages = []
     for run, dest in zip(runs, dests, strict=True):
         # the table of a lone run is printed; of several, only written
@@ -293,15 +285,43 @@ def report_command(cfg: Any) -> None:
             console.print(run.edited_note, soft_wrap=True)
         write_inside(dest, TEXT, run_table_text(run, console))
         pages.append(write_run_pages(run, dest))
-    written += pages
+    return pages
+
+
+def _multi_title(runs: Sequence[RunFolder], sweep: Sweep | None) -> str:
+    if sweep is not None:
+        return _sweep_title(sweep.path)
+    return f"{len(runs)} runs: " + ", ".join(sorted({r.task_label for r in runs}))
+
+
+def report_command(cfg: Any) -> None:
+    """``mill report runs=[...] out=<folder>``: rebuild reports from existing folders,
+    writing only under ``out`` (never into the folders read).
+
+    One run folder: its plots, ``report.html`` and ``report.txt`` in ``out``. One sweep
+    folder: every job's in ``out/<job>/``, then the sweep's task x model table, chart and
+    page in ``out``. Several folders: each run's in ``out/<run>/``, then a combined page in
+    ``out``. Jobs of a sweep that failed are listed, and the command then exits 2."""
+    from mill.report.console import make_console
+    from mill.report.settings import command_settings
+
+    cfg = command_settings(cfg, "report")
+    paths = _given_paths(cfg)
+    trust = cfg.get("trust_edited", False)
+    opened = [_expand(p, trust) for p in paths]  # every folder checked before anything is written
+    out = Path(str(cfg.out))
+    runs = [run for found, _ in opened for run in found]
+    failed = [f for _, sweep in opened if sweep is not None for f in sweep.failed]
+    single = len(opened) == 1 and opened[0][1] is None
+    dests = [out] if single else _destinations(runs, out)
+    _refuse_writing_into(out, [out, *dests], [*paths, *(run.path for run in runs)])
+    mode = str(cfg.get("progress", "auto"))
+    written = _write_each(runs, dests, single, mode)
     if not single:
-        sweep = opened[0][1] if len(opened) == 1 else None
-        if sweep is not None:
-            title = _sweep_title(sweep.path)
-        else:
-            title = f"{len(runs)} runs: " + ", ".join(sorted({r.task_label for r in runs}))
+        title = _multi_title(runs, opened[0][1] if len(opened) == 1 else None)
         console = make_console(stderr=False, mode=mode, record=True)
-        written.append(write_multi_report(title, out, runs, failed, console, pages))
+        written.append(write_multi_report(title, out, runs, failed, console, written[:]))
+    err = make_console(stderr=True, mode=mode)
     for target in written:
         err.print(f"[mill] wrote {target}")
     if failed:
