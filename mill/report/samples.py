@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,8 @@ from mill.report.html import esc, page
 from mill.report.load import ReportInputError, RunFolder
 
 PAGE = "samples.html"
+SCRIPT = Path(__file__).with_name("samples.js")
+"""The page's script, shipped beside this module (package data)."""
 SHARED_PREFIX = 200  # characters: a shorter common beginning is not worth a prefix entry
 
 VIEW_CSS = """
@@ -155,7 +156,7 @@ def page_data(run: RunFolder) -> dict[str, Any]:
 
 
 def _script() -> str:
-    return resources.files("mill.report").joinpath("samples.js").read_text(encoding="utf-8")
+    return SCRIPT.read_text(encoding="utf-8")
 
 
 def embedded_json(value: Any) -> str:

@@ -10,8 +10,9 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
+from mill.report import samples
 from mill.report.load import ReportInputError, RunFolder, is_run, open_sweep
-from mill.report.samples import PAGE, write_samples_page
+from mill.report.samples import PAGE, SCRIPT, write_samples_page
 
 
 def _stale(run: RunFolder) -> bool:
@@ -21,7 +22,7 @@ def _stale(run: RunFolder) -> bool:
         return True
     built = page.stat().st_mtime
     sources = [run.samples_path(t) for t in run.task_names]
-    sources += [Path(__file__).with_name("samples.js"), Path(__file__).with_name("samples.py")]
+    sources += [SCRIPT, Path(samples.__file__)]
     return any(p.is_file() and p.stat().st_mtime > built for p in sources)
 
 
