@@ -1,6 +1,6 @@
 """``mill``: the Hydra entry point. Thin: compose the config, run one job, report errors.
 
-``mill report|compare|judge|runs ...`` are the commands of the other primary configs
+``mill report|compare|judge|runs|view ...`` are the commands of the other primary configs
 (``conf/<command>.yaml``), the same as Hydra's ``mill -cn <command> ...``; ``mill --help``
 is ``conf/hydra/help/mill.yaml``.
 
@@ -29,7 +29,7 @@ from mill.runner.dist import launched_rank, launched_world_size
 from mill.runner.logs import to_file
 from mill.schema import SETTINGS, check_number
 
-COMMANDS = ("report", "compare", "judge", "runs")
+COMMANDS = ("report", "compare", "judge", "runs", "view")
 """``mill <command> ...`` is ``mill -cn <command> ...`` (conf/<command>.yaml); any other
 first word is an override of a run (``report=console`` is the ``report`` config group)."""
 
@@ -234,6 +234,8 @@ def command_line(argv: list[str]) -> list[str]:
     first = argv[0] if argv else ""
     if first in COMMANDS:
         rest = argv[1:]
+        if first == "view" and rest and "=" not in rest[0] and not rest[0].startswith("-"):
+            rest[0] = f"run={rest[0]}"  # mill view <folder>
         if {"--help", "-h"} & set(rest):  # the help of a command whose group is not chosen:
             for group in HELP_WITHOUT.get(first, ()):  # shown without it, not refused
                 if not any(a.lstrip("+").startswith(f"{group}=") for a in rest):
