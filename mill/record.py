@@ -51,6 +51,10 @@ class SampleRecord:
     execution: list[dict[str, Any]] | None = None
     """Tasks that run programs: each generation's verdict (status, message, duration_s,
     output_tail; ``mill.execution.Verdict``), in repeat order; left out when None."""
+    picks: dict[str, int] | None = None
+    """LOGPROBS: each selected metric's own choice (``acc``: the argmax of the
+    log-likelihoods, ``acc_norm``: of the length-normalised ones, ...; ``Metric.pick``), by
+    metric name; left out when no metric picks (and in files written before Mill kept it)."""
 
     @classmethod
     def build(
@@ -75,7 +79,7 @@ class SampleRecord:
         # the fields as they are: dataclasses.asdict deep-copied every token id, most of a
         # fake-model run's time
         out = {**vars(self), "response": dict(vars(self.response))}
-        for optional in ("extra", "execution"):
+        for optional in ("extra", "execution", "picks"):
             if out.get(optional) is None:
                 out.pop(optional, None)
         for generative in ("text_post_processed", "reasoning_unfinished", "hit_max_gen_toks"):
