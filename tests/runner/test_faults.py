@@ -109,6 +109,8 @@ def _snapshot(folder: Path, batch_padding: bool = False) -> dict[str, Any]:
             text = re.sub(r"<span class=\"chip \">[\d.]+ s</span>", "<seconds>", text)
             text = re.sub(r"<h3>Command</h3><pre>.*?</pre>", "<command>", text, flags=re.S)
             out[rel] = text
+        elif rel == "samples.html":  # names its folder, as report.html does
+            out[rel] = data.decode().replace(str(folder), "<run>")
         elif batch_padding and rel.startswith("samples/"):
             out[rel] = re.sub(rb'"padded_tokens_count": ?\d+', b"<padding>", data)
         else:
