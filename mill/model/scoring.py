@@ -603,11 +603,15 @@ def score_continuations(
     share_prefix: bool = True,
     on_done: Callable[[int, Scored], None] | None = None,
     greedy: bool = True,
+    invariant: bool = False,
 ) -> list[Scored]:
     """Score every (context tokens, continuation tokens) pair; results in input order.
 
     ``greedy=False`` skips the argmax (``is_greedy`` is then False), for perplexity.
+    ``invariant``: every context's group runs in passes of its own (:data:`INVARIANT`).
     """
+    if invariant:
+        token_budget, max_rows = None, 1
     plan = _plan(pairs, max_length, share_prefix)
     copies, single, groups, cut = plan.copies, plan.single, plan.groups, plan.cut
     results: dict[int, Scored] = {}
