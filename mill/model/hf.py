@@ -229,6 +229,9 @@ class HFCausalLM(TokenizingLM):
         offload_folder: where ``device_map`` may put weights that fit nowhere else.
         fused_gelu: run tanh-GELU activations (GPT-2 family) with torch's fused kernel
             (:mod:`mill.model.kernels`; equal to rounding); false keeps the model's modules.
+        batch_invariant: score each context's requests in forward passes of their own, so a
+            log-likelihood's bits do not depend on its batch (batch size, token budget, a
+            resume, data parallel; docs/resume.md); false batches contexts together.
         tokenizer: the tokenizer's folder or hub id when ``pretrained`` has none (a
             Trainer checkpoint saved without ``processing_class``; lm-eval's ``tokenizer=``);
             it is part of the model's identity.

@@ -27,14 +27,14 @@ from mill.progress import NullProgress
 from mill.runner.build import build_metrics, build_tasks
 from mill.types import OutputType, Request, Response
 
-# (batch_size, token_budget): one context per pass or many, budgets below and above a row
-BATCHINGS = [("auto", 4096), (1, 4096), (2, 4096), (7, 4096), ("auto", 256), ("auto", 65536)]
+# (batch_size, token_budget): one context per pass or many, a budget below a row's size
+BATCHINGS = [("auto", 4096), (1, 4096), (2, 4096), (7, 4096), ("auto", 256)]
 
 TASKS = {
-    "arc_zeroshot": ["task=arc_easy", "task.limit=12"],
+    "arc_zeroshot": ["task=arc_easy", "task.limit=8"],
     "arc_fewshot": [
         "task=arc_easy",
-        "task.limit=8",
+        "task.limit=6",
         "task.num_fewshot=3",
         "task.fewshot_split=validation",
         "task.fewshot_sampler=first_n",
@@ -42,7 +42,7 @@ TASKS = {
     # 12 shots: contexts beyond the packed pass's 512 tokens (context pass, then the tree)
     "arc_long": [
         "task=arc_easy",
-        "task.limit=4",
+        "task.limit=3",
         "task.num_fewshot=12",
         "task.fewshot_split=validation",
     ],
@@ -82,14 +82,14 @@ def test_same_bits_at_every_batch_size_and_for_any_subset_of_docs(
     assert stories.batch_invariant
     try:
         reference = _score(stories, requests, BATCHINGS[0])
-        assert len(reference) == len(requests) > 1
+        assert len(reference) == len(requests) and len({r.doc_id for r in requests}) > 1
         for batching in BATCHINGS[1:]:
             # == on floats: the same bits, not the same to a tolerance
             assert _score(stories, requests, batching) == reference, batching
         # what a resumed run (the unfinished docs) or one of two workers (every other doc)
         # scores: whole docs, in batches of another composition
         docs = sorted({r.doc_id for r in requests})
-        for part in (docs[1::2], docs[len(docs) // 2 :]):
+        for part in (docs[1::2], docs[len(docs) // 2 :]):  # both non-empty: 2+ docs
             subset = [r for r in requests if r.doc_id in part]
             got = _score(stories, subset, BATCHINGS[0])
             assert got == {r.id: reference[r.id] for r in subset}, part
