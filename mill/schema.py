@@ -315,6 +315,7 @@ _MODEL: dict[str, Rule] = {
     "max_memory": Nested("mapping", optional=True, meaning="memory per device (device_map)"),
     "offload_folder": Text(optional=True, meaning="where weights that fit nowhere go"),
     "fused_gelu": Flag(meaning="torch's fused tanh-GELU"),
+    "batch_invariant": Flag(meaning="a score's bits independent of its batch"),
     "share_prefix": Flag(meaning="run a shared context once"),
     "chat_template_kwargs": Nested(
         "mapping", optional=True, meaning="the chat template's variables (enable_thinking)"

@@ -156,7 +156,8 @@ class Request:
     server that applies its own chat template; None for every other model."""
     item_id: str | None = None
     """GENERATIVE: the dataset's own id of the doc (``HumanEval/0``), for models that replay
-    saved answers (``model=replay``); not part of :attr:`content_hash`."""
+    saved answers (``model=replay``); part of :attr:`content_hash` (two docs with the same
+    prompt are two questions to a model that answers by id)."""
 
     @property
     def id(self) -> str:
@@ -166,7 +167,7 @@ class Request:
 
     @cached_property
     def content_hash(self) -> str:
-        """sha256 of everything a model sees: identical requests have identical hashes
+        """sha256 of everything a model answers by: identical requests have identical hashes
         (computed once per request: the shard fingerprint and the cache each read it)."""
         payload: dict[str, Any] = {
             "type": self.output_type.value,
@@ -179,6 +180,8 @@ class Request:
             payload["sample"] = self.id  # repeats differ (sampled, or replayed from a file)
         if self.messages is not None:
             payload["messages"] = [list(m) for m in self.messages]
+        if self.item_id is not None:  # left out when none: other requests keep their hash
+            payload["item_id"] = self.item_id
         return sha256_json(payload)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mill.errors import ConfigError
-from mill.types import THINK_TAGS, ReasoningRule
+from mill.types import THINK_TAGS, GenerationArgs, OutputType, ReasoningRule, Request
 
 THINK = ReasoningRule()
 
@@ -72,3 +72,20 @@ def test_a_bad_tag_setting_is_one_line(tags: object, says: str) -> None:
     with pytest.raises(ConfigError) as err:
         ReasoningRule.parse(tags)
     assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def _prompt(doc: int, item_id: str | None, task: str = "humaneval") -> Request:
+    return Request(
+        OutputType.GENERATIVE, task, doc, 0, "def f():", generation=GenerationArgs(),
+        item_id=item_id,
+    )  # fmt: skip
+
+
+def test_two_docs_with_one_prompt_are_two_requests_when_answered_by_id() -> None:
+    """model=replay answers by the dataset's id: two docs with the same prompt (and so the
+    same context) must not collapse into one cached request, or both get the first's
+    answer. Without an id, identical prompts stay one request (scored once, cached once)."""
+    a, b = _prompt(0, "HumanEval/0"), _prompt(1, "HumanEval/1")
+    assert a.content_hash != b.content_hash
+    assert _prompt(0, "HumanEval/0").content_hash == a.content_hash  # stable
+    assert _prompt(0, None).content_hash == _prompt(1, None, task="other").content_hash

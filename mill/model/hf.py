@@ -229,6 +229,9 @@ class HFCausalLM(TokenizingLM):
         offload_folder: where ``device_map`` may put weights that fit nowhere else.
         fused_gelu: run tanh-GELU activations (GPT-2 family) with torch's fused kernel
             (:mod:`mill.model.engine.kernels`; equal to rounding); false keeps the model's modules.
+        batch_invariant: score each context's requests in forward passes of their own, so a
+            log-likelihood's bits do not depend on its batch (batch size, token budget, a
+            resume, data parallel; docs/resume.md); false batches contexts together.
         tokenizer: the tokenizer's folder or hub id when ``pretrained`` has none (a
             Trainer checkpoint saved without ``processing_class``; lm-eval's ``tokenizer=``);
             it is part of the model's identity.
@@ -252,6 +255,7 @@ class HFCausalLM(TokenizingLM):
         max_memory: dict[Any, str] | None = None,
         offload_folder: str | None = None,
         fused_gelu: bool = True,
+        batch_invariant: bool = True,
         tokenizer: str | None = None,
         chat_template_kwargs: dict[str, Any] | None = None,
         _loaded: tuple[Any, Any] | None = None,
@@ -275,6 +279,7 @@ class HFCausalLM(TokenizingLM):
             "share_prefix": share_prefix,
             "name": name,
             "fused_gelu": fused_gelu,
+            "batch_invariant": batch_invariant,
             "chat_template_kwargs": chat_template_kwargs,
         }
         # checked and typed by their declarations (mill.schema); null: the default (the
@@ -295,6 +300,7 @@ class HFCausalLM(TokenizingLM):
         self.batch_size = batch_size
         self.max_gen_toks = max_gen_toks
         self.share_prefix = share_prefix
+        self.batch_invariant = bool(settings["batch_invariant"])
         self.device = resolve_device(device)
         on_cpu = self.device.type == "cpu"
         self.token_budget = int(token_budget or (4096 if on_cpu else 16384))
@@ -360,6 +366,9 @@ class HFCausalLM(TokenizingLM):
             "max_gen_toks": self.max_gen_toks,
             "trust_remote_code": bool(trust_remote_code),
             "fused_gelu": fused_gelu,
+            # the bits of a score: a context's own passes, or batched with others (left out
+            # when batched, so identities and caches from before the setting are unchanged)
+            **({} if self.batch_invariant else {"batch_invariant": False}),
             **({} if tokenizer is None else {"tokenizer": _tokenizer_identity(str(tokenizer))}),
             "class": type(self.model).__name__,
             "num_parameters": sum(p.numel() for p in self.model.parameters()),
@@ -495,6 +504,7 @@ class HFCausalLM(TokenizingLM):
             self._max_rows(),
             self.share_prefix,
             done,
+            invariant=self.batch_invariant,
         )
         return [r for r in responses if r is not None]
 
@@ -514,6 +524,7 @@ class HFCausalLM(TokenizingLM):
                 share_prefix=False,
                 on_done=lambda w, scored: done(w, scored.logprob, scored.padded),
                 greedy=False,
+                invariant=self.batch_invariant,
             )
 
         return self.score_rolling(requests, on_response, score)

@@ -110,8 +110,9 @@ def test_default_thread_counts_agree_to_float_rounding(single: Path, tmp_path: P
 @pytest.mark.slow
 def test_users_own_torchrun_writes_one_folder(single: Path, tmp_path: Path) -> None:
     """``torchrun -m mill``: every rank runs Hydra, only rank 0 writes. Default batching
-    here: the ranks' batches differ from one process's, so log-likelihoods agree to float
-    rounding (as for any change of batch size) and the metrics exactly."""
+    here (``batch_size=auto``) against one process at ``batch_size=1``: the ranks' batches
+    differ from one process's, and with batch-invariant scoring (the default) the samples
+    are byte-identical all the same (issue 53)."""
     env = {"CI": "1", "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     args = [a for a in ARGS if not a.startswith("model.batch_size")]
@@ -124,12 +125,7 @@ def test_users_own_torchrun_writes_one_folder(single: Path, tmp_path: Path) -> N
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["world_size"] == 2 and len(manifest["ranks"]) == 2
     assert _tasks(out) == _tasks(single)
-    pairs = list(zip(_rows(single), _rows(out), strict=True))
-    assert len(pairs) == 12
-    for x, y in pairs:
-        assert (x["task"], x["doc_id"], x["metrics"]) == (y["task"], y["doc_id"], y["metrics"])
-        for p, q in zip(x["response"]["logprobs"], y["response"]["logprobs"], strict=True):
-            assert p == pytest.approx(q, abs=1e-4)
+    assert _samples(out) == _samples(single) and len(_rows(out)) == 12
 
 
 @pytest.mark.slow

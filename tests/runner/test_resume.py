@@ -14,9 +14,13 @@ import pytest
 
 from tests.helpers import mill_command, run_mill
 
-# 12 docs x 4 choices, one doc per forward pass: long enough to be killed midway
+# 12 docs x 4 choices, one doc per forward pass (model.batch_invariant=true, the default,
+# at any batch size): long enough to be killed midway
 ARGS = ("task=arc_easy", "model=gpt2_random", "task.limit=12", "model.batch_size=1")
 TOTAL = 48
+# a resumed run scores only the unfinished docs: at batch_size=auto their batches differ from
+# an uninterrupted run's, and the bits must not (issue 53)
+BATCH_SIZES = ("model.batch_size=1", "model.batch_size=auto")
 
 
 def _cached(folder: Path) -> int:
@@ -31,10 +35,10 @@ def _cached(folder: Path) -> int:
         return 0
 
 
-def _kill_midway(folder: Path, at_least: int) -> int:
+def _kill_midway(folder: Path, at_least: int, args: tuple[str, ...] = ARGS) -> int:
     cmd = mill_command()
     proc = subprocess.Popen(
-        [*cmd, *ARGS, f"hydra.run.dir={folder}"],
+        [*cmd, *args, f"hydra.run.dir={folder}"],
         env={**os.environ, "CI": "1"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -55,26 +59,33 @@ def _kill_midway(folder: Path, at_least: int) -> int:
 
 
 @pytest.mark.slow
-def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("batch_size", BATCH_SIZES)
+def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path, batch_size: str) -> None:
+    args = (*ARGS[:-1], batch_size)
     folder = tmp_path / "run"
-    finished = _kill_midway(folder, at_least=12)
+    finished = _kill_midway(folder, at_least=12, args=args)
     assert 12 <= finished < TOTAL
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["status"] == "running" and not (folder / "results.json").exists()
 
     # the plain command refuses the folder, so does a resume that changes a setting
-    again = run_mill(*ARGS, f"hydra.run.dir={folder}")
+    again = run_mill(*args, f"hydra.run.dir={folder}")
     assert again.returncode == 2 and "already exists" in again.stderr
     # a refused command never touches the folder's manifest
     assert json.loads((folder / "manifest.json").read_text())["status"] == "running"
-    changed = run_mill(*ARGS, "task.limit=11", "runner.resume=true", f"hydra.run.dir={folder}")
+    changed = run_mill(*args, "task.limit=11", "runner.resume=true", f"hydra.run.dir={folder}")
     assert changed.returncode == 2 and "task.limit" in changed.stderr
+    # batched scoring (the fast path) gives other bits: not a setting a resume may change
+    batched = run_mill(
+        *args, "model.batch_invariant=false", "runner.resume=true", f"hydra.run.dir={folder}"
+    )
+    assert batched.returncode == 2 and "model.batch_invariant" in batched.stderr
     assert [line for line in changed.stderr.splitlines() if "error" in line.lower()] == [
         line for line in changed.stderr.splitlines() if line.startswith("mill: error: ")
     ]
     # resume takes it over, with a lower KV-cache budget (memory only, never scores)
     resumed = run_mill(
-        *ARGS, "runner.resume=true", "model.cache_budget=2048", f"hydra.run.dir={folder}"
+        *args, "runner.resume=true", "model.cache_budget=2048", f"hydra.run.dir={folder}"
     )
     assert resumed.returncode == 0, resumed.stderr
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -86,7 +97,7 @@ def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path) -> None:
 
     # identical to a run that was never interrupted (and never cached)
     reference = tmp_path / "reference"
-    proc = run_mill(*ARGS, "runner.cache=false", f"hydra.run.dir={reference}")
+    proc = run_mill(*args, "runner.cache=false", f"hydra.run.dir={reference}")
     assert proc.returncode == 0, proc.stderr
     for name in ("arc_easy.jsonl",):
         assert (folder / "samples" / name).read_bytes() == (
@@ -99,7 +110,7 @@ def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path) -> None:
 
     # a finished run is never resumed or overwritten
     before = (folder / "results.json").read_bytes()
-    done = run_mill(*ARGS, "runner.resume=true", f"hydra.run.dir={folder}")
+    done = run_mill(*args, "runner.resume=true", f"hydra.run.dir={folder}")
     assert done.returncode == 2 and "nothing to resume" in done.stderr
     assert (folder / "results.json").read_bytes() == before
 

@@ -595,6 +595,78 @@ def _plan(pairs: list[tuple[list[int], list[int]]], max_length: int, share_prefi
     return _Plan(copies, single, groups, cut)
 
 
+def _reporter(
+    plan: _Plan, results: dict[int, Scored], on_done: Callable[[int, Scored], None] | None
+) -> Callable[[list[_Item]], None]:
+    """What reports a batch's items: a truncated item as the full pass of the whole request
+    reports it, then every input position the item stands for."""
+
+    def report(done: list[_Item]) -> None:
+        for item in done:
+            if item.index in plan.cut:  # what the full pass of the whole request reports
+                got, over = results[item.index], plan.cut[item.index][1]
+                results[item.index] = Scored(
+                    got.logprob, got.is_greedy, item.context[:-1], over, got.padded
+                )
+            for i in plan.copies[item.index]:
+                results[i] = results[item.index]
+                if on_done is not None:
+                    on_done(i, results[i])
+
+    return report
+
+
+def _group_tokens(group: list[_Item]) -> int:
+    """A group's block: its context and every continuation but the last token."""
+    return len(group[0].context) + sum(len(it.continuation) - 1 for it in group)
+
+
+def _score_groups(
+    fwd: Forward,
+    groups: list[list[_Item]],
+    batching: tuple[int | None, int | None],
+    greedy: bool,
+    results: dict[int, Scored],
+    report: Callable[[list[_Item]], None],
+) -> None:
+    """Groups sharing a context: prefix runs, packed passes, then context + tree passes."""
+    token_budget, max_rows = batching
+    tree = fwd.supports_4d_mask()
+    total = _group_tokens
+    # contexts sharing a long prefix (few-shot examples placed first_n, a subject's
+    # description): the prefix runs once, each batch continues from its cache
+    runs, rest = _prefix_runs(groups) if tree and fwd.can_share_prefix_cache() else ([], groups)
+    for p_len, run in runs:
+        prefix = torch.tensor([run[0][0].context[:p_len]], device=fwd.device)
+        with_prefix = fwd.hidden(prefix, None, None, None, use_cache=True)[1]
+        run.sort(key=lambda g: (-len(g[0].context), g[0].index))
+        for batch in budget_batches(run, lambda g: (1, total(g) + 1), token_budget, max_rows):
+            _shared_pass(fwd, batch, greedy, results, prefix=(p_len, with_prefix))
+            report([it for group in batch for it in group])
+        del with_prefix
+
+    # short contexts: one packed pass per batch; long ones: context pass + tree
+    # continuation pass (the context keeps the fast causal kernel)
+    packed = [g for g in rest if tree and total(g) <= PACK_MAX_TOKENS]
+    shared = [g for g in rest if not (tree and total(g) <= PACK_MAX_TOKENS)]
+    packed.sort(key=lambda g: (-total(g), g[0].index))
+    for batch in _token_batches(packed, total, token_budget, max_rows):
+        _packed_pass(fwd, batch, greedy, results)
+        report([it for group in batch for it in group])
+
+    shared.sort(key=lambda g: (-len(g[0].context), g[0].index))
+
+    def group_cost(group: list[_Item]) -> tuple[int, int]:
+        if tree:  # one row per context
+            return 1, total(group) + 1
+        longest = max(len(it.continuation) for it in group)
+        return len(group), len(group[0].context) + longest  # one row per choice
+
+    for batch in budget_batches(shared, group_cost, token_budget, max_rows):
+        _shared_pass(fwd, batch, greedy, results)
+        report([it for group in batch for it in group])
+
+
 def score_continuations(
     fwd: Forward,
     pairs: list[tuple[list[int], list[int]]],
@@ -604,29 +676,26 @@ def score_continuations(
     share_prefix: bool = True,
     on_done: Callable[[int, Scored], None] | None = None,
     greedy: bool = True,
+    invariant: bool = False,
 ) -> list[Scored]:
     """Score every (context tokens, continuation tokens) pair; results in input order.
 
     ``greedy=False`` skips the argmax (``is_greedy`` is then False), for perplexity.
+    ``invariant``: no two contexts share a forward pass (one group per batch, no token
+    budget), so every tensor a request's numbers come from is a function of its own group:
+    the same bits at any batch size, token budget or subset of the requests (a resumed run,
+    one data-parallel worker). Contexts sharing a long prefix still run it once
+    (:func:`_prefix_runs`), each continuing from that cache on its own.
     """
+    if invariant:
+        token_budget, max_rows = None, 1
     plan = _plan(pairs, max_length, share_prefix)
-    copies, single, groups, cut = plan.copies, plan.single, plan.groups, plan.cut
     results: dict[int, Scored] = {}
-
-    def report(done: list[_Item]) -> None:
-        for item in done:
-            if item.index in cut:  # what the full pass of the whole request reports
-                got, over = results[item.index], cut[item.index][1]
-                results[item.index] = Scored(
-                    got.logprob, got.is_greedy, item.context[:-1], over, got.padded
-                )
-            for i in copies[item.index]:
-                results[i] = results[item.index]
-                if on_done is not None:
-                    on_done(i, results[i])
-
+    report = _reporter(plan, results, on_done)
     with torch.inference_mode():
-        single.sort(key=lambda it: (-(len(it.context) + len(it.continuation)), it.index))
+        single = sorted(
+            plan.single, key=lambda it: (-(len(it.context) + len(it.continuation)), it.index)
+        )
         for single_batch in budget_batches(
             single,
             lambda it: (1, min(len(it.context) + len(it.continuation), max_length + 1) - 1),
@@ -635,47 +704,5 @@ def score_continuations(
         ):
             _full_pass(fwd, single_batch, max_length, greedy, results)
             report(single_batch)
-
-        tree = fwd.supports_4d_mask()
-
-        def total(group: list[_Item]) -> int:
-            return len(group[0].context) + sum(len(it.continuation) - 1 for it in group)
-
-        # contexts sharing a long prefix (few-shot examples placed first_n, a subject's
-        # description): the prefix runs once, each batch continues from its cache
-        runs, rest = _prefix_runs(groups) if tree and fwd.can_share_prefix_cache() else ([], groups)
-        for p_len, run in runs:
-            with_prefix = fwd.hidden(
-                torch.tensor([run[0][0].context[:p_len]], device=fwd.device),
-                None,
-                None,
-                None,
-                use_cache=True,
-            )[1]
-            run.sort(key=lambda g: (-len(g[0].context), g[0].index))
-            for batch in budget_batches(run, lambda g: (1, total(g) + 1), token_budget, max_rows):
-                _shared_pass(fwd, batch, greedy, results, prefix=(p_len, with_prefix))
-                report([it for group in batch for it in group])
-            del with_prefix
-
-        # short contexts: one packed pass per batch; long ones: context pass + tree
-        # continuation pass (the context keeps the fast causal kernel)
-        packed = [g for g in rest if tree and total(g) <= PACK_MAX_TOKENS]
-        shared = [g for g in rest if not (tree and total(g) <= PACK_MAX_TOKENS)]
-        packed.sort(key=lambda g: (-total(g), g[0].index))
-        for batch in _token_batches(packed, total, token_budget, max_rows):
-            _packed_pass(fwd, batch, greedy, results)
-            report([it for group in batch for it in group])
-
-        shared.sort(key=lambda g: (-len(g[0].context), g[0].index))
-
-        def group_cost(group: list[_Item]) -> tuple[int, int]:
-            if tree:  # one row per context
-                return 1, total(group) + 1
-            longest = max(len(it.continuation) for it in group)
-            return len(group), len(group[0].context) + longest  # one row per choice
-
-        for batch in budget_batches(shared, group_cost, token_budget, max_rows):
-            _shared_pass(fwd, batch, greedy, results)
-            report([it for group in batch for it in group])
+        _score_groups(fwd, plan.groups, (token_budget, max_rows), greedy, results, report)
     return [results[i] for i in range(len(pairs))]

@@ -112,9 +112,15 @@ def test_packed_rows_report_their_padding_once(gpt2: HFCausalLM) -> None:
     # two blocks of different lengths: each takes a row of the longer's width
     docs = [f"Question {d}: " + "which one is it? " * (1 + 3 * d) + "\nAnswer:" for d in range(2)]
     reqs = docs_requests(docs, CHOICES)
+    gpt2.batch_invariant = False  # contexts packed together (the fast path)
     try:
         responses = gpt2.loglikelihood(reqs)
+        batched = sum(fed)
+        fed.clear()
+        gpt2.batch_invariant = True  # each context in passes of its own: no row to pad
+        alone = gpt2.loglikelihood(reqs)
     finally:
+        gpt2.batch_invariant = True
         handle.remove()
     real = 0
     for doc in docs:
@@ -122,7 +128,8 @@ def test_packed_rows_report_their_padding_once(gpt2: HFCausalLM) -> None:
         real += len(pairs[0][0]) + sum(len(cont) - 1 for _, cont in pairs)
     padded = sum(r.padded_tokens_count for r in responses)
     assert padded > 0  # the shorter block's row
-    assert sum(fed) == real + padded
+    assert batched == real + padded
+    assert sum(fed) == real and all(r.padded_tokens_count == 0 for r in alone)
 
 
 def test_single_token_choices_cost_one_forward_pass_per_doc(gpt2: HFCausalLM) -> None:
