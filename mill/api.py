@@ -172,9 +172,9 @@ def evaluate(
             cfg.model = {"name": str(name), "in_memory": True}
         folder = None if output_dir is None else Path(output_dir)
         if folder is not None:
-            from mill.experiment.folder import check_folder
+            from mill.files import check_folder_path
 
-            check_folder(folder, "output_dir")
+            check_folder_path(folder, "output_dir")
             if on_sample is not None:
                 raise ConfigError("on_sample is for runs without output_dir; read the folder")
         from mill.runner.job import run_job

@@ -57,20 +57,6 @@ def check_name(value: Any, setting: str) -> str:
     return text
 
 
-def check_folder(path: Path, setting: str, role: str = "the experiment folder") -> None:
-    """ConfigError naming ``setting`` (the key the user typed) when ``path`` cannot be a
-    folder (``role`` says which): it, or a folder above it, exists as a file."""
-    for place in (Path(path), *Path(path).parents):
-        if place.exists():
-            if not place.is_dir():
-                what = "" if place == Path(path) else f" ({place} is a file)"
-                raise ConfigError(
-                    f"{setting}={path} cannot be {role}: a file is in the "
-                    f"way{what}; choose a folder path"
-                )
-            return
-
-
 RUN_NAMES = (
     "mill.log",
     ".lock",

@@ -4,7 +4,7 @@ prompts to the judge, once the candidate's answers are all in.
 :class:`Judging` is the run's judge: its settings, how the runner loads it (the runner
 releases the candidate model first and puts the judge behind its response cache), and
 what the manifest records of it. The evaluator calls it through one method,
-:meth:`Judging.judge` (its :class:`mill.evaluator.JudgePhase`).
+:meth:`Judging.judge` (:meth:`mill.evaluator.Collector.judge`).
 """
 
 from __future__ import annotations
@@ -16,19 +16,43 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mill.errors import MillError
-from mill.evaluator import DispatchFn, DocKey, WaitingDoc
+from mill.judging.rubrics import JudgedMetric, JudgePrompt, is_judged
 from mill.judging.settings import JudgeSettings, as_judge_error
-from mill.metrics.base import Metric
-from mill.metrics.judge import JudgedMetric, JudgePrompt, is_judged
+from mill.metrics.base import DocResponses, Metric
 from mill.model.base import LanguageModel
 from mill.progress import Progress
 from mill.task.chat import plain_conversation
-from mill.types import ChatTemplate, GenerationArgs, OutputType, Request, Response
+from mill.types import (
+    ChatTemplate,
+    Doc,
+    DocKey,
+    GenerationArgs,
+    OnResponse,
+    OutputType,
+    Request,
+    Response,
+)
 
 log = logging.getLogger("mill")
 
 JUDGE_ROLE = "judge"
 """Role prefix of a judge request: ``judge/<metric>/<prompt key>``."""
+
+
+DispatchFn = Callable[[LanguageModel, Sequence[Request], OnResponse], None]
+"""Sends requests to a model, calling ``on_response`` once per request in any order
+(:func:`mill.evaluator.dispatch`; the runner's shards it across ranks and caches it): the
+evaluator sends the candidate's requests through it, the judging phase the judge's."""
+
+
+@dataclass
+class WaitingDoc:
+    """A doc whose answers are complete and wait for the judge."""
+
+    key: DocKey
+    doc: Doc
+    responses: DocResponses
+    metrics: list[Metric]
 
 
 class JudgeFailed(MillError):
