@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import ConfigError
 from mill.record import SampleRecord
-from mill.results.schema import Results
+from mill.results.format import Results
 
 
 def _register_resolvers() -> None:

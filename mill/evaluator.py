@@ -31,8 +31,8 @@ from mill.metrics.groups import aggregate_members, row
 from mill.model.base import LanguageModel
 from mill.progress import Progress
 from mill.record import SampleRecord
-from mill.results import DataSource as DataOrigin
 from mill.results import (
+    DataOrigin,
     GroupMetric,
     GroupResults,
     MetricValue,
@@ -57,7 +57,7 @@ class TaskResult:
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     values: dict[str, list[Any]] = field(default_factory=dict)
     keys: list[tuple[str, int]] = field(default_factory=list)
-    """(subject, doc id) of each value, in completion order until :func:`evaluate` sorts."""
+    """(subject, doc id) of each value, in completion order until :func:`evaluate_tasks` sorts."""
     subjects: dict[str, TaskResult] = field(default_factory=dict)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     generations: GenerationCounts | None = None
@@ -419,7 +419,7 @@ def aggregate(
     return results
 
 
-def evaluate(
+def evaluate_tasks(
     tasks: Sequence[Task],
     metrics: dict[str, list[Metric]],
     model: LanguageModel,

@@ -33,7 +33,7 @@ from mill.errors import ConfigError, ExperimentExists, MillError
 from mill.files import inside, replacing, sha256_file, write_atomic, write_json
 from mill.record import SampleRecord
 from mill.redact import redact, redact_text
-from mill.results.schema import Manifest, Results
+from mill.results.format import Manifest, Results
 
 
 def check_name(value: Any, setting: str) -> str:

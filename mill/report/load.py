@@ -16,7 +16,7 @@ from mill.metrics.stats import clipped_interval
 from mill.record import SampleRecord
 from mill.results.integrity import check_edited, edited_note
 from mill.results.io import Run
-from mill.results.schema import Manifest, Results
+from mill.results.format import Manifest, Results
 
 
 class ReportInputError(MillError):

@@ -22,7 +22,7 @@ from typing import Any, cast
 from omegaconf import DictConfig, OmegaConf
 
 from mill.data.load import DataSource
-from mill.evaluator import Execute, TaskResult, evaluate, require_judge, to_results
+from mill.evaluator import Execute, TaskResult, evaluate_tasks, require_judge, to_results
 from mill.execution import ExecutionSettings, Verdict
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import device_info
@@ -248,7 +248,7 @@ def score(run: RunContext, plan: Plan, loaded: Loaded) -> dict[str, TaskResult]:
     if run.writes is not None and plan.execution is not None:
         run.manifest.execution = execution_record(plan.execution)
         run.write_manifest()
-    per_task = evaluate(
+    per_task = evaluate_tasks(
         plan.tasks,
         plan.metrics,
         loaded.model,
