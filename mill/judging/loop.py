@@ -55,6 +55,10 @@ class WaitingDoc:
     metrics: list[Metric]
 
 
+Sent = tuple[WaitingDoc, JudgedMetric, int, JudgePrompt]
+"""What one judge request judges: the doc, the metric, the prompt's index and the prompt."""
+
+
 class JudgeFailed(MillError):
     """More judgments than ``judge.max_invalid`` allows did not parse."""
 
@@ -129,22 +133,7 @@ class Judging:
                 "the judge has no chat template: its prompts use Mill's plain-text "
                 "conversation format (### System / ### User / ### Assistant; docs/judging.md)"
             )
-        sent: dict[str, tuple[WaitingDoc, JudgedMetric, int, JudgePrompt]] = {}
-        requests = []
-        for item in waiting:
-            answers = item.responses.answers()
-            for metric in item.metrics:
-                if not is_judged(metric):
-                    continue
-                prompts = metric.judge_prompts(item.doc, answers)
-                item.responses.judgments[metric.name] = [None] * len(prompts)
-                generation = metric_generation(metric, self.settings.generation)
-                for i, prompt in enumerate(prompts):
-                    request = judge_request(
-                        item.key, metric.name, prompt, generation, chat, messages
-                    )
-                    sent[request.id] = (item, metric, i, prompt)
-                    requests.append(request)
+        sent, requests = self._requests(waiting, chat, messages)
         replies: dict[str, Response] = {}
 
         def on_reply(request: Request, response: Response) -> None:
@@ -165,8 +154,42 @@ class Judging:
             progress.phase("judging (retries)", len(retry))
             dispatch_fn(model, retry, on_reply)
         progress.done()
+        judged = self._parse(sent, [*requests, *retry], replies)
+        self._count(judged, len(retry))
+        for item in waiting:
+            item.responses.judge_records = judged[item.key]
+
+    def _requests(
+        self, waiting: Sequence[WaitingDoc], chat: ChatTemplate | None, messages: bool
+    ) -> tuple[dict[str, Sent], list[Request]]:
+        """Every judge prompt of the waiting docs' judged metrics, as requests, and what
+        each request id judges; each metric's judgments start as None, one per prompt."""
+        sent: dict[str, Sent] = {}
+        requests = []
+        for item in waiting:
+            answers = item.responses.answers()
+            for metric in item.metrics:
+                if not is_judged(metric):
+                    continue
+                prompts = metric.judge_prompts(item.doc, answers)
+                item.responses.judgments[metric.name] = [None] * len(prompts)
+                generation = metric_generation(metric, self.settings.generation)
+                for i, prompt in enumerate(prompts):
+                    request = judge_request(
+                        item.key, metric.name, prompt, generation, chat, messages
+                    )
+                    sent[request.id] = (item, metric, i, prompt)
+                    requests.append(request)
+        return sent, requests
+
+    @staticmethod
+    def _parse(
+        sent: dict[str, Sent], requests: Sequence[Request], replies: dict[str, Response]
+    ) -> dict[DocKey, dict[str, list[dict[str, Any]]]]:
+        """Each reply parsed into its metric's judgments; returns each doc's records (key,
+        template, reply, judgment, attempts) by metric, its ``judge_records``."""
         judged: dict[DocKey, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
-        for request in [*requests, *retry]:
+        for request in requests:
             item, metric, i, prompt = sent[request.id]
             text = replies[request.id].text or ""
             parsed = metric.parse(text)
@@ -176,9 +199,7 @@ class Judging:
             record = next(r for r in records if r["key"] == prompt.key)
             record.update({"reply": text, "judgment": parsed, "attempts": request.index + 1})
             item.responses.judgments[metric.name][i] = parsed
-        self._count(judged, len(retry))
-        for item in waiting:
-            item.responses.judge_records = judged[item.key]
+        return judged
 
     def _count(self, judged: dict[DocKey, dict[str, list[dict[str, Any]]]], retried: int) -> None:
         """Count the judgments; JudgeFailed when more than ``max_invalid`` did not parse."""
