@@ -36,8 +36,8 @@ from typing import Any
 
 from benchmarks.driver_common import REPO, best_seconds, child_env, timed_run
 from benchmarks.whole_process import floor_cmd
-from mill.model.memory import kv_bytes_per_token
-from mill.model.prefix_attention import common_prefix
+from mill.model.engine.memory import kv_bytes_per_token
+from mill.model.engine.prefix_attention import common_prefix
 
 
 @dataclass

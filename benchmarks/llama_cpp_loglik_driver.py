@@ -28,7 +28,7 @@ from pathlib import Path
 
 def common_prefix(a: list[int], b: list[int]) -> int:
     """How many leading ids ``a`` and ``b`` share (the driver imports nothing of Mill's,
-    whose ``mill.model.scoring`` has its own)."""
+    whose ``mill.model.engine.scoring`` has its own)."""
     pairs = enumerate(zip(a, b, strict=False))
     return next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
 

@@ -54,7 +54,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 def mill_verdicts(task_name: str, rows: list[dict[str, Any]], data: Path) -> list[dict[str, Any]]:
     """Mill's verdict of every completion (``task_id``, ``completion``), in order."""
     task = TASKS[task_name](chat_template=False)
-    docs = {task._get_item_id(d.item): d for d in task.docs(DataSource("local", str(data)))}
+    docs = {task.item_id(d.item): d for d in task.docs(DataSource("local", str(data)))}
     rule = ReasoningRule()
     out = []
     for row in rows:

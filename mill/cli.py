@@ -1,6 +1,6 @@
 """``mill``: the Hydra entry point. Thin: compose the config, run one job, report errors.
 
-``mill report|compare|judge|runs ...`` are the commands of the other primary configs
+``mill report|compare|judge|runs|view ...`` are the commands of the other primary configs
 (``conf/<command>.yaml``), the same as Hydra's ``mill -cn <command> ...``; ``mill --help``
 is ``conf/hydra/help/mill.yaml``.
 
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -29,7 +29,7 @@ from mill.runner.dist import launched_rank, launched_world_size
 from mill.runner.logs import to_file
 from mill.schema import SETTINGS, check_number
 
-COMMANDS = ("report", "compare", "judge", "runs")
+COMMANDS = ("report", "compare", "judge", "runs", "view")
 """``mill <command> ...`` is ``mill -cn <command> ...`` (conf/<command>.yaml); any other
 first word is an override of a run (``report=console`` is the ``report`` config group)."""
 
@@ -83,9 +83,7 @@ def _hydra_cfg() -> DictConfig | None:
 def _job(cfg: DictConfig) -> float | None:
     from hydra.core.hydra_config import HydraConfig
 
-    from mill.errors import ExperimentExists, MillError, storage_error
     from mill.runner.job import run_job
-    from mill.runner.launch import WorkersFailed
 
     hydra_cfg = HydraConfig.get()
     output_dir = Path(hydra_cfg.runtime.output_dir)
@@ -112,51 +110,10 @@ def _job(cfg: DictConfig) -> float | None:
             return None
         results = run_job(cfg, output_dir, _hydra_cfg())
     except KeyboardInterrupt as err:
-        # SIGINT/SIGTERM: the manifest says interrupted; say how to finish the run
-        from mill.runner.job import Interrupted, resume_command
-
-        signum = err.signum if isinstance(err, Interrupted) else 2
-        folder = err.folder if isinstance(err, Interrupted) else None
-        if launched_rank() == 0:
-            how = (
-                f"; resume it with: {resume_command(sys.argv[1:], folder)}"
-                if folder is not None
-                else ""
-            )
-            print(f"mill: interrupted{how}", file=sys.stderr)
-        raise SystemExit(128 + signum) from None
-    except MillError as err:
-        refused = not multirun and _drop_unclaimed(output_dir)
-        if not (refused or isinstance(err, ExperimentExists)):  # not its folder: its log kept
-            to_file(logging.ERROR, str(err))
-        _say(str(err))
-        if not multirun:
-            raise SystemExit(2) from None
-        _failures.append(f"{output_dir}: {err}")
-        return None
-    except WorkersFailed as err:
-        to_file(logging.ERROR, str(err))
-        _say(str(err))
-        if not multirun:
-            raise SystemExit(1) from None
-        _failures.append(f"{output_dir}: {err}")
-        return None
+        _interrupted(err)
     except Exception as err:
-        storage = storage_error(err, output_dir)  # a full disk or read-only folder is not a bug
-        if storage is not None:
-            _say(str(storage))
-            if not multirun:
-                raise SystemExit(2) from None
-            _failures.append(f"{output_dir}: {storage}")
-            return None
-        if not multirun:
-            to_file(logging.ERROR, "Mill failed (a bug: report it with this log)", exc_info=True)
+        if not _job_failed(err, output_dir, multirun):
             raise
-        # a bug or a crash in one job must not stop the sweep: record it and go on
-        log.exception("job failed")
-        line = f"mill: job {output_dir.name} failed: {type(err).__name__}: {err}"
-        print(redact_text(line), file=sys.stderr)
-        _failures.append(f"{output_dir}: {type(err).__name__}: {err}")
         return None
     if results is None:  # a rank other than 0 under the user's own launcher
         return None
@@ -166,6 +123,57 @@ def _job(cfg: DictConfig) -> float | None:
         file=sys.stderr,
     )
     return _first_value(results)
+
+
+def _interrupted(err: KeyboardInterrupt) -> NoReturn:
+    """SIGINT/SIGTERM: the manifest says interrupted; say how to finish the run."""
+    from mill.runner.job import Interrupted, resume_command
+
+    signum = err.signum if isinstance(err, Interrupted) else 2
+    folder = err.folder if isinstance(err, Interrupted) else None
+    if launched_rank() == 0:
+        how = (
+            f"; resume it with: {resume_command(sys.argv[1:], folder)}"
+            if folder is not None
+            else ""
+        )
+        print(f"mill: interrupted{how}", file=sys.stderr)
+    raise SystemExit(128 + signum) from None
+
+
+def _job_failed(err: Exception, output_dir: Path, multirun: bool) -> bool:
+    """Say why a job failed: one line and exit 2 (1 when workers failed) for a single run,
+    recorded in :data:`_failures` for a sweep, which goes on. False for a bug in a single
+    run (logged to mill.log with its traceback): the caller raises it."""
+    from mill.errors import ExperimentExists, MillError, storage_error
+    from mill.runner.launch import WorkersFailed
+
+    if isinstance(err, MillError):
+        refused = not multirun and _drop_unclaimed(output_dir)
+        if not (refused or isinstance(err, ExperimentExists)):  # not its folder: its log kept
+            to_file(logging.ERROR, str(err))
+    elif isinstance(err, WorkersFailed):
+        to_file(logging.ERROR, str(err))
+    else:
+        storage = storage_error(err, output_dir)  # a full disk or read-only folder is not a bug
+        if storage is None:
+            if not multirun:
+                to_file(
+                    logging.ERROR, "Mill failed (a bug: report it with this log)", exc_info=True
+                )
+                return False
+            # a bug or a crash in one job must not stop the sweep: record it and go on
+            log.exception("job failed")
+            line = f"mill: job {output_dir.name} failed: {type(err).__name__}: {err}"
+            print(redact_text(line), file=sys.stderr)
+            _failures.append(f"{output_dir}: {type(err).__name__}: {err}")
+            return True
+        err = storage
+    _say(str(err))
+    if not multirun:
+        raise SystemExit(1 if isinstance(err, WorkersFailed) else 2) from None
+    _failures.append(f"{output_dir}: {err}")
+    return True
 
 
 def _drop_unclaimed(output_dir: Path) -> bool:
@@ -227,6 +235,8 @@ def command_line(argv: list[str]) -> list[str]:
     first = argv[0] if argv else ""
     if first in COMMANDS:
         rest = argv[1:]
+        if first == "view" and rest and "=" not in rest[0] and not rest[0].startswith("-"):
+            rest[0] = f"run={rest[0]}"  # mill view <folder>
         if {"--help", "-h"} & set(rest):  # the help of a command whose group is not chosen:
             for group in HELP_WITHOUT.get(first, ()):  # shown without it, not refused
                 if not any(a.lstrip("+").startswith(f"{group}=") for a in rest):
@@ -471,7 +481,7 @@ def _main() -> None:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from mill.errors import MillError, storage_error
+    from mill.errors import MillError
     from mill.files import contain_library_caches
     from mill.instantiate import checked_composition
 
@@ -500,29 +510,39 @@ def _main() -> None:
         _say(str(cause) if cause is not None else describe(err, argv))
         raise SystemExit(2) from None
     except (OSError, ValueError) as err:
-        # Hydra making the run folder or opening mill.log in it: a full disk or a
-        # read-only folder gets one line too, and so does a file where the folder goes
-        from mill.runner.config_errors import null_group
-
-        null = null_group(err, argv)  # `model=null`: Hydra's bare ValueError
-        if null is not None:
-            _say(null)
-            raise SystemExit(2) from None
-        storage: MillError | None = storage_error(err)
-        if storage is None and isinstance(err, (FileExistsError, NotADirectoryError)):
-            from mill.files import check_folder_path
-
-            try:
-                swept = any(a in ("-m", "--multirun") for a in argv)
-                check_folder_path(
-                    Path(str(err.filename)), f"hydra.{'sweep' if swept else 'run'}.dir"
-                )
-            except MillError as refused:
-                storage = refused
-        if storage is None:
+        line = _setup_error(err, argv)
+        if line is None:
             raise
-        _say(str(storage))
+        _say(line)
         raise SystemExit(2) from None
+    _end_sweeps()
+
+
+def _setup_error(err: OSError | ValueError, argv: list[str]) -> str | None:
+    """The one line for an OSError or ValueError out of Hydra making the run folder or
+    opening mill.log in it: a full disk or a read-only folder, a file where the folder goes,
+    ``model=null`` (Hydra's bare ValueError). None: none of these (a bug)."""
+    from mill.errors import MillError, storage_error
+    from mill.runner.config_errors import null_group
+
+    null = null_group(err, argv)  # `model=null`: Hydra's bare ValueError
+    if null is not None:
+        return null
+    storage: MillError | None = storage_error(err)
+    if storage is None and isinstance(err, (FileExistsError, NotADirectoryError)):
+        from mill.files import check_folder_path
+
+        try:
+            swept = any(a in ("-m", "--multirun") for a in argv)
+            key = f"hydra.{'sweep' if swept else 'run'}.dir"
+            check_folder_path(Path(str(err.filename)), key)
+        except MillError as refused:
+            storage = refused
+    return None if storage is None else str(storage)
+
+
+def _end_sweeps() -> None:
+    """After the jobs: each sweep's report, then the failed jobs listed and exit 2."""
     if _sweeps:
         from mill.report.rebuild import report_after_sweep
 

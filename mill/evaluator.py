@@ -330,6 +330,8 @@ class Collector:
         record = SampleRecord.build(
             doc, model_response, _prediction(task, doc, responses, task_metrics), scores
         )
+        picks = {m.name: m.pick(doc, responses) for m in task_metrics}
+        record.picks = {k: v for k, v in picks.items() if v is not None} or None
         if responses.verdicts is not None:
             record.execution = [v.to_dict() for v in responses.verdicts]
         extra = getattr(task, "sample_extra", None)  # lm-eval tasks: their doc and filters

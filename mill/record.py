@@ -31,6 +31,10 @@ class SampleRecord:
     execution: list[dict[str, Any]] | None = None
     """Tasks that run programs: each generation's verdict (status, message, duration_s,
     output_tail; ``mill.execution.Verdict``), in repeat order; left out when None."""
+    picks: dict[str, int] | None = None
+    """LOGPROBS: each selected metric's own choice (``acc``: the argmax of the
+    log-likelihoods, ``acc_norm``: of the length-normalised ones, ...; ``Metric.pick``), by
+    metric name; left out when no metric picks (and in files written before Mill kept it)."""
 
     @classmethod
     def build(
@@ -52,7 +56,7 @@ class SampleRecord:
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        for optional in ("extra", "execution"):
+        for optional in ("extra", "execution", "picks"):
             if out.get(optional) is None:
                 out.pop(optional, None)
         for generative in ("text_post_processed", "reasoning_unfinished", "hit_max_gen_toks"):

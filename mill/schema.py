@@ -547,6 +547,12 @@ COMMANDS: dict[str, dict[str, Rule]] = {
         "all": Flag(meaning="list failed runs too (hidden unless asked)"),
         "progress": _PROGRESS,
     },
+    "view": {
+        "run": Text(optional=True, meaning="a run or sweep folder (null: the newest run)"),
+        "dir": Text(meaning="where the runs are (run=null)"),
+        "open": Flag(meaning="open the page in the browser"),
+        "trust_edited": _TRUST,
+    },
     "judge": {
         "run": Text(meaning="the finished run whose answers are judged"),
         "trust_edited": _TRUST,
@@ -554,7 +560,7 @@ COMMANDS: dict[str, dict[str, Rule]] = {
     },
 }
 """The settings of the commands (``mill report``, ``mill compare``, ``mill runs``,
-``mill judge``; ``conf/<command>.yaml``), at their config's root, by command."""
+``mill view``, ``mill judge``; ``conf/<command>.yaml``), at their config's root, by command."""
 
 
 def typed_command(command: str, node: Mapping[str, Any]) -> dict[str, Any]:

@@ -47,6 +47,6 @@ t=$(left 100); if (( t >= 40 )); then el "parity, fp32 on CUDA (timeout $t s)"
     --json "$OUT/parity.json" > "$OUT/parity.log" 2>&1
   tail -15 "$OUT/parity.log"; fi
 t=$(left 100); if (( t >= 40 )); then el "CUDA tests (timeout $t s)"
-  timeout "$t" python3 -m pytest -q -m "" -p no:cacheprovider tests/model/test_memory.py \
+  timeout "$t" python3 -m pytest -q -m "" -p no:cacheprovider tests/model/engine/test_memory.py \
     tests/model/test_device_map.py tests/bench/test_benchmark_options.py 2>&1 | tail -6; fi
 el done

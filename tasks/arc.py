@@ -44,19 +44,19 @@ class ArcEasy(Task):
     OUTPUT_TYPE = OutputType.LOGPROBS
     METRICS = ["acc", "acc_norm"]
 
-    def _adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
+    def adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
         return ai2_to_hub(row)
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return f"Question: {item['question']}\nAnswer:"
 
-    def _get_possible_completions(self, item: dict[str, Any]) -> list[str]:
+    def doc_to_choice(self, item: dict[str, Any]) -> list[str]:
         return list(item["choices"]["text"])
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         return item["choices"]["text"][self._gold(item)]
 
-    def _get_gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
+    def gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
         return self._gold(item)
 
     @staticmethod

@@ -28,20 +28,20 @@ class BoolQ(Task):
     OUTPUT_TYPE = OutputType.LOGPROBS
     METRICS = ["acc"]
 
-    def _adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
+    def adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
         label = row["label"]
         if isinstance(label, str):
             label = {"false": 0, "true": 1}[label.strip().lower()]
         return {**row, "label": int(label)}
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return f"{item['passage']}\nQuestion: {item['question']}?\nAnswer:"
 
-    def _get_possible_completions(self, item: dict[str, Any]) -> list[str]:
+    def doc_to_choice(self, item: dict[str, Any]) -> list[str]:
         return list(ANSWERS)
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         return ANSWERS[int(item["label"])]
 
-    def _get_gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
+    def gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
         return int(item["label"])

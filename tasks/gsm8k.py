@@ -100,10 +100,10 @@ class GSM8K(Task):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "math_verify": self.math_verify}
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return f"Question: {item['question']}\nAnswer:"
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         return item["answer"]
 
 
@@ -116,11 +116,11 @@ class GSM8KCoT(GSM8K):
     METRICS = ["exact_match_strict_cot", "exact_match_flexible"]
     GENERATION = GenerationArgs(until=("Q:", "</s>", "<|im_end|>"), max_gen_toks=256)
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return f"Q: {item['question']}\nA:"
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         return item["answer"].split("####")[-1].strip()
 
-    def _get_fewshot_target_text(self, item: dict[str, Any]) -> str:
+    def doc_to_fewshot_target(self, item: dict[str, Any]) -> str:
         return item["target"]

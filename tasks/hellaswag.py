@@ -51,7 +51,7 @@ class HellaSwag(Task):
     OUTPUT_TYPE = OutputType.LOGPROBS
     METRICS = ["acc", "acc_norm"]
 
-    def _process_docs(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def process_docs(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if rows and set(rows[0]) == {"text"}:  # the local 6-lines-per-item text file
             lines = [r["text"] for r in rows]
             if len(lines) % 6:
@@ -76,14 +76,14 @@ class HellaSwag(Task):
             for row in rows
         ]
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return item["query"]
 
-    def _get_possible_completions(self, item: dict[str, Any]) -> list[str]:
+    def doc_to_choice(self, item: dict[str, Any]) -> list[str]:
         return list(item["choices"])
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         return item["choices"][item["gold"]]
 
-    def _get_gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
+    def gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
         return int(item["gold"])

@@ -37,13 +37,13 @@ class HumanEval(CodeTask):
     SAMPLE_SPLIT = "test"
     GENERATION = GenerationArgs(until=STOP, max_gen_toks=1024)
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return item["prompt"]
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         return f"{item['test']}\ncheck({item['entry_point']})"
 
-    def _get_item_id(self, item: dict[str, Any]) -> str | None:
+    def item_id(self, item: dict[str, Any]) -> str | None:
         return str(item["task_id"])
 
     def code(self, completion: str) -> str:
@@ -66,13 +66,13 @@ class HumanEvalInstruct(HumanEval):
 
     NAME = "humaneval_instruct"
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return (
             "Write a solution to the following problem and make sure that it passes the "
             f"tests:\n```python\n{item['prompt']}\n```\n"
         )
 
-    def _get_gen_prefix(self, item: dict[str, Any]) -> str | None:
+    def doc_to_prefix(self, item: dict[str, Any]) -> str | None:
         return f"Here is the completed function:\n```python\n{item['prompt']}\n"
 
     def __init__(self, code_block: str = "leading", **kwargs: Any) -> None:

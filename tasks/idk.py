@@ -31,15 +31,15 @@ class IDKVariant(Task):
     IDK_INSTRUCTION: ClassVar[str] = IDK_INSTRUCTION
     METRICS = IDK_METRICS
 
-    def _get_initial_prompt_text(self, item: dict[str, Any]) -> str:
-        description = super()._get_initial_prompt_text(item) or ""
+    def doc_to_description(self, item: dict[str, Any]) -> str:
+        description = super().doc_to_description(item) or ""
         return f"{self.IDK_INSTRUCTION}\n\n{description}"
 
-    def _get_possible_completions(self, item: dict[str, Any]) -> list[str]:
-        return [*(super()._get_possible_completions(item) or []), self.IDK_CHOICE]
+    def doc_to_choice(self, item: dict[str, Any]) -> list[str]:
+        return [*(super().doc_to_choice(item) or []), self.IDK_CHOICE]
 
-    def _get_idk_index(self, item: dict[str, Any], choices: list[str]) -> int:
-        return len(super()._get_possible_completions(item) or [])
+    def idk_index(self, item: dict[str, Any], choices: list[str]) -> int:
+        return len(super().doc_to_choice(item) or [])
 
 
 class ArcEasyIDK(IDKVariant, ArcEasy):

@@ -44,13 +44,13 @@ class IFEval(ChatTemplateByDefault):
     ]
     GENERATION = GenerationArgs(until=(), max_gen_toks=1280)
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return str(item["prompt"])
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> list[str]:
+    def doc_to_target(self, item: dict[str, Any]) -> list[str]:
         return [str(i) for i in item["instruction_id_list"]]
 
-    def _get_item_id(self, item: dict[str, Any]) -> str | None:
+    def item_id(self, item: dict[str, Any]) -> str | None:
         return str(item["prompt"])  # IFEval's response files name their prompt, not a key
 
     def instruction_checks(self, item: dict[str, Any]) -> list[checks.Check]:
@@ -61,24 +61,18 @@ class IFEval(ChatTemplateByDefault):
         text.require()  # the checker's libraries, before any model loads
         super().prepare(source)
 
-    def _make_doc(
-        self,
-        subject: str,
-        doc_id: int,
-        item: dict[str, Any],
-        shots: list[int],
-        pool: list[dict[str, Any]],
-    ) -> Doc:
+    def validate_doc(self, doc: Doc) -> None:
+        """A row whose instructions IFEval's checker cannot build is a bad row."""
+        item = doc.item
         try:
             self.instruction_checks(item)
         except checks.BadInstruction as err:
             key = f" (key {item['key']})" if "key" in item else ""
             raise BadRow(
-                f"task {self.name!r}, split {self.sample_split!r}, row {doc_id}{key}: {err}"
+                f"task {self.name!r}, split {self.sample_split!r}, row {doc.id}{key}: {err}"
                 + SKIP_HINT,
                 split=self.sample_split,
-                row=doc_id,
+                row=doc.id,
             ) from err
         except (KeyError, TypeError):
-            pass  # a missing field: the base class names it
-        return super()._make_doc(subject, doc_id, item, shots, pool)
+            pass  # a missing field: named where it is read (doc_to_target reads the list)

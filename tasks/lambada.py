@@ -35,14 +35,14 @@ class LambadaOpenAI(Task):
         # a loglikelihood task: lm-eval keeps the space even with a chat template
         return self.TARGET_DELIMITER
 
-    def _adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
+    def adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
         return {"text": row["context"] + " " + row["continuation"]}
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return " ".join(item["text"].split(" ")[:-1])
 
-    def _get_possible_completions(self, item: dict[str, Any]) -> list[str]:
+    def doc_to_choice(self, item: dict[str, Any]) -> list[str]:
         return [item["text"].split(" ")[-1]]
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         return item["text"].split(" ")[-1]

@@ -63,41 +63,33 @@ class MathTask(ChatTemplateByDefault):
         self.math_checker = MathChecker()
         """Checks every generation's answer (the metrics of :mod:`mill.metrics.repeats`)."""
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return self.PROMPT.format(prompt=item["problem"])
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         answer = item.get("answer")
         if answer is None or not str(answer).strip():
             raise MissingField("answer", null=answer is None)
         return str(answer)
 
-    def _get_item_id(self, item: dict[str, Any]) -> str | None:
+    def item_id(self, item: dict[str, Any]) -> str | None:
         return str(item[self.ID_FIELD])
 
     def math_gold(self, doc: Doc) -> str:
         """The text the gold is read from (the metrics' view of :attr:`Doc.gold`)."""
         return str(doc.gold)
 
-    def _make_doc(
-        self,
-        subject: str,
-        doc_id: int,
-        item: dict[str, Any],
-        shots: list[int],
-        pool: list[dict[str, Any]],
-    ) -> Doc:
-        doc = super()._make_doc(subject, doc_id, item, shots, pool)
+    def validate_doc(self, doc: Doc) -> None:
+        """A doc whose gold math-verify reads no answer from is a bad row."""
         gold = self.math_gold(doc)
         if not self.math_checker.gold(gold).parsed:
             raise BadRow(
-                f"task {self.name!r}, split {self.sample_split!r}, row {doc_id} "
-                f"({self.ID_FIELD} {item.get(self.ID_FIELD)!r}): math-verify reads no answer "
-                f"from its gold {gold[:80]!r}; fix the data" + SKIP_HINT,
+                f"task {self.name!r}, split {self.sample_split!r}, row {doc.id} "
+                f"({self.ID_FIELD} {doc.item.get(self.ID_FIELD)!r}): math-verify reads no "
+                f"answer from its gold {gold[:80]!r}; fix the data" + SKIP_HINT,
                 split=self.sample_split,
-                row=doc_id,
+                row=doc.id,
             )
-        return doc
 
     def describe(self) -> dict[str, Any]:
         checker = self.math_checker
@@ -121,7 +113,7 @@ class Math500(MathTask):
     PROMPT = MATH_500_PROMPT
     ID_FIELD = "unique_id"
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         solution = item.get("solution")
         if solution is None or not str(solution).strip():
             raise MissingField("solution", null=solution is None)
@@ -146,14 +138,14 @@ class AIME25(MathTask):
     SAMPLE_SPLIT = "train"
     LOCAL_FILES = {"train": "aime25/test.jsonl"}
 
-    def _adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
+    def adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
         if "problem" in row or "prompt" not in row:
             return row
         problem = str(row["prompt"])
         problem = problem.removesuffix(QWQ_INSTRUCTION)
         return {**{k: v for k, v in row.items() if k != "prompt"}, "problem": problem}
 
-    def _process_docs(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def process_docs(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [row if "id" in row else {**row, "id": i} for i, row in enumerate(rows)]
 
 

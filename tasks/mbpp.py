@@ -83,19 +83,19 @@ class MBPP(CodeTask):
     def _tests(self, item: dict[str, Any]) -> str:
         return "\n".join(item["test_list"][:3])
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return (
             f"You are an expert Python programmer, and here is your task: {item['text']} "
             f"Your code should pass these tests:\n\n{self._tests(item)}\n[BEGIN]\n"
         )
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         return self._tests(item)
 
-    def _get_fewshot_target_text(self, item: dict[str, Any]) -> str:
+    def doc_to_fewshot_target(self, item: dict[str, Any]) -> str:
         return f"{item['code']}\n[DONE]"
 
-    def _get_item_id(self, item: dict[str, Any]) -> str | None:
+    def item_id(self, item: dict[str, Any]) -> str | None:
         return f"Mbpp/{item['task_id']}"
 
     def code(self, completion: str) -> str:
@@ -114,16 +114,16 @@ class MBPPInstruct(MBPP):
     NAME = "mbpp_instruct"
     GENERATION = GenerationArgs(until=(), max_gen_toks=256)
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return (
             f"You are an expert Python programmer, and here is your task:\n{item['text']}\n"
             f"Your code should pass these tests:\n{self._tests(item)}"
         )
 
-    def _get_gen_prefix(self, item: dict[str, Any]) -> str | None:
+    def doc_to_prefix(self, item: dict[str, Any]) -> str | None:
         return "\n```python\n"
 
-    def _get_fewshot_target_text(self, item: dict[str, Any]) -> str:
+    def doc_to_fewshot_target(self, item: dict[str, Any]) -> str:
         return f"\n```python\n{item['code']}\n```"
 
     def __init__(self, code_block: str = "leading", **kwargs: Any) -> None:

@@ -106,28 +106,28 @@ class MMLU(Task):
     def load_split(self, split: str, source: DataSource, subject: str) -> list[dict[str, Any]]:
         return [{**row, "subject": subject} for row in super().load_split(split, source, subject)]
 
-    def _adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
+    def adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
         return {
             "question": row["question"],
             "choices": [row[f"choice{i}"] for i in range(4)],
             "answer": int(row["answer"]),
         }
 
-    def _get_initial_prompt_text(self, item: dict[str, Any]) -> str:
+    def doc_to_description(self, item: dict[str, Any]) -> str:
         subject = " ".join(item["subject"].split("_"))
         return f"The following are multiple choice questions (with answers) about {subject}.\n\n"
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         c = item["choices"]
         return f"{item['question'].strip()}\nA. {c[0]}\nB. {c[1]}\nC. {c[2]}\nD. {c[3]}\nAnswer:"
 
-    def _get_possible_completions(self, item: dict[str, Any]) -> list[str]:
+    def doc_to_choice(self, item: dict[str, Any]) -> list[str]:
         return list(LETTERS)
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         return LETTERS[int(item["answer"])]
 
-    def _get_gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
+    def gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
         return int(item["answer"])
 
     def subject_groups(self) -> dict[str, list[str]]:

@@ -46,7 +46,7 @@ class OpenBookQA(Task):
     OUTPUT_TYPE = OutputType.LOGPROBS
     METRICS = ["acc", "acc_norm"]
 
-    def _adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
+    def adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
         labels, texts = split_choices(row["Choices"])
         return {
             "id": row["ID"],
@@ -55,14 +55,14 @@ class OpenBookQA(Task):
             "answerKey": row["Answer Key"],
         }
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return item["question_stem"]
 
-    def _get_possible_completions(self, item: dict[str, Any]) -> list[str]:
+    def doc_to_choice(self, item: dict[str, Any]) -> list[str]:
         return list(item["choices"]["text"])
 
-    def _get_gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
+    def gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
         return gold_position(item["choices"]["label"], item["answerKey"].lstrip(), "choice labels")
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
-        return item["choices"]["text"][self._get_gold_index(item, [])]
+    def doc_to_target(self, item: dict[str, Any]) -> str:
+        return item["choices"]["text"][self.gold_index(item, [])]

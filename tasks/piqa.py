@@ -26,17 +26,17 @@ class PIQA(Task):
     OUTPUT_TYPE = OutputType.LOGPROBS
     METRICS = ["acc", "acc_norm"]
 
-    def _adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
+    def adapt_local_row(self, row: dict[str, Any]) -> dict[str, Any]:
         return {**row, "label": int(row["label"])}
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return f"Question: {item['goal']}\nAnswer:"
 
-    def _get_possible_completions(self, item: dict[str, Any]) -> list[str]:
+    def doc_to_choice(self, item: dict[str, Any]) -> list[str]:
         return [item["sol1"], item["sol2"]]
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
-        return self._get_possible_completions(item)[int(item["label"])]
+    def doc_to_target(self, item: dict[str, Any]) -> str:
+        return self.doc_to_choice(item)[int(item["label"])]
 
-    def _get_gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
+    def gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
         return int(item["label"])

@@ -68,14 +68,14 @@ class WikiText(Task):
     OUTPUT_TYPE = OutputType.PERPLEXITY
     METRICS = ["word_perplexity", "byte_perplexity", "bits_per_byte"]
 
-    def _process_docs(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def process_docs(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if rows and "page" not in rows[0]:  # a local .tokens file read as one document
             return [{"page": page} for row in rows for page in split_pages(row["text"])]
         return rows
 
-    def _get_perplexity_text(self, item: dict[str, Any]) -> str:
+    def doc_to_perplexity_text(self, item: dict[str, Any]) -> str:
         return wikitext_detokenizer(item["page"])
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         # lm-eval counts words and bytes of the page *before* detokenization
         return item["page"]

@@ -31,19 +31,19 @@ class WinoGrande(Task):
     MULTIPLE_INPUT = True
     METRICS = ["acc"]
 
-    def _get_possible_completions(self, item: dict[str, Any]) -> list[str]:
+    def doc_to_choice(self, item: dict[str, Any]) -> list[str]:
         blank = item["sentence"].index("_")
         return [
             item["sentence"][:blank] + item["option1"],
             item["sentence"][:blank] + item["option2"],
         ]
 
-    def _get_gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
+    def gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
         return {"1": 0, "2": 1}[str(item["answer"])]
 
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
-        choices = self._get_possible_completions(item)
-        return choices[self._get_gold_index(item, choices)]
+    def doc_to_text(self, item: dict[str, Any]) -> str:
+        choices = self.doc_to_choice(item)
+        return choices[self.gold_index(item, choices)]
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str:
+    def doc_to_target(self, item: dict[str, Any]) -> str:
         return item["sentence"][item["sentence"].index("_") + 1 :].strip()

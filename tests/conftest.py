@@ -17,7 +17,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Under pytest-xdist the workers share the cores: each worker, and every process it starts
 # (mill, its data-parallel workers, lm-eval, training loops), gets its share of torch
 # threads instead of all of them. Two workers of two threads on two cores spin at every
-# op's barrier: tests/model/test_prefix_attention.py ran 168.5 s with two threads against
+# op's barrier: tests/model/engine/test_prefix_attention.py ran 168.5 s with two threads against
 # 53.7 s with one. Set before torch is imported; a test that needs the default removes it.
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
     _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])

@@ -259,7 +259,7 @@ def test_in_memory_model_runs_the_cli_path_folder_and_warnings_identical(
 
 class MeteredFake(FakeLM):
     """The fake model counting what it was asked per task, in the form of a served model's
-    usage (:meth:`mill.model.openai_api.OpenAICompletions.usage_summary`)."""
+    usage (:meth:`mill.model.served.openai_api.OpenAICompletions.usage_summary`)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -194,6 +194,10 @@ def test_help_lists_groups_and_never_imports_torch() -> None:
         (["report", "runs=[x]"], ["-cn", "report", "runs=[x]"]),
         (["judge", "run=x", "judge=fake"], ["-cn", "judge", "run=x", "judge=fake"]),
         (["compare", "--help"], ["-cn", "compare", "--help"]),
+        # mill view <folder>: the folder is its run=
+        (["view", "out/run"], ["-cn", "view", "run=out/run"]),
+        (["view", "run=x", "open=false"], ["-cn", "view", "run=x", "open=false"]),
+        (["view"], ["-cn", "view"]),
         # Hydra's own spelling, and a run's overrides, stay as they are
         (["-cn", "compare", "a=x", "b=y"], ["-cn", "compare", "a=x", "b=y"]),
         (["report=console", "task=arc_easy"], ["report=console", "task=arc_easy"]),
@@ -394,6 +398,7 @@ def test_lm_eval_flags_are_one_line_exit_2(tmp_path: Path) -> None:
         ("mill report ru", ["runs="]),
         ("mill compare ", ["a=", "b=", "iters="]),
         ("mill runs ", ["tasks=", "models=", "open="]),
+        ("mill view ", ["run=", "dir=", "open="]),
         ("mill r", ["report", "runs", "runner="]),
         ("mill ", ["compare", "judge", "task=", "model="]),
         ("mill task=arc_easy mo", ["model="]),
@@ -423,6 +428,7 @@ def test_shell_completion_offers_commands_and_their_keys(line: str, offered: lis
         (["runner="], "judge", "ru", ["runner=", "run="]),
         (["open="], "runs", "o", ["open="]),
         ([], "runs", "a", ["all="]),
+        (["run=", "open=", "task="], "view", "", ["run=", "open=", "dir=", "trust_edited="]),
     ],
 )  # fmt: skip
 def test_completion_offers_what_the_command_takes(

@@ -179,6 +179,31 @@ def test_the_readme_is_one_page() -> None:
     assert len((REPO / "README.md").read_bytes()) <= 8 * 1024
 
 
+def test_the_benchmark_page_holds_the_current_tables_only() -> None:
+    """docs/benchmark.md keeps one current table per workload (its history elsewhere)."""
+    assert len((REPO / "docs" / "benchmark.md").read_bytes()) <= 30 * 1024
+
+
+def _table_numbers(text: str) -> list[set[str]]:
+    """The decimal numbers of each table row of a page (rows with three or more)."""
+    rows = (line for line in text.splitlines() if line.startswith("|"))
+    found = (set(re.findall(r"\d+\.\d+", row)) for row in rows)
+    return [numbers for numbers in found if len(numbers) >= 3]
+
+
+def test_the_pages_link_to_the_benchmark_tables_instead_of_copying_them() -> None:
+    """No page but the history repeats a row of docs/benchmark.md's tables, whole or in
+    part (a row whose numbers are all one benchmark row's): they link to it instead."""
+    measured = _table_numbers((REPO / "docs" / "benchmark.md").read_text(encoding="utf-8"))
+    assert measured
+    for other in sorted((REPO / "docs").rglob("*.md")) + [REPO / "README.md"]:
+        if other.name in ("benchmark.md", "benchmark-history.md"):
+            continue
+        for numbers in _table_numbers(other.read_text(encoding="utf-8")):
+            copied = any(numbers <= row for row in measured)
+            assert not copied, f"{other.relative_to(REPO)} copies a benchmark row: {numbers}"
+
+
 def test_every_block_of_commands_runs_or_says_why_not() -> None:
     """Each runs in a test (and the test checks what it leaves), or says why not on the page,
     and what the test substitutes or appends the page says too."""

@@ -105,22 +105,24 @@ def _is_type_checking(node: ast.AST) -> bool:
     )
 
 
-def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement of ``tree``, at any depth, but those under ``if TYPE_CHECKING``."""
+def _imports(tree: ast.AST, type_only: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of ``tree``, at any depth, but those under ``if TYPE_CHECKING``
+    (with ``type_only``, those too)."""
     for child in ast.iter_child_nodes(tree):
-        if _is_type_checking(child):
+        if _is_type_checking(child) and not type_only:
             for node in child.orelse:
-                yield from _imports(node)
+                yield from _imports(node, type_only)
             continue
         if isinstance(child, (ast.Import, ast.ImportFrom)):
             yield child
-        yield from _imports(child)
+        yield from _imports(child, type_only)
 
 
-def _import_graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
+def _import_graph(root: Path, type_only: bool = False) -> tuple[dict[str, set[str]], list[str]]:
     """The modules each module of ``root`` imports (a ``from package import name`` counts as
-    the submodule where ``name`` is one, else as the package), and every import of a private
-    name (``from x import _name``) as "module:line imports x._name"."""
+    the submodule where ``name`` is one, else as the package; with ``type_only``, imports under
+    ``if TYPE_CHECKING`` too), and every import of a private name (``from x import _name``) as
+    "module:line imports x._name"."""
     files = _module_files(root)
     top = root.name
     edges: dict[str, set[str]] = {name: set() for name in files}
@@ -133,7 +135,7 @@ def _import_graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
 
     for name, path in files.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8")), type_only):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names if a.name.split(".")[0] == top]
                 edges[name].update(owner(t) for t in targets)
@@ -217,3 +219,12 @@ def test_the_import_checks_see_lazy_cycles_and_private_names(tmp_path: Path) -> 
     edges, private = _import_graph(pkg)
     assert _cycles(edges) == [["mill.a", "mill.sub.b", "mill.sub.c"]]
     assert private == ["mill.sub.c:2 imports mill.a._helper"]
+
+
+def test_no_import_cycle_in_mill_type_only_imports_included() -> None:
+    """Not even a type annotation closes a cycle: ``mill.task``'s pipeline modules (spec,
+    loading, prompts, requests) take data and import no ``Task``, not even under
+    ``TYPE_CHECKING`` (they once formed a five-module cycle with ``mill.task.base``)."""
+    edges, _ = _import_graph(MILL, type_only=True)
+    assert "mill.task.spec" in edges["mill.task.prompts"]  # the edge the cycle ran along
+    assert _cycles(edges) == []

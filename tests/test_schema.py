@@ -327,7 +327,7 @@ def test_the_subsystems_check_their_choices_by_the_declaration() -> None:
     refused by the declared choices, naming them."""
     from mill.data.load import DataSource
     from mill.model.hf import HFCausalLM
-    from mill.model.openai_api import OpenAICompletions
+    from mill.model.served.openai_api import OpenAICompletions
     from mill.task.fewshot import choose_shots
 
     with pytest.raises(ConfigError, match=r"^data\.source='ftp' is unknown: give one of bundled"):

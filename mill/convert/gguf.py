@@ -158,47 +158,14 @@ def read_vocab(src: Path) -> GgufVocab:
         names[i] = name
     if any(name is None for name in names):
         raise ModelError(f"{src / 'tokenizer.json'}: token ids are not contiguous from 0")
-
-    def special_id(key: str) -> int:
-        value = tok_cfg.get(key)
-        name = value.get("content") if isinstance(value, dict) else value
-        if name not in vocab:
-            raise ModelError(
-                f"{src / 'tokenizer_config.json'}: {key} {name!r} is not in the vocabulary"
-            )
-        return vocab[name]
-
     unk_id, bos_id, eos_id = (
-        special_id("unk_token"),
-        special_id("bos_token"),
-        special_id("eos_token"),
+        _special_id(src, tok_cfg, vocab, key) for key in ("unk_token", "bos_token", "eos_token")
     )
     special = {a["id"] for a in tok.get("added_tokens") or [] if a.get("special")}
-    special |= {unk_id, bos_id, eos_id}
-
-    types: list[int] = []
-    for i, token in enumerate(names):
-        if i == unk_id:
-            types.append(_UNKNOWN)
-        elif i in special:
-            types.append(_CONTROL)
-        elif _BYTE_TOKEN.fullmatch(token or ""):
-            types.append(_BYTE)
-        else:
-            types.append(_NORMAL)
-
-    ranks = _merged_ranks(model)
-    normal = [i for i in range(n) if types[i] == _NORMAL]
-    order = sorted(
-        normal, key=lambda i: (0, ranks[names[i] or ""], i) if names[i] in ranks else (1, 0, i)
-    )
-    scores = [0.0] * n
-    for position, i in enumerate(order):
-        scores[i] = -float(position)
-
+    types = _token_types(names, unk_id, special | {unk_id, bos_id, eos_id})
     return GgufVocab(
         tokens=[str(name).replace(" ", _SPM_SPACE) for name in names],
-        scores=scores,
+        scores=_scores(model, names, types),
         token_types=types,
         unk_id=unk_id,
         bos_id=bos_id,
@@ -209,6 +176,46 @@ def read_vocab(src: Path) -> GgufVocab:
         or bool(tok_cfg.get("add_eos_token", False)),
         add_space_prefix=_prepends_space(tok.get("normalizer")),
     )
+
+
+def _special_id(src: Path, tok_cfg: dict[str, Any], vocab: dict[str, int], key: str) -> int:
+    """The id of the special token ``tokenizer_config.json`` names under ``key``."""
+    value = tok_cfg.get(key)
+    name = value.get("content") if isinstance(value, dict) else value
+    if name not in vocab:
+        raise ModelError(
+            f"{src / 'tokenizer_config.json'}: {key} {name!r} is not in the vocabulary"
+        )
+    return vocab[name]
+
+
+def _token_types(names: list[str | None], unk_id: int, special: set[int]) -> list[int]:
+    """Each token's llama.cpp type: unknown, control (special), byte (``<0xAB>``), normal."""
+    types: list[int] = []
+    for i, token in enumerate(names):
+        if i == unk_id:
+            types.append(_UNKNOWN)
+        elif i in special:
+            types.append(_CONTROL)
+        elif _BYTE_TOKEN.fullmatch(token or ""):
+            types.append(_BYTE)
+        else:
+            types.append(_NORMAL)
+    return types
+
+
+def _scores(model: dict[str, Any], names: list[str | None], types: list[int]) -> list[float]:
+    """Sentencepiece scores: normal tokens ranked by the first merge producing them (merged
+    pieces first, then the rest by id), the score minus the rank; 0 for the others."""
+    ranks = _merged_ranks(model)
+    normal = [i for i in range(len(names)) if types[i] == _NORMAL]
+    order = sorted(
+        normal, key=lambda i: (0, ranks[names[i] or ""], i) if names[i] in ranks else (1, 0, i)
+    )
+    scores = [0.0] * len(names)
+    for position, i in enumerate(order):
+        scores[i] = -float(position)
+    return scores
 
 
 _LAYER_TENSORS = {
@@ -281,37 +288,14 @@ def convert(src: Path, out: Path) -> None:
         raise ModelError(f"{src / 'config.json'}: rope_scaling is not supported by this converter")
     vocab = read_vocab(src)
     tensors = gguf_tensors(src, config)
-    n_heads = int(config["num_attention_heads"])
-    hidden = int(config["hidden_size"])
-    head_dim = int(config.get("head_dim") or hidden // n_heads)
-
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     writer = gguf.GGUFWriter(tmp, "llama")
     try:
         writer.add_name(src.resolve().name)
-        writer.add_context_length(int(config["max_position_embeddings"]))
-        writer.add_embedding_length(hidden)
-        writer.add_block_count(int(config["num_hidden_layers"]))
-        writer.add_feed_forward_length(int(config["intermediate_size"]))
-        writer.add_head_count(n_heads)
-        writer.add_head_count_kv(int(config.get("num_key_value_heads") or n_heads))
-        writer.add_rope_dimension_count(head_dim)
-        writer.add_layer_norm_rms_eps(float(config["rms_norm_eps"]))
-        writer.add_rope_freq_base(float(config.get("rope_theta", 10000.0)))
-        writer.add_vocab_size(len(vocab.tokens))
+        _add_hyperparameters(writer, config, len(vocab.tokens))
         writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
-        writer.add_tokenizer_model("llama")
-        writer.add_tokenizer_pre("default")
-        writer.add_token_list(vocab.tokens)
-        writer.add_token_scores(vocab.scores)
-        writer.add_token_types(vocab.token_types)
-        writer.add_unk_token_id(vocab.unk_id)
-        writer.add_bos_token_id(vocab.bos_id)
-        writer.add_eos_token_id(vocab.eos_id)
-        writer.add_add_bos_token(vocab.add_bos)
-        writer.add_add_eos_token(vocab.add_eos)
-        writer.add_add_space_prefix(vocab.add_space_prefix)
+        _add_vocab(writer, vocab)
         for name, w in tensors.items():
             writer.add_tensor(name, w)
         writer.write_header_to_file()
@@ -322,6 +306,38 @@ def convert(src: Path, out: Path) -> None:
     finally:
         writer.close()
         tmp.unlink(missing_ok=True)
+
+
+def _add_hyperparameters(writer: Any, config: dict[str, Any], vocab_size: int) -> None:
+    """The Llama shape of a Hugging Face ``config.json``, in llama.cpp's keys (in the order
+    the file has always had them)."""
+    n_heads = int(config["num_attention_heads"])
+    hidden = int(config["hidden_size"])
+    writer.add_context_length(int(config["max_position_embeddings"]))
+    writer.add_embedding_length(hidden)
+    writer.add_block_count(int(config["num_hidden_layers"]))
+    writer.add_feed_forward_length(int(config["intermediate_size"]))
+    writer.add_head_count(n_heads)
+    writer.add_head_count_kv(int(config.get("num_key_value_heads") or n_heads))
+    writer.add_rope_dimension_count(int(config.get("head_dim") or hidden // n_heads))
+    writer.add_layer_norm_rms_eps(float(config["rms_norm_eps"]))
+    writer.add_rope_freq_base(float(config.get("rope_theta", 10000.0)))
+    writer.add_vocab_size(vocab_size)
+
+
+def _add_vocab(writer: Any, vocab: GgufVocab) -> None:
+    """The vocabulary as a llama.cpp sentencepiece ('llama') tokenizer."""
+    writer.add_tokenizer_model("llama")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(vocab.tokens)
+    writer.add_token_scores(vocab.scores)
+    writer.add_token_types(vocab.token_types)
+    writer.add_unk_token_id(vocab.unk_id)
+    writer.add_bos_token_id(vocab.bos_id)
+    writer.add_eos_token_id(vocab.eos_id)
+    writer.add_add_bos_token(vocab.add_bos)
+    writer.add_add_eos_token(vocab.add_eos)
+    writer.add_add_space_prefix(vocab.add_space_prefix)
 
 
 def main(argv: list[str] | None = None) -> None:

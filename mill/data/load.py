@@ -367,40 +367,47 @@ def _load_rows(
 ) -> LoadedSplit:
     path = _local_file(spec, split, source, subject)
     if path is not None:
-        if not path.is_file():
-            raise DatasetUnavailable(
-                f"data file {path} for {spec.path} split {split!r} does not exist; "
-                "check data.dir (data=local) or task.dataset.data_files"
+        return _load_local(spec, split, path)
+    return _load_hub(spec, split, subject)
+
+
+def _load_local(spec: DatasetSpec, split: str, path: Path) -> LoadedSplit:
+    """The rows of a local file: read directly where Mill can, else by ``datasets``."""
+    if not path.is_file():
+        raise DatasetUnavailable(
+            f"data file {path} for {spec.path} split {split!r} does not exist; "
+            "check data.dir (data=local) or task.dataset.data_files"
+        )
+    where = f"data file {path} ({spec.path} split {split!r})"
+    if path.stat().st_size == 0:
+        raise DatasetUnavailable(f"{where} is empty; point the task at a file with rows")
+    direct = _direct(spec, path)
+    if direct is not None:
+        origin: dict[str, Any] = {"file": str(path), "sha256": sha256_file(path)}
+        return LoadedSplit(rows=direct, origin=origin, local=True)
+    import datasets  # heavy: imported only when data is loaded through it
+
+    datasets.disable_progress_bars()
+    try:
+        with _builders_quiet():  # a bad file is Mill's one line, not their log lines too
+            ds = datasets.load_dataset(
+                spec.local_builder,
+                data_files={split: str(path)},
+                split=split,
+                cache_dir=datasets_cache_dir(),  # Mill's cache, not ~/.cache/huggingface
+                **_builder_kwargs(spec),
             )
-        where = f"data file {path} ({spec.path} split {split!r})"
-        if path.stat().st_size == 0:
-            raise DatasetUnavailable(f"{where} is empty; point the task at a file with rows")
-        direct = _direct(spec, path)
-        if direct is not None:
-            origin: dict[str, Any] = {"file": str(path), "sha256": sha256_file(path)}
-            return LoadedSplit(rows=direct, origin=origin, local=True)
-        import datasets  # heavy: imported only when data is loaded through it
+        rows = ds.to_list()  # pyarrow takes bytes that are not UTF-8 and fails here
+    except Exception as err:  # datasets raises many types; all mean "bad file"
+        raise DatasetUnavailable(f"{where}: {_diagnose(path, spec.local_builder, err)}") from err
+    if not rows:
+        raise DatasetUnavailable(f"{where} has no rows; point the task at a file with rows")
+    origin = {"file": str(path), "sha256": sha256_file(path), "fingerprint": ds._fingerprint}
+    return LoadedSplit(rows=rows, origin=origin, local=True)
 
-        datasets.disable_progress_bars()
-        try:
-            with _builders_quiet():  # a bad file is Mill's one line, not their log lines too
-                ds = datasets.load_dataset(
-                    spec.local_builder,
-                    data_files={split: str(path)},
-                    split=split,
-                    cache_dir=datasets_cache_dir(),  # Mill's cache, not ~/.cache/huggingface
-                    **_builder_kwargs(spec),
-                )
-            rows = ds.to_list()  # pyarrow takes bytes that are not UTF-8 and fails here
-        except Exception as err:  # datasets raises many types; all mean "bad file"
-            raise DatasetUnavailable(
-                f"{where}: {_diagnose(path, spec.local_builder, err)}"
-            ) from err
-        if not rows:
-            raise DatasetUnavailable(f"{where} has no rows; point the task at a file with rows")
-        origin = {"file": str(path), "sha256": sha256_file(path), "fingerprint": ds._fingerprint}
-        return LoadedSplit(rows=rows, origin=origin, local=True)
 
+def _load_hub(spec: DatasetSpec, split: str, subject: str) -> LoadedSplit:
+    """The rows of a hub dataset's split (a subject is the dataset's config name)."""
     import datasets
 
     datasets.disable_progress_bars()

@@ -324,46 +324,9 @@ def _supervise(
         raise
     os.close(report_write)
     deadline = start + settings.timeout_s + START_GRACE_S
-    output = bytearray()
-    total = 0
-    overflow = False
-    timed_out = False
-
-    def feed() -> None:
-        assert proc.stdin is not None
-        try:
-            proc.stdin.write(program.encode("utf-8", "surrogatepass"))
-            proc.stdin.close()
-        except OSError:
-            pass
-
-    writer = threading.Thread(target=feed, daemon=True)
+    writer = threading.Thread(target=_feed, args=(proc, program), daemon=True)
     writer.start()
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            if not selector.select(min(remaining, 0.5)):
-                continue
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                break
-            total += len(chunk)
-            output += chunk
-            if len(output) > 2 * TAIL_CHARS * 4:
-                del output[: len(output) - TAIL_CHARS * 4]
-            if total > settings.max_output_bytes:
-                overflow = True
-                break
+    output, timed_out, overflow = _read_output(proc, deadline, settings.max_output_bytes)
     if timed_out or overflow:
         _kill(proc)
     try:
@@ -373,12 +336,57 @@ def _supervise(
         _kill(proc)
         returncode = proc.wait()
     duration = time.monotonic() - start
+    assert proc.stdout is not None
     proc.stdout.close()
     report = _read_all(report_read)
     if scratch:
         scratch.cleanup()
     tail = output.decode("utf-8", "replace")[-TAIL_CHARS:]
     return _verdict(report, returncode, timed_out, overflow, settings, duration, tail)
+
+
+def _feed(proc: subprocess.Popen[bytes], program: str) -> None:
+    """Write the program to the process's stdin and close it (a thread: a program that
+    does not read its stdin must not block the reader)."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(program.encode("utf-8", "surrogatepass"))
+        proc.stdin.close()
+    except OSError:
+        pass
+
+
+def _read_output(
+    proc: subprocess.Popen[bytes], deadline: float, max_output_bytes: int
+) -> tuple[bytearray, bool, bool]:
+    """The process's output until it closes it, the deadline passes (timed out) or it
+    writes more than ``max_output_bytes`` (overflow): its last ``TAIL_CHARS * 4`` bytes or
+    more, whether it timed out, whether it overflowed."""
+    output = bytearray()
+    total = 0
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return output, True, False
+            if not selector.select(min(remaining, 0.5)):
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return output, False, False
+            total += len(chunk)
+            output += chunk
+            if len(output) > 2 * TAIL_CHARS * 4:
+                del output[: len(output) - TAIL_CHARS * 4]
+            if total > max_output_bytes:
+                return output, False, True
 
 
 def _read_all(fd: int) -> str:

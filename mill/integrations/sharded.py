@@ -6,7 +6,7 @@ weights inside each forward call, a collective every rank must enter the same nu
 times. Mill's ranks do not run the same number of forwards: the runner deals whole docs
 round-robin (:mod:`mill.runner.shard`), each rank batches its own requests by length, a
 response cache serves some of them, a generation stops at its own length; and the HF
-engine calls the model's body and its LM head separately (:mod:`mill.model.hf_forward`),
+engine calls the model's body and its LM head separately (:mod:`mill.model.engine.hf_forward`),
 which an FSDP root's hooks do not see. Making every rank take the same steps would mean
 teaching the engine about ranks (which only :mod:`mill.runner.shard` knows). So the
 weights are gathered once, in the training's own dtype, into a plain module of the same

@@ -92,6 +92,11 @@ class Metric:
         prediction (under the metric's name); None when it reads the output as it is."""
         return None
 
+    def pick(self, doc: Doc, responses: Sequence[Response]) -> int | None:
+        """The choice this metric picks (LOGPROBS accuracies: the argmax of its own choice
+        scores), recorded in the sample's ``picks``; None for a metric that picks none."""
+        return None
+
     def check_task(self, task: Task) -> str | None:
         """Why this metric cannot score ``task`` (checked before data loads), or None."""
         return None

@@ -27,7 +27,7 @@ CPU_PREFILL_TOKENS = 1024
 (gpt2_bench, GSM8K 8-shot): prefill runs at the same ~6,000 tokens/s in chunks of 768 or
 3,072 tokens, while the chunk's transient memory (its attention over padded rows, its
 cache before the merge) took ~200 MiB more at 4,096 tokens than at 1,024; the decode
-batch's KV cache can use that memory instead (:mod:`mill.model.memory`)."""
+batch's KV cache can use that memory instead (:mod:`mill.model.engine.memory`)."""
 
 
 def _sampler(requests: Sequence[Request], sampling: tuple[float, int, float] | None) -> Any:
@@ -35,7 +35,7 @@ def _sampler(requests: Sequence[Request], sampling: tuple[float, int, float] | N
     generator seeded with its request's :func:`~mill.model.base.request_seed`."""
     if sampling is None:
         return None
-    from mill.model.generation import SeededSampler
+    from mill.model.engine.generation import SeededSampler
 
     temperature, seed, top_p = sampling
     seeds = [request_seed(seed, r.id) for r in requests]
@@ -213,12 +213,12 @@ class HFCausalLM(TokenizingLM):
             16384 on GPUs; generation's prefill chunks default to 1024 on CPU).
         cache_budget: generation: rows x (context + new tokens) held in one decode batch's
             KV cache when ``batch_size=auto`` (default: from the model's shape and the
-            memory available, :mod:`mill.model.memory`).
+            memory available, :mod:`mill.model.engine.memory`).
         max_length: context window; default from the model config (as lm-eval).
         max_gen_toks: default generation length when a request does not set one.
         share_prefix: run each shared context once for all its choices; in generation,
             keep a prefix every row of a decode batch shares (fixed few-shot exemplars)
-            once for all rows (:mod:`mill.model.prefix_attention`).
+            once for all rows (:mod:`mill.model.engine.prefix_attention`).
         trust_remote_code: passed to transformers.
         name: short name for experiment folders and reports.
         device_map: ``auto``/``balanced``/``sequential`` or an explicit map: spread one
@@ -228,7 +228,7 @@ class HFCausalLM(TokenizingLM):
             cpu: 200GiB}``.
         offload_folder: where ``device_map`` may put weights that fit nowhere else.
         fused_gelu: run tanh-GELU activations (GPT-2 family) with torch's fused kernel
-            (:mod:`mill.model.kernels`; equal to rounding); false keeps the model's modules.
+            (:mod:`mill.model.engine.kernels`; equal to rounding); false keeps the model's modules.
         tokenizer: the tokenizer's folder or hub id when ``pretrained`` has none (a
             Trainer checkpoint saved without ``processing_class``; lm-eval's ``tokenizer=``);
             it is part of the model's identity.
@@ -321,7 +321,7 @@ class HFCausalLM(TokenizingLM):
         elif not loading:  # on the CPU; a model loaded onto its accelerator stays put
             self.model.to(self.device)
         self.model.eval()
-        from mill.model.kernels import fuse_gelu
+        from mill.model.engine.kernels import fuse_gelu
 
         fused = fuse_gelu(self.model) if fused_gelu else 0
         self.dtype = str(self.model.dtype).removeprefix("torch.")
@@ -336,7 +336,7 @@ class HFCausalLM(TokenizingLM):
             fused > 0,
             tokenizer,
         )
-        from mill.model.hf_forward import HFForward
+        from mill.model.engine.hf_forward import HFForward
 
         self._forward = HFForward(self.model, self.device, share_prefix=self.share_prefix)
 
@@ -410,7 +410,7 @@ class HFCausalLM(TokenizingLM):
         return obj
 
     def _auto_cache_budget(self) -> int:
-        from mill.model.memory import auto_cache_budget, available_bytes, kv_bytes_per_token
+        from mill.model.engine.memory import auto_cache_budget, available_bytes, kv_bytes_per_token
 
         weights = sum(p.numel() * p.element_size() for p in self.model.parameters())
         try:
@@ -466,7 +466,7 @@ class HFCausalLM(TokenizingLM):
     def loglikelihood(
         self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
-        from mill.model.scoring import score_continuations
+        from mill.model.engine.scoring import score_continuations
 
         pairs = self.encode_requests(requests)
         responses: list[Response | None] = [None] * len(requests)
@@ -501,7 +501,7 @@ class HFCausalLM(TokenizingLM):
     def loglikelihood_rolling(
         self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
-        from mill.model.scoring import score_continuations
+        from mill.model.engine.scoring import score_continuations
 
         def score(plan: RollingPlan, done: WindowDone) -> None:
             # windows never share contexts: each takes one full pass, all docs batched together
@@ -521,7 +521,7 @@ class HFCausalLM(TokenizingLM):
     def generate_until(
         self, requests: Sequence[Request], on_response: OnResponse = ignore_response
     ) -> list[Response]:
-        from mill.model.generation import generate_batch, prefix_parts, shared_prefix_length
+        from mill.model.engine.generation import generate_batch, prefix_parts, shared_prefix_length
 
         eos_ids = self._eos_ids()
         responses: list[Response | None] = [None] * len(requests)

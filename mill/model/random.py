@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -45,6 +46,7 @@ def build_random_gpt2(
     model = GPT2LMHeadModel(config)
     bars = transformers.utils.logging.is_progress_bar_enabled()
     transformers.utils.logging.disable_progress_bar()  # its "Writing model shards" bar
+    _quiet_deepspeed()
     try:
         model.save_pretrained(out_dir)
     finally:
@@ -56,6 +58,23 @@ def build_random_gpt2(
             shutil.copyfile(source, out_dir / name)
     tokenizer_class.from_pretrained(out_dir).save_pretrained(out_dir)
     return out_dir
+
+
+def _no_accelerator_line(record: logging.LogRecord) -> bool:
+    """False for DeepSpeed's "Setting accelerator to CPU" warning (a logging filter)."""
+    return not str(record.msg).startswith("Setting accelerator to CPU")
+
+
+def _quiet_deepspeed() -> None:
+    """Drop the line DeepSpeed prints when it is imported on a machine without a GPU.
+
+    ``save_pretrained`` unwraps the model through accelerate, which imports DeepSpeed
+    wherever it is installed (the ``dev`` extra installs it); DeepSpeed's import detects its
+    accelerator and, finding none, warns "Setting accelerator to CPU ..." on stdout, through
+    its own handler. Mill never runs DeepSpeed here, so the line says nothing about the run:
+    a filter on DeepSpeed's logger, set before the import, drops it (DeepSpeed's own setup of
+    the logger keeps filters) and lets every other DeepSpeed record through."""
+    logging.getLogger("DeepSpeed").addFilter(_no_accelerator_line)
 
 
 def random_gpt2_dir(

@@ -5,6 +5,7 @@ Hydra's ``-cn compare``, so both spellings work):
     mill compare a=<run dir> b=<run dir>
     mill report runs=[<run or sweep dir>,...]
     mill runs [task=...] [model=...] [open=N]
+    mill view [run]
 
 Each config sets ``command``; :func:`run_command` dispatches on it. Neither command loads a
 model.
@@ -18,7 +19,7 @@ from mill.errors import ConfigError
 
 
 def run_command(cfg: Any) -> None:
-    """Run ``cfg.command`` (``compare``, ``report`` or ``runs``)."""
+    """Run ``cfg.command`` (``compare``, ``report``, ``runs`` or ``view``)."""
     command = str(cfg.command)
     if command == "compare":
         from mill.report.compare import compare_command
@@ -32,7 +33,11 @@ def run_command(cfg: Any) -> None:
         from mill.report.rebuild import report_command
 
         report_command(cfg)
+    elif command == "view":
+        from mill.report.view import view_command
+
+        view_command(cfg)
     else:
         raise ConfigError(
-            f"command={command!r} is unknown; use mill compare, mill report or mill runs"
+            f"command={command!r} is unknown; use mill compare, mill report, mill runs or mill view"
         )

@@ -300,20 +300,10 @@ def agreement_table(rows: Sequence[Agreement], title: str) -> Any:
     return table
 
 
-def compare_runs(
-    run_a: RunFolder,
-    run_b: RunFolder,
-    *,
-    iters: int,
-    seed: int,
-    alpha: float,
-    tasks: Sequence[str] | None = None,
-    ignore: Sequence[str] = (),
-    labels: tuple[str, str] = ("A", "B"),
-    allow_different_judges: bool = False,
-) -> list[Paired]:
-    """Every shared task x metric of two runs (ReportInputError on anything unusable, and
-    on judged scores made by different judges unless ``allow_different_judges``)."""
+def _check_pair(
+    run_a: RunFolder, run_b: RunFolder, iters: int, alpha: float, allow_different_judges: bool
+) -> None:
+    """Refuse what no comparison of these two runs can use (ReportInputError)."""
     differs = judge_difference(run_a, run_b)
     if differs and not allow_different_judges:
         raise ReportInputError(
@@ -325,6 +315,11 @@ def compare_runs(
         raise ReportInputError(f"iters={iters}: give a positive number of bootstrap resamples")
     if not 0 < alpha < 1:
         raise ReportInputError(f"alpha={alpha}: give a level between 0 and 1, e.g. 0.05")
+
+
+def shared_tasks(run_a: RunFolder, run_b: RunFolder, tasks: Sequence[str] | None) -> list[str]:
+    """The tasks both runs have (only ``tasks``, when given); ReportInputError for none or
+    for a task given that is not in both."""
     shared = [t for t in run_a.task_names if t in run_b.task_names]
     if tasks:
         unknown = [t for t in tasks if t not in shared]
@@ -339,31 +334,55 @@ def compare_runs(
             f"cannot compare: no task in common (a has {', '.join(run_a.task_names)}; "
             f"b has {', '.join(run_b.task_names)}); compare two runs of the same task"
         )
+    return shared
+
+
+def _shared_docs(run_a: RunFolder, run_b: RunFolder, task: str) -> list[tuple[str, int]]:
+    """The (subject, doc id) keys both runs scored, refused when they hold different docs."""
+    docs_a, docs_b = _by_doc(run_a, task), _by_doc(run_b, task)
+    keys = sorted(set(docs_a) & set(docs_b))
+    if not keys:
+        raise ReportInputError(f"cannot compare {task}: the two runs share no doc ids")
+    hashes = [(k, docs_a[k].doc_hash, docs_b[k].doc_hash) for k in keys]
+    changed = [k for k, ha, hb in hashes if ha and hb and ha != hb]
+    if changed:
+        subject, doc_id = changed[0]
+        raise ReportInputError(
+            f"cannot compare {task}: {len(changed)} shared doc ids hold different documents "
+            f"(doc_hash differs, first {subject}/{doc_id}); the runs used different data"
+        )
+    return keys
+
+
+def compare_runs(
+    run_a: RunFolder,
+    run_b: RunFolder,
+    *,
+    iters: int,
+    seed: int,
+    alpha: float,
+    tasks: Sequence[str] | None = None,
+    ignore: Sequence[str] = (),
+    labels: tuple[str, str] = ("A", "B"),
+    allow_different_judges: bool = False,
+) -> list[Paired]:
+    """Every shared task x metric of two runs (ReportInputError on anything unusable, and
+    on judged scores made by different judges unless ``allow_different_judges``)."""
+    _check_pair(run_a, run_b, iters, alpha, allow_different_judges)
+    shared = shared_tasks(run_a, run_b, tasks)
     check_settings(run_a, run_b, shared, ignore)
     out: list[Paired] = []
     for task in shared:
+        keys = _shared_docs(run_a, run_b, task)
         docs_a, docs_b = _by_doc(run_a, task), _by_doc(run_b, task)
-        keys = sorted(set(docs_a) & set(docs_b))
-        if not keys:
-            raise ReportInputError(f"cannot compare {task}: the two runs share no doc ids")
-        hashes = [(k, docs_a[k].doc_hash, docs_b[k].doc_hash) for k in keys]
-        changed = [k for k, ha, hb in hashes if ha and hb and ha != hb]
-        if changed:
-            subject, doc_id = changed[0]
-            raise ReportInputError(
-                f"cannot compare {task}: {len(changed)} shared doc ids hold different documents "
-                f"(doc_hash differs, first {subject}/{doc_id}); the runs used different data"
-            )
-        metrics_a = run_a.results.tasks[task].metrics
         metrics_b = run_b.results.tasks[task].metrics
-        for name in [m for m in metrics_a if m in metrics_b]:
-            metric = _metric(run_a, name, task)
+        for name in [m for m in run_a.results.tasks[task].metrics if m in metrics_b]:
             a_vals = [docs_a[k].metrics[name] for k in keys]
             b_vals = [docs_b[k].metrics[name] for k in keys]
             out.append(
                 compare_metric(
                     task,
-                    metric,
+                    _metric(run_a, name, task),
                     a_vals,
                     b_vals,
                     iters=iters,
@@ -530,14 +549,11 @@ def _names(value: Any) -> list[str]:
     return [str(v) for v in value] if OmegaConf.is_list(value) else [str(value)]
 
 
-def compare_command(cfg: Any) -> None:
-    """``mill compare a=<run> b=<run>``: print the table and verdicts; write ``out``."""
+def _open_pair(cfg: Any) -> tuple[RunFolder, RunFolder]:
+    """Runs ``a`` and ``b`` of the command, refused when missing, the same folder, or when
+    ``out`` lies inside one of them."""
     from omegaconf import OmegaConf
 
-    from mill.report.console import make_console
-    from mill.report.settings import command_settings
-
-    cfg = command_settings(cfg, "compare")
     for key in ("a", "b"):
         if OmegaConf.is_missing(cfg, key) or cfg.get(key) in (None, ""):
             raise ReportInputError(
@@ -558,25 +574,22 @@ def compare_command(cfg: Any) -> None:
                 f"out={cfg.out} would write into {into}, a run this comparison reads; Mill "
                 "never writes into the folders it reads: choose another out= folder"
             )
-    if same_answers(run_a, run_b):  # two judgings of one run's answers: judge agreement
-        console = make_console(stderr=False, mode=str(cfg.get("progress", "auto")), record=True)
-        console.print(f"A = {run_a.path}", soft_wrap=True)
-        console.print(f"B = {run_b.path}", soft_wrap=True)
-        source = run_a.results.model.get("source_run")
-        console.print(agreement_table(agreement(run_a, run_b), f"judge agreement on {source}"))
-        return
-    tasks = _names(cfg.get("tasks")) or None
-    ignore = _names(cfg.get("ignore_settings"))
-    iters, seed, alpha = cfg.iters, cfg.seed, cfg.alpha
+    return run_a, run_b
+
+
+def _print_agreement(console: Any, run_a: RunFolder, run_b: RunFolder) -> None:
+    """Two judgings of one run's answers: how often the judges agree."""
+    console.print(f"A = {run_a.path}", soft_wrap=True)
+    console.print(f"B = {run_b.path}", soft_wrap=True)
+    source = run_a.results.model.get("source_run")
+    console.print(agreement_table(agreement(run_a, run_b), f"judge agreement on {source}"))
+
+
+def _print_table(
+    console: Any, run_a: RunFolder, run_b: RunFolder, rows: Sequence[Paired], alpha: float
+) -> None:
+    """Which run is which, the paired table and each row's verdict."""
     labels = _labels(run_a, run_b)
-    allow_judges = cfg.get("allow_different_judges", False)
-    rows = compare_runs(
-        run_a, run_b, iters=iters, seed=seed, alpha=alpha, tasks=tasks, ignore=ignore,
-        labels=labels, allow_different_judges=allow_judges,
-    )  # fmt: skip
-    console = make_console(stderr=False, mode=str(cfg.get("progress", "auto")), record=True)
-    only_a = [t for t in run_a.task_names if t not in run_b.task_names]
-    only_b = [t for t in run_b.task_names if t not in run_a.task_names]
     console.print(f"A = {labels[0]}: {run_a.path}", soft_wrap=True)
     console.print(f"B = {labels[1]}: {run_b.path}", soft_wrap=True)
     for run in (run_a, run_b):
@@ -588,8 +601,16 @@ def compare_command(cfg: Any) -> None:
         console.print(f"judged by different judges (allow_different_judges=true): {differs}")
     for row in rows:
         console.print(row.verdict, soft_wrap=True)
+
+
+def _print_flips(
+    console: Any, run_a: RunFolder, run_b: RunFolder, rows: Sequence[Paired]
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, list[str]]]]:
+    """The questions whose verdict differs (0/1 metrics) and the code problems passing in
+    one run only, printed and returned (for ``compare.json`` and ``compare.html``)."""
+    labels = _labels(run_a, run_b)
     questions: dict[str, dict[str, Any]] = {}
-    for row in rows:  # 0/1 metrics: the questions whose verdict differs
+    for row in rows:
         if row.n10 is None:
             continue
         found = verdict_flips(run_a, run_b, row)
@@ -603,8 +624,32 @@ def compare_command(cfg: Any) -> None:
         if flips is not None:
             problems[task] = flips
             console.print(flips_line(task, flips, labels), soft_wrap=True, markup=False)
-    if only_a or only_b:
-        console.print(f"not compared (in one run only): {', '.join(only_a + only_b)}")
+    return questions, problems
+
+
+def compare_command(cfg: Any) -> None:
+    """``mill compare a=<run> b=<run>``: print the table and verdicts; write ``out``."""
+    from mill.report.console import make_console
+    from mill.report.settings import command_settings
+
+    cfg = command_settings(cfg, "compare")
+    run_a, run_b = _open_pair(cfg)
+    console = make_console(stderr=False, mode=str(cfg.get("progress", "auto")), record=True)
+    if same_answers(run_a, run_b):  # two judgings of one run's answers: judge agreement
+        _print_agreement(console, run_a, run_b)
+        return
+    labels = _labels(run_a, run_b)
+    rows = compare_runs(
+        run_a, run_b, iters=cfg.iters, seed=cfg.seed, alpha=cfg.alpha,
+        tasks=_names(cfg.get("tasks")) or None, ignore=_names(cfg.get("ignore_settings")),
+        labels=labels, allow_different_judges=cfg.get("allow_different_judges", False),
+    )  # fmt: skip
+    _print_table(console, run_a, run_b, rows, cfg.alpha)
+    questions, problems = _print_flips(console, run_a, run_b, rows)
+    only = [t for t in run_a.task_names if t not in run_b.task_names]
+    only += [t for t in run_b.task_names if t not in run_a.task_names]
+    if only:
+        console.print(f"not compared (in one run only): {', '.join(only)}")
     if cfg.get("out"):
         write_compare(
             Path(str(cfg.out)), run_a, run_b, labels, rows, cfg, console.export_text(), problems,

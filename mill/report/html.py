@@ -336,40 +336,10 @@ def task_sections(run: RunFolder) -> str:
     return "".join(parts)
 
 
-def run_page(
-    run: RunFolder,
-    scores_png: bytes,
-    calibration: Sequence[tuple[Reliability, bytes]],
-    instruction: Sequence[tuple[str, Sequence[TypeAccuracy], bytes]] = (),
-) -> str:
-    """The report of one run."""
+def details_section(run: RunFolder) -> str:
+    """The run page's details: task settings, model, data, how to reproduce it."""
     m = run.manifest
-    started = str(m.started or "")[:19].replace("T", " ")
-    unsafe = bool((m.execution or {}).get("unsafe"))
-    meta = [
-        ("programs ran WITHOUT a sandbox (execution.sandbox=none)", "fail") if unsafe else None,
-        (f"data={run.data_source}", ""),
-        ("succeeded", "ok"),  # results.json exists only for a run that succeeded
-        (f"{started} UTC", "") if started else None,
-        (f"{run.results.seconds} s", ""),
-        (f"git {str(m.git_sha)[:10]}", "") if m.git_sha else None,
-        (str(run.path), ""),
-    ]
-    parts = [
-        f"<h1>{esc(run.task_label)} · {esc(run.model_label)}</h1>",
-        chips(c for c in meta if c),
-        _notes([run]),
-        "<h2>Results</h2>",
-        scores_table(run.scores()),
-        figure(scores_png, "scores with standard errors", "Scores with ±1 SE and 95% CIs."),
-        task_sections(run),
-        calibration_section(calibration),
-        instruction_types_section(instruction),
-        programs_section(run),
-        generations_section(run),
-        judge_section(run),
-        "<h2>Details</h2>",
-    ]
+    parts = ["<h2>Details</h2>"]
     for task in run.task_names:
         parts.append(
             f"<details><summary>Task settings: {esc(task)}</summary>"
@@ -390,6 +360,50 @@ def run_page(
         repro.append(kv_table(env))
     if repro:
         parts.append(f"<details><summary>Reproduce</summary>{''.join(repro)}</details>")
+    return "".join(parts)
+
+
+def run_page(
+    run: RunFolder,
+    scores_png: bytes,
+    calibration: Sequence[tuple[Reliability, bytes]],
+    instruction: Sequence[tuple[str, Sequence[TypeAccuracy], bytes]] = (),
+    samples: str | None = None,
+) -> str:
+    """The report of one run; ``samples``: the link to its page of every sample."""
+    m = run.manifest
+    started = str(m.started or "")[:19].replace("T", " ")
+    unsafe = bool((m.execution or {}).get("unsafe"))
+    meta = [
+        ("programs ran WITHOUT a sandbox (execution.sandbox=none)", "fail") if unsafe else None,
+        (f"data={run.data_source}", ""),
+        ("succeeded", "ok"),  # results.json exists only for a run that succeeded
+        (f"{started} UTC", "") if started else None,
+        (f"{run.results.seconds} s", ""),
+        (f"git {str(m.git_sha)[:10]}", "") if m.git_sha else None,
+        (str(run.path), ""),
+    ]
+    parts = [
+        f"<h1>{esc(run.task_label)} · {esc(run.model_label)}</h1>",
+        chips(c for c in meta if c),
+        _notes([run]),
+        "<h2>Results</h2>",
+        (
+            f"<p>Every sample, filtered and searched: <a id='samples-link' href='{esc(samples)}'>"
+            f"{esc(samples)}</a></p>"
+            if samples
+            else ""
+        ),
+        scores_table(run.scores()),
+        figure(scores_png, "scores with standard errors", "Scores with ±1 SE and 95% CIs."),
+        task_sections(run),
+        calibration_section(calibration),
+        instruction_types_section(instruction),
+        programs_section(run),
+        generations_section(run),
+        judge_section(run),
+        details_section(run),
+    ]
     return page(f"{run.title} — Mill report", "".join(parts))
 
 
@@ -445,6 +459,25 @@ def ece_table(calibration: Sequence[tuple[str, Reliability]], labels: Sequence[s
     )
 
 
+def _jobs_table(runs: Sequence[tuple[str, RunFolder, str]], samples: Sequence[str | None]) -> str:
+    """A sweep's jobs: model, task, data, seconds, and links to each one's pages."""
+    links = list(samples) or [None] * len(runs)
+    job_rows = []
+    for (label, run, link), every in zip(runs, links, strict=True):
+        job_rows.append(
+            [
+                esc(label),
+                esc(run.task_label),
+                esc(run.data_source),
+                number(run.results.seconds),
+                f"<a href='{esc(link)}'>{esc(run.path.name)}</a>",
+                f"<a class='samples' href='{esc(every)}'>samples</a>" if every else "",
+            ]
+        )
+    headers = ["model", "task", "data", "seconds", "report", "every sample"]
+    return table(headers, job_rows, (3,))
+
+
 def sweep_page(
     title: str,
     runs: Sequence[tuple[str, RunFolder, str]],
@@ -452,9 +485,11 @@ def sweep_page(
     chart_png: bytes | None,
     failed: Sequence[tuple[str, str]],
     calibration: Sequence[tuple[str, Reliability]] = (),
+    samples: Sequence[str | None] = (),
 ) -> str:
     """Several runs side by side: ``runs`` = (label, run, link to its report);
-    ``calibration`` = (label, reliability) of every LOGPROBS task of every run."""
+    ``calibration`` = (label, reliability) of every LOGPROBS task of every run; ``samples``:
+    each run's link to its page of every sample (None: it has none)."""
     labels = list(dict.fromkeys(label for label, _, _ in runs))
     tasks = list(dict.fromkeys(run.task_label for _, run, _ in runs))
     meta = [
@@ -481,21 +516,7 @@ def sweep_page(
         )
     if calibration:
         parts.append(ece_table(calibration, labels))
-    job_rows = []
-    for label, run, link in runs:
-        job_rows.append(
-            [
-                esc(label),
-                esc(run.task_label),
-                esc(run.data_source),
-                number(run.results.seconds),
-                f"<a href='{esc(link)}'>{esc(run.path.name)}</a>",
-            ]
-        )
-    parts += [
-        "<h2>Runs</h2>",
-        table(["model", "task", "data", "seconds", "report"], job_rows, (3,)),
-    ]
+    parts += ["<h2>Runs</h2>", _jobs_table(runs, samples)]
     if failed:
         parts += [
             "<h2>Failed jobs</h2>",

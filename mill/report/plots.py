@@ -171,12 +171,8 @@ def scores_png(scores: Sequence[Score], chance: dict[str, float] | None = None) 
     return to_png(fig)
 
 
-def reliability_png(rel: Reliability) -> bytes:
-    """Reliability diagram (accuracy per confidence bin vs the diagonal) over a histogram."""
-    fig = _figure(4.6, 4.9)
-    top, bottom = fig.subplots(2, 1, height_ratios=[3.2, 1], sharex=True)
-    width = rel.bins[0].hi - rel.bins[0].lo if rel.bins else 0.1
-    centers = [(b.lo + b.hi) / 2 for b in rel.bins]
+def _reliability_bars(top: Any, rel: Reliability, centers: list[float], width: float) -> None:
+    """The diagonal, accuracy per bin, its gap to the bin's confidence and the bin means."""
     top.plot((0, 1), (0, 1), linestyle="--", color="#999999", linewidth=1, label="perfect")
     top.bar(
         centers,
@@ -205,6 +201,10 @@ def reliability_png(rel: Reliability) -> bytes:
         zorder=3,
         label="bin mean",
     )
+
+
+def _reliability_labels(fig: Any, top: Any, rel: Reliability) -> None:
+    """Chance, the axes, the title, the numbers' box and the legend."""
     top.axvline(rel.chance, color="#b0b0b0", linewidth=1, linestyle=":")
     top.set_xlim(0, 1)
     top.set_ylim(0, 1)
@@ -225,6 +225,16 @@ def reliability_png(rel: Reliability) -> bytes:
         loc="lower left", bbox_to_anchor=(0, 1.0), ncols=4, fontsize=7, frameon=False,
         handlelength=1.2, columnspacing=0.9,
     )  # fmt: skip
+
+
+def reliability_png(rel: Reliability) -> bytes:
+    """Reliability diagram (accuracy per confidence bin vs the diagonal) over a histogram."""
+    fig = _figure(4.6, 4.9)
+    top, bottom = fig.subplots(2, 1, height_ratios=[3.2, 1], sharex=True)
+    width = rel.bins[0].hi - rel.bins[0].lo if rel.bins else 0.1
+    centers = [(b.lo + b.hi) / 2 for b in rel.bins]
+    _reliability_bars(top, rel, centers, width)
+    _reliability_labels(fig, top, rel)
     bottom.bar(centers, [b.count for b in rel.bins], width=width * 0.92, color="#8c8c8c")
     bottom.set_ylabel("docs", fontsize=9)
     bottom.set_xlabel("confidence (max softmax over choices)", fontsize=9)

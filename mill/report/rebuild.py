@@ -19,6 +19,8 @@ from rich.console import Console
 from mill.files import reads_into, write_inside
 from mill.report.calibration import Reliability
 from mill.report.load import ReportInputError, RunFolder, Score, Sweep, is_run, open_sweep
+from mill.report.samples import PAGE as SAMPLES
+from mill.report.samples import has_samples, write_samples_page
 
 log = logging.getLogger("mill")
 
@@ -89,7 +91,11 @@ def write_run_pages(run: RunFolder, out: Path, draw: Drawing = _one_by_one) -> P
         write_inside(out, f"{PLOTS}/instruction_types_{_safe(task)}.png", png)
         instruction.append((task, rows, png))
     write_inside(out, f"{PLOTS}/scores.png", scores_png)
-    return write_inside(out, HTML, html.run_page(run, scores_png, calibration, instruction))
+    link = None
+    if has_samples(run):
+        link = write_samples_page(run, out).name
+    page = html.run_page(run, scores_png, calibration, instruction, link)
+    return write_inside(out, HTML, page)
 
 
 def _silent_console() -> Console:
@@ -161,7 +167,12 @@ def write_multi_report(
     ]
     fails = [(str(os.path.relpath(job, out)), why) for job, why in failed]
     ece = [(name, rel) for name, run in zip(names, runs, strict=True) for rel in calibrations(run)]
-    return write_inside(out, HTML, html.sweep_page(title, links, rows, chart, fails, ece))
+    every = [
+        os.path.relpath(page.with_name(SAMPLES), out) if page.with_name(SAMPLES).is_file() else None
+        for page in pages
+    ]
+    sweep = html.sweep_page(title, links, rows, chart, fails, ece, every)
+    return write_inside(out, HTML, sweep)
 
 
 def write_sweep_report(sweep: Sweep, console: Console) -> Path:
@@ -200,9 +211,14 @@ def report_after_sweep(path: Path, mode: str = "auto") -> None:
     from mill.report.console import make_console
 
     try:
-        write_sweep_report(open_sweep(path), make_console(stderr=False, mode=mode, record=True))
+        page = write_sweep_report(
+            open_sweep(path), make_console(stderr=False, mode=mode, record=True)
+        )
     except Exception as err:  # noqa: BLE001 - every job's results are already complete
         warn_not_written("sweep report", err, path)
+        return
+    # the sweep's last line: its page, which links every job's report and samples page
+    print(f"[mill] sweep report: {page}", file=sys.stderr)
 
 
 def _expand(path: Path, trust_edited: bool) -> tuple[list[RunFolder], Sweep | None]:
@@ -229,45 +245,37 @@ def _destinations(runs: Sequence[RunFolder], out: Path) -> list[Path]:
     return found
 
 
-def report_command(cfg: Any) -> None:
-    """``mill report runs=[...] out=<folder>``: rebuild reports from existing folders,
-    writing only under ``out`` (never into the folders read).
-
-    One run folder: its plots, ``report.html`` and ``report.txt`` in ``out``. One sweep
-    folder: every job's in ``out/<job>/``, then the sweep's task x model table, chart and
-    page in ``out``. Several folders: each run's in ``out/<run>/``, then a combined page in
-    ``out``. Jobs of a sweep that failed are listed, and the command then exits 2."""
+def _given_paths(cfg: Any) -> list[Path]:
+    """The folders of ``runs=``, refused when missing or empty."""
     from omegaconf import OmegaConf
 
-    from mill.report.console import make_console
-    from mill.report.settings import command_settings
-
-    cfg = command_settings(cfg, "report")
     if OmegaConf.is_missing(cfg, "runs"):
         raise ReportInputError("report needs folders: mill report runs=[<run or sweep folder>,...]")
     given = cfg.runs
     paths = [Path(str(p)) for p in (given if OmegaConf.is_list(given) else [given])]
     if not paths:
         raise ReportInputError("runs=[] is empty; give at least one run or sweep folder")
-    trust = cfg.get("trust_edited", False)
-    # every folder checked before anything is written
-    opened = [_expand(p, trust) for p in paths]
-    out = Path(str(cfg.out))
-    runs = [run for found, _ in opened for run in found]
-    failed = [f for _, sweep in opened if sweep is not None for f in sweep.failed]
-    single = len(opened) == 1 and opened[0][1] is None
-    dests = [out] if single else _destinations(runs, out)
-    read = [*paths, *(run.path for run in runs)]
-    for target in (out, *dests):
+    return paths
+
+
+def _refuse_writing_into(out: Path, targets: Sequence[Path], read: Sequence[Path]) -> None:
+    """ReportInputError when a folder written lies inside a folder read."""
+    for target in targets:
         inside = reads_into(target, read)
         if inside is not None:
             raise ReportInputError(
                 f"out={out} would write into {inside}, a folder this report reads; Mill "
                 "never writes into the folders it reports: choose another out= folder"
             )
-    mode = str(cfg.get("progress", "auto"))
-    err = make_console(stderr=True, mode=mode)
-    written: list[Path] = []
+
+
+def _write_each(
+    runs: Sequence[RunFolder], dests: Sequence[Path], single: bool, mode: str
+) -> list[Path]:
+    """Each run's ``report.txt``, plots, ``report.html`` (and ``samples.html``) in its
+    destination; the ``report.html`` paths, in order."""
+    from mill.report.console import make_console
+
     pages = []
     for run, dest in zip(runs, dests, strict=True):
         # the table of a lone run is printed; of several, only written
@@ -277,15 +285,43 @@ def report_command(cfg: Any) -> None:
             console.print(run.edited_note, soft_wrap=True)
         write_inside(dest, TEXT, run_table_text(run, console))
         pages.append(write_run_pages(run, dest))
-    written += pages
+    return pages
+
+
+def _multi_title(runs: Sequence[RunFolder], sweep: Sweep | None) -> str:
+    if sweep is not None:
+        return _sweep_title(sweep.path)
+    return f"{len(runs)} runs: " + ", ".join(sorted({r.task_label for r in runs}))
+
+
+def report_command(cfg: Any) -> None:
+    """``mill report runs=[...] out=<folder>``: rebuild reports from existing folders,
+    writing only under ``out`` (never into the folders read).
+
+    One run folder: its plots, ``report.html`` and ``report.txt`` in ``out``. One sweep
+    folder: every job's in ``out/<job>/``, then the sweep's task x model table, chart and
+    page in ``out``. Several folders: each run's in ``out/<run>/``, then a combined page in
+    ``out``. Jobs of a sweep that failed are listed, and the command then exits 2."""
+    from mill.report.console import make_console
+    from mill.report.settings import command_settings
+
+    cfg = command_settings(cfg, "report")
+    paths = _given_paths(cfg)
+    trust = cfg.get("trust_edited", False)
+    opened = [_expand(p, trust) for p in paths]  # every folder checked before anything is written
+    out = Path(str(cfg.out))
+    runs = [run for found, _ in opened for run in found]
+    failed = [f for _, sweep in opened if sweep is not None for f in sweep.failed]
+    single = len(opened) == 1 and opened[0][1] is None
+    dests = [out] if single else _destinations(runs, out)
+    _refuse_writing_into(out, [out, *dests], [*paths, *(run.path for run in runs)])
+    mode = str(cfg.get("progress", "auto"))
+    written = _write_each(runs, dests, single, mode)
     if not single:
-        sweep = opened[0][1] if len(opened) == 1 else None
-        if sweep is not None:
-            title = _sweep_title(sweep.path)
-        else:
-            title = f"{len(runs)} runs: " + ", ".join(sorted({r.task_label for r in runs}))
+        title = _multi_title(runs, opened[0][1] if len(opened) == 1 else None)
         console = make_console(stderr=False, mode=mode, record=True)
-        written.append(write_multi_report(title, out, runs, failed, console, pages))
+        written.append(write_multi_report(title, out, runs, failed, console, written[:]))
+    err = make_console(stderr=True, mode=mode)
     for target in written:
         err.print(f"[mill] wrote {target}")
     if failed:

@@ -1,4 +1,5 @@
-"""The task API: a base class with its ``_get_*`` hooks, docs, and few-shot samplers."""
+"""The task API: a base class with its public hooks (``doc_to_text``, ...), docs, and few-shot
+samplers."""
 
 from mill.task.base import Task, TaskGroup
 from mill.task.yaml_task import YamlTask

@@ -85,4 +85,4 @@ class CodeTask(Task):
 
     def sample_extra(self, doc: Doc) -> dict[str, Any]:
         """What a sample line adds: the problem's own id (the report lists verdicts by it)."""
-        return {"item_id": self._get_item_id(doc.item)}
+        return {"item_id": self.item_id(doc.item)}

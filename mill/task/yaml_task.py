@@ -122,13 +122,13 @@ class YamlTask(Task):
             raise TaskError(f"task {self.name!r}: {field} failed on a row: {err}") from err
 
     # ----- hooks ----------------------------------------------------------------------------
-    def _get_instruction_text(self, item: dict[str, Any]) -> str:
+    def doc_to_text(self, item: dict[str, Any]) -> str:
         return str(self._resolve("doc_to_text", item))
 
-    def _get_initial_prompt_text(self, item: dict[str, Any]) -> str | None:
+    def doc_to_description(self, item: dict[str, Any]) -> str | None:
         return str(self._resolve("description", item)) if "description" in self._templates else None
 
-    def _get_possible_completions(self, item: dict[str, Any]) -> list[str] | None:
+    def doc_to_choice(self, item: dict[str, Any]) -> list[str] | None:
         if self._choices is not None:
             return list(self._choices)
         if "doc_to_choice" not in self._templates:
@@ -152,17 +152,17 @@ class YamlTask(Task):
     def _is_choice_task(self) -> bool:
         return self.OUTPUT_TYPE is OutputType.LOGPROBS
 
-    def _get_gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
+    def gold_index(self, item: dict[str, Any], choices: list[str]) -> int:
         target = self._target(item)
         if isinstance(target, int):
             return target
-        return super()._get_gold_index(item, choices)
+        return super().gold_index(item, choices)
 
-    def _get_ground_truth(self, item: dict[str, Any]) -> str | list[str]:
+    def doc_to_target(self, item: dict[str, Any]) -> str | list[str]:
         target = self._target(item)
         if isinstance(target, int):
-            return self._get_possible_completions(item)[target]  # type: ignore[index]
+            return self.doc_to_choice(item)[target]  # type: ignore[index]
         return [str(t) for t in target] if isinstance(target, list) else str(target)
 
-    def _get_perplexity_text(self, item: dict[str, Any]) -> str:
+    def doc_to_perplexity_text(self, item: dict[str, Any]) -> str:
         return str(self._resolve("doc_to_target", item))

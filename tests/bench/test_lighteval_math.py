@@ -115,6 +115,6 @@ def _mill_prompts(task: str) -> dict[str, str]:
         "aime25": mathematics.AIME25, "amc23": mathematics.AMC23,
     }[task](chat_template=False, limit=2)  # fmt: skip
     return {
-        str(made._get_item_id(d.item)): d.context
+        str(made.item_id(d.item)): d.context
         for d in made.docs(DataSource("local", str(SHARED_DATA)))
     }

@@ -254,7 +254,7 @@ def test_judge_configs_reuse_the_model_configs(compose) -> None:
     assert cfg.judge._target_ == "mill.model.hf.HFCausalLM"
     assert cfg.judge.max_invalid == 1.0 and cfg.judge.num_concurrent == 1
     served = compose("judge=openai_completions", "judge.base_url=http://127.0.0.1:1/v1")
-    assert served.judge._target_ == "mill.model.openai_api.OpenAICompletions"
+    assert served.judge._target_ == "mill.model.served.openai_api.OpenAICompletions"
     assert served.judge.base_url == "http://127.0.0.1:1/v1" and served.judge.max_invalid == 0.1
 
 

@@ -29,6 +29,14 @@ def test_acc_and_acc_norm_disagree_on_length() -> None:
     doc, resp = _mc([-2.0, -3.0], ["ab", "abcdefghij"], gold=1)
     assert Accuracy().score(doc, resp) == 0.0
     assert AccuracyNorm().score(doc, resp) == 1.0
+    # each records its own pick: the doc is explained by acc_norm's choice, not acc's
+    assert (Accuracy().pick(doc, resp), AccuracyNorm().pick(doc, resp)) == (0, 1)
+    assert ExactMatch().pick(doc, resp) is None  # a metric that picks no choice
+
+
+def test_a_single_candidate_is_no_pick() -> None:
+    doc, resp = _mc([-2.0], ["ab"], gold=0)
+    assert Accuracy().pick(doc, resp) is None
 
 
 def test_acc_ties_go_to_first_choice() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from mill.model.base import SERVER_SEED_BITS, request_seed, server_seed
-from mill.model.openai_api import OpenAICompletions
+from mill.model.served.openai_api import OpenAICompletions
 from mill.model.tokenizing import GenerationJob
 from mill.types import GenerationArgs, OutputType, Request
 

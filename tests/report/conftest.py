@@ -144,3 +144,20 @@ def chromium() -> Chromium:
             pytest.fail("CI is set but no chromium binary was found; .ci/run installs it")
         pytest.skip("no chromium binary found (apt-get install chromium)")
     return Chromium(exe)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Playwright's Chromium: Debian's ``/usr/bin/chromium`` (never a downloaded browser),
+    headless, with the flags above; skips, saying why, without Playwright or Chromium."""
+    exe = find_chromium()
+    if exe is None:
+        pytest.skip("no chromium binary found (apt-get install chromium)")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="Playwright for Python: pip install -e '.[dev]'"
+    )
+    flags = [f for f in CHROMIUM_FLAGS if f != "--headless"]
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=exe, headless=True, args=flags)
+        yield launched
+        launched.close()

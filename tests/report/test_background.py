@@ -14,13 +14,14 @@ from mill.report.rebuild import write_run_report
 
 
 def _drawn(folder: Path) -> dict[str, bytes]:
-    files = [folder / "report.html", *sorted((folder / "plots").iterdir())]
+    files = [folder / "report.html", folder / "samples.html", *sorted((folder / "plots").iterdir())]
     return {str(f.relative_to(folder)): f.read_bytes() for f in files}
 
 
 def _undraw(folder: Path) -> None:
     shutil.rmtree(folder / "plots")
     (folder / "report.html").unlink()
+    (folder / "samples.html").unlink()
 
 
 @pytest.mark.slow  # starts a process
@@ -34,7 +35,12 @@ def test_the_helper_draws_byte_for_byte_what_the_run_draws_in_process(
     assert helper._proc is not None  # a real child, not the fallback
     helper.render(folder)
     by_helper = _drawn(folder)
-    assert set(by_helper) == {"report.html", "plots/scores.png", "plots/calibration_arc_easy.png"}
+    assert set(by_helper) == {
+        "report.html",
+        "samples.html",
+        "plots/scores.png",
+        "plots/calibration_arc_easy.png",
+    }
     _undraw(folder)
     write_run_report(folder, finished=False)
     assert _drawn(folder) == by_helper
@@ -125,6 +131,7 @@ def test_after_preload_drawing_imports_nothing(single_run: Path, tmp_path: Path)
     assert proc.stdout.strip() == "[]"
     assert set(_drawn(folder)) == {
         "report.html",
+        "samples.html",
         "plots/scores.png",
         "plots/calibration_arc_easy.png",
     }

@@ -36,6 +36,9 @@ def test_a_run_writes_a_complete_folder_and_a_report_of_its_numbers(
         acc = results["tasks"][task]["metrics"]["acc"]
         assert [r["doc_id"] for r in rows] == list(range(12)) == list(range(acc["n"]))
         assert sum(r["metrics"]["acc"] for r in rows) / 12 == pytest.approx(acc["value"])
+        for r in rows:  # each metric's own pick explains its verdict; acc's is the prediction
+            assert set(r["picks"]) == {"acc", "acc_norm"} and r["picks"]["acc"] == r["prediction"]
+            assert all(r["metrics"][m] == float(r["picks"][m] == r["gold"]) for m in r["picks"])
     assert not list(folder.glob("samples/*.partial.jsonl"))
     html = (folder / "report.html").read_text()
     table = (folder / "report.txt").read_text()

@@ -106,7 +106,7 @@ def test_sigkilled_run_resumes_without_recomputing(tmp_path: Path) -> None:
 
 def test_shared_cache_folder_serves_any_run_of_the_same_model(compose, tmp_path: Path) -> None:
     """On the fake model: another seed is another model (its identity), as another
-    random GPT-2 is (tests/runner/test_response_cache.py keys real weights)."""
+    random GPT-2 is (tests/runner/test_cache.py keys real weights)."""
     from mill.runner.job import run_job
 
     cache = tmp_path / "cache"

@@ -71,7 +71,7 @@ def test_every_task_renders_plain_and_chat(task_config, chat, name: str, multitu
             for ctx in c.contexts or (c.context,):
                 assert ctx.startswith("<s><|system|>\nBe brief.")
                 # a task's gen_prefix (humaneval_instruct) starts the answer: continued
-                prefix = chat_task._get_gen_prefix(c.item) or ""
+                prefix = chat_task.doc_to_prefix(c.item) or ""
                 assert ctx.endswith("<|end|>\n<|assistant|>\n" + prefix)
                 turns = ctx.count("<|user|>")
                 assert turns == (len(c.fewshot_ids) + 1 if multiturn else 1)

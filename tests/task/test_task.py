@@ -9,6 +9,8 @@ from mill.tasks.wikitext import WikiText, split_pages, wikitext_detokenizer
 
 from mill.data.load import DataSource
 from mill.errors import TaskError
+from mill.task import Task
+from mill.task.base import RENAMED_HOOKS
 from mill.task.fewshot import choose_shots
 from mill.types import OutputType
 
@@ -51,11 +53,33 @@ def test_random_shots_depend_only_on_doc_and_seed() -> None:
 
 def test_doc_missing_a_field_names_it() -> None:
     class Broken(ArcEasy):
-        def _get_instruction_text(self, item):  # type: ignore[override]
+        def doc_to_text(self, item):  # type: ignore[override]
             return item["no_such_field"]
 
     with pytest.raises(TaskError, match=r"no_such_field.*|doc 0"):
         next(Broken().docs(BUNDLED))
+
+
+@pytest.mark.parametrize("old", sorted(RENAMED_HOOKS))
+def test_a_class_that_defines_an_old_hook_is_refused_naming_the_new_one(old: str) -> None:
+    """A task written for the underscore hooks would be silently ignored: its class is
+    refused when it is created, in one line naming the hook's name now."""
+    with pytest.raises(TaskError) as caught:
+        type("Old", (ArcEasy,), {old: lambda self, item: "x"})
+    message = str(caught.value)
+    assert "\n" not in message and f"defines {old}," in message
+    assert f"it is now {RENAMED_HOOKS[old]};" in message
+    assert RENAMED_HOOKS[old] in vars(Task)  # the new name is a hook of the base class
+    assert not hasattr(Task, old)
+
+
+def test_the_hooks_are_public_typed_and_documented() -> None:
+    """Every hook a task author overrides is a public method of Task with a docstring and
+    annotations (its arguments, its result)."""
+    for name in {*RENAMED_HOOKS.values(), "programs"}:
+        hook = vars(Task)[name]
+        assert not name.startswith("_") and hook.__doc__, name
+        assert "return" in hook.__annotations__ and len(hook.__annotations__) >= 2, name
 
 
 def test_wikitext_pages_and_detokenizer() -> None:

@@ -15,6 +15,7 @@ from mill.tasks.piqa import PIQA
 
 from mill.data.load import DataSource
 from mill.errors import TaskError
+from mill.task import Task
 from tests.helpers import SHARED, write_jsonl
 
 BUNDLED = DataSource("bundled")
@@ -56,7 +57,7 @@ def test_hellaswag_preprocessing_as_lm_eval() -> None:
         "endings": ["is using wrap to wrap a pair of skis.", "x [step] y"],
         "label": "1",
     }
-    (doc,) = HellaSwag()._process_docs([row])
+    (doc,) = HellaSwag().process_docs([row])
     assert doc["query"] == "Roof shingle removal: A man is sitting on a roof. He"
     assert doc["choices"][1] == "x y" and doc["gold"] == 1
     # the local text lost ctx_a/ctx_b: the trailing lower-case fragment is capitalised
@@ -73,7 +74,7 @@ def test_openbookqa_choices_and_lambada_text() -> None:
     labels, texts = split_choices("(A) a marsh (B) a tundra (C) the plains (D) a desert")
     assert labels == ["A", "B", "C", "D"]
     assert texts == ["a marsh", "a tundra", "the plains", "a desert"]
-    row = LambadaOpenAI()._adapt_local_row({"context": "I don't care about", "continuation": "x"})
+    row = LambadaOpenAI().adapt_local_row({"context": "I don't care about", "continuation": "x"})
     assert row == {"text": "I don't care about x"}
 
 
@@ -148,3 +149,25 @@ def test_every_bundled_excerpt_has_a_row_in_its_readme() -> None:
     rows = [line for line in readme.splitlines() if line.startswith("| `")]
     missing = [f for f in folders if not any(row.startswith(f"| `{f}/") for row in rows)]
     assert not missing, f"add a row for each to mill/resources/data/README.md: {missing}"
+
+
+def test_no_task_of_the_library_overrides_an_underscore_name() -> None:
+    """The library's tasks are written against the public hooks only: no class of tasks/
+    defines an underscore name that a class it derives from defines too."""
+    library = Path(str(resources.files("mill.tasks")))
+    classes = [
+        value
+        for module in sorted(p.stem for p in library.glob("*.py") if p.stem != "__init__")
+        for value in vars(import_module(f"mill.tasks.{module}")).values()
+        if isinstance(value, type) and value.__module__ == f"mill.tasks.{module}"
+    ]
+    assert len([c for c in classes if issubclass(c, Task)]) > 20
+    overrides = [
+        f"{cls.__module__}.{cls.__qualname__}.{name}"
+        for cls in classes
+        for name in vars(cls)
+        if name.startswith("_")
+        and not name.startswith("__")
+        and any(name in vars(base) for base in cls.__mro__[1:])
+    ]
+    assert overrides == []

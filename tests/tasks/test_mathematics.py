@@ -69,7 +69,7 @@ def test_aime25s_local_file_is_read_as_the_hubs_rows(tmp_path: Path) -> None:
     docs = list(task.docs(DataSource("local", str(tmp_path))))
     assert [d.item["problem"] for d in docs] == [PROBLEM, "2+2?"]
     assert [d.gold for d in docs] == ["70", "4"]
-    assert [task._get_item_id(d.item) for d in docs] == ["0", "1"]
+    assert [task.item_id(d.item) for d in docs] == ["0", "1"]
 
 
 @pytest.mark.parametrize(
@@ -185,7 +185,7 @@ def test_every_row_of_the_shared_files_loads_with_a_readable_gold(task: Any, row
     made = task(chat_template=False)
     docs = list(made.docs(DataSource("local", str(SHARED_DATA))))
     assert len(docs) == rows and not made.skipped
-    ids = [made._get_item_id(d.item) for d in docs]
+    ids = [made.item_id(d.item) for d in docs]
     assert len(set(ids)) == rows
 
 

@@ -159,7 +159,7 @@ def supports_growing(cache: object) -> bool:
 class PromptTable:
     """The prompts that sampled repeats share: one entry per distinct context in flight,
     ``[entries, kv_heads, capacity, head_dim]`` per layer, written once from its prefill and
-    read by every repeat's decoding steps (:mod:`mill.model.prefix_attention`); each
+    read by every repeat's decoding steps (:mod:`mill.model.engine.prefix_attention`); each
     repeat's own slot holds only its generated tokens.
 
     Entries are taken lowest-free-first, so the live ones stay at the front and a step

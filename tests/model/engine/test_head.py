@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mill.model.head import argmax_tiles, rows_of_product, score_positions
+from mill.model.engine.head import argmax_tiles, rows_of_product, score_positions
 from mill.model.hf import HFCausalLM
 
 
@@ -112,7 +112,7 @@ def test_rows_of_product_is_the_contiguous_product_tile_by_tile(tile: int) -> No
 def test_a_greedy_step_on_cpu_is_the_argmax_of_the_logits() -> None:
     """Enough rows for the tiled head (CPU_GREEDY_MIN_ROWS) and too few for it: the
     tokens of ``next_argmax`` are the argmax of ``next_logits``' fp32 logits."""
-    from mill.model.head import CPU_GREEDY_MIN_ROWS
+    from mill.model.engine.head import CPU_GREEDY_MIN_ROWS
     from mill.model.random import random_gpt2
 
     fwd = random_gpt2(n_layer=1, n_embd=32, seed=3)._forward

@@ -1,5 +1,5 @@
-"""Continuous batching (mill.model.generation, mill.model.kv.SlotCache): rows leave and
-join the decode batch, repeats of one context are prefilled once, and outputs equal the
+"""Continuous batching (mill.model.engine.generation, mill.model.engine.kv.SlotCache): rows
+leave and join the decode batch, repeats of one context are prefilled once, and outputs equal the
 static engine's (recorded before the change) and do not depend on batch composition."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import json
 import pytest
 import torch
 
-from mill.model.generation import generate_batch
+from mill.model.engine.generation import generate_batch
+from mill.model.engine.hf_forward import HFForward
+from mill.model.engine.kv import SlotCache
 from mill.model.hf import HFCausalLM
-from mill.model.hf_forward import HFForward
-from mill.model.kv import SlotCache
 from mill.types import GenerationArgs, OutputType, Request
 from tests.model import generation_cases
 
@@ -139,7 +139,7 @@ def test_repeats_of_a_context_are_prefilled_once(llama: HFCausalLM) -> None:
     contexts = _contexts(llama)[:3]
     repeated = [c for c in contexts for _ in range(4)]
     forward = _Counting(llama._forward)
-    from mill.model.generation import SeededSampler
+    from mill.model.engine.generation import SeededSampler
 
     sampler = SeededSampler(list(range(12)), 0.8)
     kwargs = {"until": (), "max_gen_toks": 8, "eos_ids": set(), "decode": llama._decode}

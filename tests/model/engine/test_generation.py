@@ -74,7 +74,7 @@ def test_rows_retire_at_their_own_stop(llama: HFCausalLM) -> None:
 
 
 def test_the_seeded_sampler_draws_from_the_tempered_distribution() -> None:
-    from mill.model.generation import SeededSampler
+    from mill.model.engine.generation import SeededSampler
 
     logits = torch.tensor([[0.0, 1.0, 2.0, float("-inf"), 0.5, -1.0]])
     rows, steps = 200, 200
@@ -93,7 +93,7 @@ def test_the_seeded_sampler_draws_from_the_tempered_distribution() -> None:
 
 
 def test_a_sampled_row_depends_on_its_own_seed_alone() -> None:
-    from mill.model.generation import SeededSampler
+    from mill.model.engine.generation import SeededSampler
 
     logits = torch.randn(5, 50257, generator=torch.Generator().manual_seed(0))
     alone = [SeededSampler([s], 0.8)(logits[i : i + 1], [0])[0] for i, s in enumerate(range(5))]
@@ -107,7 +107,7 @@ def test_nucleus_sampling_draws_from_the_renormalised_nucleus() -> None:
     """``top_p``: tokens sorted by probability are kept while the mass before them is below
     top_p; draws follow the kept tokens' renormalised probabilities, and the rest never
     appear."""
-    from mill.model.generation import SeededSampler
+    from mill.model.engine.generation import SeededSampler
 
     logits = torch.tensor([[0.0, 1.0, 2.0, float("-inf"), 0.5, -1.0]])
     probs = torch.softmax(logits[0] / 0.8, -1)

@@ -3,7 +3,7 @@ the answers. The served model's ``/v1/models`` entry, the capability probe (whet
 completions endpoint takes token-id prompts), the bodies of scoring (echoed prompt
 log-probs) and generation requests with their neutral sampling settings, and the checks that
 turn an impossible answer into one line naming the request and the server. How requests
-travel is the transport's (:mod:`mill.model.openai_transport`)."""
+travel is the transport's (:mod:`mill.model.served.openai_transport`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import math
 from typing import Any
 
 from mill.errors import ConfigError, ModelError
-from mill.model.api_client import Failure, JSONClient
 from mill.model.base import server_seed
+from mill.model.served.api_client import Failure, JSONClient
 from mill.model.tokenizing import GenerationJob, scoring_window
 from mill.types import Request
 
@@ -218,29 +218,8 @@ def echoed(
     the BOS and pairs every token with the next position's distribution
     (abetlen/llama-cpp-python#1983), so each score would be a token's log-probability given
     itself."""
-    logprobs = choice.get("logprobs") or {}
     where = f"request {request.id}: the server at model.base_url={base_url}"
-    if not isinstance(logprobs, dict):
-        raise ModelError(f"{where} returned logprobs that are not an object")
-    lps = logprobs.get("token_logprobs") or []
-    tops = logprobs.get("top_logprobs") or [None] * len(lps)
-    if not isinstance(lps, list) or not isinstance(tops, list) or len(tops) != len(lps):
-        raise ModelError(
-            f"{where} returned token_logprobs and top_logprobs that are not two lists of "
-            "the same length"
-        )
-    values = list(enumerate(lps))
-    for k, top in enumerate(tops):
-        if top is not None and not isinstance(top, dict):
-            raise ModelError(f"{where} returned top_logprobs[{k}] that is not an object")
-        values += [(k, v) for v in (top or {}).values()]
-    bad = next(((k, v) for k, v in values if _impossible(v)), None)
-    if bad is not None:
-        raise ModelError(
-            f"{where} returned an impossible log-probability {json.dumps(bad[1])} at prompt "
-            f"token {bad[0]} (a log-probability is a number <= 0); the server is broken or "
-            "not an OpenAI-compatible completions endpoint"
-        )
+    lps, tops = _checked_logprobs(choice, where)
     if not lps:
         raise ModelError(
             f"request {request.id}: the server at model.base_url={base_url} returned no prompt "
@@ -266,3 +245,32 @@ def echoed(
             f"model.base_url={base_url} (or the server does not echo prompt log-probs)"
         )
     return lps[:n_echo], tops[:n_echo]
+
+
+def _checked_logprobs(choice: dict[str, Any], where: str) -> tuple[list[Any], list[Any]]:
+    """A choice's echoed ``token_logprobs`` and ``top_logprobs``, refused (``where``: the
+    request and the server) unless they are two lists of the same length whose entries are
+    objects and possible log-probabilities."""
+    logprobs = choice.get("logprobs") or {}
+    if not isinstance(logprobs, dict):
+        raise ModelError(f"{where} returned logprobs that are not an object")
+    lps = logprobs.get("token_logprobs") or []
+    tops = logprobs.get("top_logprobs") or [None] * len(lps)
+    if not isinstance(lps, list) or not isinstance(tops, list) or len(tops) != len(lps):
+        raise ModelError(
+            f"{where} returned token_logprobs and top_logprobs that are not two lists of "
+            "the same length"
+        )
+    values = list(enumerate(lps))
+    for k, top in enumerate(tops):
+        if top is not None and not isinstance(top, dict):
+            raise ModelError(f"{where} returned top_logprobs[{k}] that is not an object")
+        values += [(k, v) for v in (top or {}).values()]
+    bad = next(((k, v) for k, v in values if _impossible(v)), None)
+    if bad is not None:
+        raise ModelError(
+            f"{where} returned an impossible log-probability {json.dumps(bad[1])} at prompt "
+            f"token {bad[0]} (a log-probability is a number <= 0); the server is broken or "
+            "not an OpenAI-compatible completions endpoint"
+        )
+    return lps, tops

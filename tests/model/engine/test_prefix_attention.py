@@ -1,4 +1,4 @@
-"""Generation over a shared prefix kept once (mill.model.prefix_attention) against the
+"""Generation over a shared prefix kept once (mill.model.engine.prefix_attention) against the
 same generation with every row holding its whole context, on tiny random models of each
 family it is enabled for: the same tokens, and every step's logits within 1e-5."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mill.model.generation import generate_batch
-from mill.model.hf_forward import SHARED_PREFIX_MODELS, HFForward
-from mill.model.prefix_attention import MIN_SHARED_PREFIX, common_prefix
+from mill.model.engine.generation import generate_batch
+from mill.model.engine.hf_forward import SHARED_PREFIX_MODELS, HFForward
+from mill.model.engine.prefix_attention import MIN_SHARED_PREFIX, common_prefix
 
 
 def _model(kind: str) -> torch.nn.Module:
@@ -173,7 +173,7 @@ def test_the_contexts_of_several_prompts_share_each_prompt(
     the generations equal those of a model that shares nothing."""
     import logging
 
-    from mill.model.generation import MIN_PREFIX_PART, prefix_parts
+    from mill.model.engine.generation import MIN_PREFIX_PART, prefix_parts
     from mill.model.random import random_gpt2
     from mill.types import GenerationArgs, OutputType, Request
 
@@ -215,7 +215,7 @@ def test_repeats_read_one_kept_prompt_and_equal_unshared(
     repeats, one row stopping early: rows join and leave, entries are freed and taken
     again. The same tokens and every step's logits within 1e-5 of each row holding its
     whole context."""
-    from mill.model import kv
+    from mill.model.engine import kv
 
     placed: list[int] = []
     place = kv.PromptTable.place

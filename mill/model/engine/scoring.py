@@ -26,8 +26,8 @@ in a full forward pass of its own ``context + continuation``:
 * Requests that share their context with nobody (or a continuation longer than the
   window) take one full pass, right-padded without an attention mask as lm-eval does.
 * The LM head and log-softmax run only on scored positions, in fp32, chunked
-  (:mod:`mill.model.head`).
-* Batches are formed by a token budget over length-sorted work (:mod:`mill.model.batching`).
+  (:mod:`mill.model.engine.head`).
+* Batches are formed by a token budget over length-sorted work (:mod:`mill.model.engine.batching`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from mill.model.batching import budget_batches
-from mill.model.head import score_positions
+from mill.model.engine.batching import budget_batches
+from mill.model.engine.head import score_positions
 from mill.model.tokenizing import scoring_window
 
 PACK_MAX_TOKENS = 512
@@ -107,7 +107,8 @@ class Forward:
         raise NotImplementedError
 
     vocab_tile: int | None = None
-    """Vocabulary columns the head reduces at a time (None: all, see :mod:`mill.model.head`)."""
+    """Vocabulary columns the head reduces at a time (None: all, see
+    :mod:`mill.model.engine.head`)."""
 
     def logits(self, hidden: torch.Tensor, lo: int = 0, hi: int | None = None) -> torch.Tensor:
         """fp32 logits of the LM head for hidden states [n, dim] and vocabulary entries

@@ -1,9 +1,10 @@
 """The served client's transport: prompts grouped into HTTP requests (``batch_prompts`` of one
-task and one payload each), sent concurrently through :class:`~mill.model.api_client.JSONClient`
+task and one payload each), sent concurrently through
+:class:`~mill.model.served.api_client.JSONClient`
 (which owns HTTP, retries, deadlines and the redaction of secrets), each answer's envelope
 checked (one choice per prompt, in index order), the server's usage counted per task and the
 served model watched for a change mid-run. What the requests say is the protocol's
-(:mod:`mill.model.openai_protocol`)."""
+(:mod:`mill.model.served.openai_protocol`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mill.errors import ModelError
-from mill.model.api_client import JSONClient
+from mill.model.served.api_client import JSONClient
 
 
 @dataclass

@@ -11,19 +11,19 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from mill.model.generation import Stepper
-from mill.model.head import (
+from mill.model.engine.generation import Stepper
+from mill.model.engine.head import (
     CPU_GREEDY_MIN_ROWS,
     CPU_STEP_TILE,
     CPU_VOCAB_TILE,
     argmax_tiles,
     rows_of_product,
 )
-from mill.model.scoring import Forward
+from mill.model.engine.scoring import Forward
 
 SHARED_PREFIX_MODELS = frozenset({"gpt2", "llama", "mistral", "qwen2"})
 """Model types whose generation shares a batch's common prefix (see
-:mod:`mill.model.prefix_attention`)."""
+:mod:`mill.model.engine.prefix_attention`)."""
 
 
 class HFForward(Forward, Stepper):
@@ -81,7 +81,7 @@ class HFForward(Forward, Stepper):
 
         ``few_rows`` (a decoding step's last positions on CPU): the product is taken as
         ``weight @ hidden.T``, a vocabulary tile at a time
-        (:func:`~mill.model.head.rows_of_product`): 1.5-2x faster for 4-100 rows of
+        (:func:`~mill.model.engine.head.rows_of_product`): 1.5-2x faster for 4-100 rows of
         GPT-2's head on 2 cores (docs/benchmark-history.md), the same sums (differences of a few
         1e-7 relative)."""
         # a model dispatched with device_map: the head may sit on another GPU, or be
@@ -163,7 +163,7 @@ class HFForward(Forward, Stepper):
             try:
                 from transformers import DynamicCache
 
-                from mill.model.kv import supports_growing
+                from mill.model.engine.kv import supports_growing
 
                 self._growable = supports_growing(DynamicCache(config=self.config))
             except ImportError:  # an older transformers without cache layers
@@ -173,7 +173,7 @@ class HFForward(Forward, Stepper):
     def can_share_generation_prefix(self) -> bool:
         # attention modules that take the attention interface and know their layer; the
         # families whose generations are checked against the unshared path
-        # (tests/model/test_prefix_attention.py). Generation also needs can_grow_cache
+        # (tests/model/engine/test_prefix_attention.py). Generation also needs can_grow_cache
         # (generation.shared_prefix_length checks both).
         config = getattr(self.config, "text_config", None) or self.config
         return (
@@ -184,7 +184,7 @@ class HFForward(Forward, Stepper):
 
     @contextmanager
     def shared_prefix(self, tokens):
-        from mill.model.prefix_attention import SharedPrefix, activate
+        from mill.model.engine.prefix_attention import SharedPrefix, activate
 
         if not tokens:  # no common prefix: only repeats' prompts are shared
             shared = SharedPrefix(None, None)
@@ -206,7 +206,7 @@ class HFForward(Forward, Stepper):
             return self.logits(hidden[:, -1], few_rows=self._device.type == "cpu"), past
 
     def next_argmax(self, input_ids, attention_mask, position_ids, past):
-        """A greedy step: on CPU with at least :data:`~mill.model.head.CPU_GREEDY_MIN_ROWS`
+        """A greedy step: on CPU with at least :data:`~mill.model.engine.head.CPU_GREEDY_MIN_ROWS`
         rows the head runs tile by tile into a running argmax (32-36 ms instead of 50-58 ms
         for 50-64 rows of GPT-2's head, docs/benchmark-history.md); else the argmax of the
         logits."""

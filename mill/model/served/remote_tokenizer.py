@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mill.errors import ModelError
-from mill.model.api_client import JSONClient
+from mill.model.served.api_client import JSONClient
 
 
 class RemoteTokenizer:

@@ -6,18 +6,18 @@ left-truncated to ``max_length - max_gen_toks`` tokens, each row gets at most
 is the decoded new tokens (special tokens skipped) cut at the first occurrence of each stop
 string. The work differs:
 
-* Rows decode in slots of one preallocated cache (:class:`mill.model.kv.SlotCache`),
+* Rows decode in slots of one preallocated cache (:class:`mill.model.engine.kv.SlotCache`),
   written in place instead of re-concatenated at every step.
 * A row that stops frees its slot at once (nothing is copied) and the next waiting
   contexts are prefilled into the free slots, in chunks that respect the token budget, so
   the batch stays full until the queue is empty (lm-eval runs each static batch until its
   slowest row is done).
 * Identical contexts (sampled repeats of one prompt) are prefilled once and their keys
-  and values kept once (:class:`mill.model.kv.PromptTable`), read by every repeat's
+  and values kept once (:class:`mill.model.engine.kv.PromptTable`), read by every repeat's
   decoding step; each repeat's slot holds only its generated tokens (where the model
   supports shared attention, as below; else each slot gets a copy).
 * A context prefix that every row shares (fixed few-shot exemplars) is computed, stored
-  and read once for all rows (:mod:`mill.model.prefix_attention`), where the model
+  and read once for all rows (:mod:`mill.model.engine.prefix_attention`), where the model
   supports it; each slot holds only its row's own suffix. A call holding several
   prompts (a suite's tasks, each with its own exemplars) generates prompt by prompt
   (:func:`prefix_parts`), each prompt kept once for its part's rows.
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import torch
 
-from mill.model.batching import budget_batches
-from mill.model.prefix_attention import MIN_SHARED_PREFIX, SharedPrefix, common_prefix
+from mill.model.engine.batching import budget_batches
+from mill.model.engine.prefix_attention import MIN_SHARED_PREFIX, SharedPrefix, common_prefix
 from mill.model.tokenizing import cut_at_stop
 
 
@@ -92,8 +92,8 @@ class Stepper:
         return logits.argmax(-1), past
 
     def can_grow_cache(self) -> bool:
-        """Whether the cache can live in preallocated slots (:class:`mill.model.kv.SlotCache`:
-        plain layers, no sliding windows)."""
+        """Whether the cache can live in preallocated slots
+        (:class:`mill.model.engine.kv.SlotCache`: plain layers, no sliding windows)."""
         raise NotImplementedError
 
     def select_cache(self, past: object, keep: torch.Tensor) -> object:
@@ -106,7 +106,7 @@ class Stepper:
     def shared_prefix(self, tokens: list[int]) -> AbstractContextManager[SharedPrefix]:
         """Compute ``tokens``' keys and values once (positions ``0..P-1``); inside, every
         forward attends over them before each row's own cache (see
-        :mod:`mill.model.prefix_attention`). No tokens: no prefix, the attention is
+        :mod:`mill.model.engine.prefix_attention`). No tokens: no prefix, the attention is
         switched on for repeats' shared prompts alone."""
         raise NotImplementedError
 
@@ -162,7 +162,7 @@ def _prefill(
 
 def shared_prefix_length(stepper: Stepper, contexts: Sequence[Sequence[int]]) -> int:
     """Tokens every one of ``contexts`` starts with, where generation keeps them once for
-    all rows (at least :data:`~mill.model.prefix_attention.MIN_SHARED_PREFIX`; else 0)."""
+    all rows (at least :data:`~mill.model.engine.prefix_attention.MIN_SHARED_PREFIX`; else 0)."""
     if not (stepper.can_grow_cache() and stepper.can_share_generation_prefix()):
         return 0
     prefix = common_prefix(contexts)
@@ -178,7 +178,7 @@ def prefix_parts(stepper: Stepper, contexts: Sequence[Sequence[int]]) -> list[li
     """The indices of ``contexts`` in parts generated one after another, each with the
     prefix its contexts share kept once: one part when all share a prefix or none can be
     kept; else every run of at least :data:`MIN_PREFIX_PART` contexts sharing their first
-    :data:`~mill.model.prefix_attention.MIN_SHARED_PREFIX` tokens (a task's few-shot prompt
+    :data:`~mill.model.engine.prefix_attention.MIN_SHARED_PREFIX` tokens (a task's few-shot prompt
     among several tasks' contexts) is a part, and the other contexts one part more."""
     everything = [list(range(len(contexts)))]
     if (
@@ -291,13 +291,13 @@ def generate_batch(
 
 
 class _SlotLoop:
-    """Continuous batching over a :class:`~mill.model.kv.SlotCache` of ``slots`` rows.
+    """Continuous batching over a :class:`~mill.model.engine.kv.SlotCache` of ``slots`` rows.
 
     Contexts wait in a queue, longest first, repeats of one context next to each other.
     Whenever slots are free, the next contexts are prefilled (one chunk within the token
     budget and the free slots) and copied into them; identical contexts (sampled repeats)
     are prefilled once. With ``repeats`` (and ``shared`` attention) a context's keys and
-    values go once into a :class:`~mill.model.kv.PromptTable` entry that its repeats'
+    values go once into a :class:`~mill.model.engine.kv.PromptTable` entry that its repeats'
     steps read, their slots holding only generated tokens; else each repeat's slot gets a
     copy. Each step decodes every slot; a row that finishes frees its slot for the next
     context. Once the queue is empty, the storage narrows to the live rows when a quarter
@@ -317,7 +317,7 @@ class _SlotLoop:
         shared: SharedPrefix | None,
         repeats: bool,
     ) -> None:
-        from mill.model.kv import PromptTable, SlotCache
+        from mill.model.engine.kv import PromptTable, SlotCache
 
         self.stepper, self.job, self.shared = stepper, job, shared
         self.token_budget, self.max_rows = token_budget, max_rows
@@ -402,7 +402,7 @@ class _SlotLoop:
     def prefill(self, chunk: list[int]) -> list[int]:
         """Prefill the distinct contexts of ``chunk`` not already kept, once each, into
         :attr:`kept` (and the prompt table); the rows prefilled."""
-        from mill.model.kv import PromptTable, SlotCache
+        from mill.model.engine.kv import PromptTable, SlotCache
 
         fresh: list[int] = []  # one row per distinct context
         for r in chunk:

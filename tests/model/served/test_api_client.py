@@ -16,8 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from mill.errors import ConfigError, ModelError
-from mill.model.api_client import APIError, JSONClient
-from mill.model.openai_api import OpenAICompletions
+from mill.model.served.api_client import APIError, JSONClient
+from mill.model.served.openai_api import OpenAICompletions
 from tests.support.servers import free_port
 
 KEY = "sk-test-0123456789abcdef"

@@ -1,12 +1,12 @@
-"""Generation's default KV-cache budget (mill.model.memory)."""
+"""Generation's default KV-cache budget (mill.model.engine.memory)."""
 
 from __future__ import annotations
 
 import pytest
 from transformers import GPT2Config, LlamaConfig
 
-from mill.model import memory
-from mill.model.memory import auto_cache_budget, available_bytes, kv_bytes_per_token
+from mill.model.engine import memory
+from mill.model.engine.memory import auto_cache_budget, available_bytes, kv_bytes_per_token
 
 
 def test_kv_bytes_per_token_follow_the_shape() -> None:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from mill.model.kv import PromptTable
+    from mill.model.engine.kv import PromptTable
 
 NAME = "mill_shared_prefix"
 """The attention implementation registered with ``transformers``."""
@@ -55,7 +55,7 @@ class SharedPrefix:
     own cache, set by the caller before each forward: a prefill's left padding
     (:meth:`set_pad`: ``pad[b]`` leading slots of row ``b`` are never attended, causal
     order), or a decoding step's columns (:meth:`set_valid`: ``valid[b, u]``, slot
-    ``b`` may read column ``u``; :class:`mill.model.kv.SlotCache.mask`).
+    ``b`` may read column ``u``; :class:`mill.model.engine.kv.SlotCache.mask`).
     """
 
     def __init__(self, keys: list[torch.Tensor] | None, values: list[torch.Tensor] | None) -> None:
@@ -77,7 +77,8 @@ class SharedPrefix:
     def set_prompts(self, table: PromptTable, entries: Sequence[int]) -> None:
         """For the next decoding step (after :meth:`set_valid`): slot ``b`` also attends to
         the whole prompt of ``table`` entry ``entries[b]`` (-1: none), between the prefix
-        and its own cache (sampled repeats of one context; :class:`~mill.model.kv.PromptTable`)."""
+        and its own cache (sampled repeats of one context;
+        :class:`~mill.model.engine.kv.PromptTable`)."""
         self.prompts = _PromptStep(table, entries)
 
     def mask(self, q: int, n: int, device: torch.device) -> torch.Tensor:
@@ -116,7 +117,7 @@ def shared_prefix_attention(
     layer's cache after this step's update). Returns ``[B, q, H, D]``."""
     shared = _ACTIVE.get()
     if shared is None:
-        raise RuntimeError(f"attention {NAME!r} used outside mill.model.prefix_attention")
+        raise RuntimeError(f"attention {NAME!r} used outside mill.model.engine.prefix_attention")
     for unsupported in ("sliding_window", "softcap", "s_aux", "sinks"):
         if kwargs.get(unsupported) is not None:
             raise RuntimeError(f"shared-prefix attention does not support {unsupported}")
@@ -176,7 +177,7 @@ def shared_prefix_attention(
 
 
 class _PromptStep:
-    """One decoding step's layout of the rows over a :class:`~mill.model.kv.PromptTable`:
+    """One decoding step's layout of the rows over a :class:`~mill.model.engine.kv.PromptTable`:
     the rows of entry ``e`` are laid out at ``e * R + j`` (``R``: the most rows of one
     entry), so one batched product per layer reads each live entry's keys and values
     once for all its rows; rows of no entry read nothing (their scores are masked)."""

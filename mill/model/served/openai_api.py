@@ -21,8 +21,9 @@ retried through transient failures; only a definite refusal, a 4xx or a 500/501,
 text prompts).
 
 The models here are what a task sees; what they ask the server and how they read its answers
-is :mod:`mill.model.openai_protocol`, how the requests travel (grouped, concurrent, retried,
-checked, counted) :mod:`mill.model.openai_transport` over :mod:`mill.model.api_client`.
+is :mod:`mill.model.served.openai_protocol`, how the requests travel (grouped, concurrent,
+retried, checked, counted) :mod:`mill.model.served.openai_transport` over
+:mod:`mill.model.served.api_client`.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError, ModelError
-from mill.model.api_client import JSONClient
 from mill.model.base import OnResponse, ignore_response, server_seed
-from mill.model.openai_protocol import (
+from mill.model.served.api_client import JSONClient
+from mill.model.served.openai_protocol import (
     CHAT_SAMPLING,
     NEUTRAL_SAMPLING,
     SCORING_PAYLOAD,
@@ -49,8 +50,8 @@ from mill.model.openai_protocol import (
     generation_payload,
     model_entry,
 )
-from mill.model.openai_transport import Call, CompletionsTransport, group_calls
-from mill.model.remote_tokenizer import RemoteTokenizer
+from mill.model.served.openai_transport import Call, CompletionsTransport, group_calls
+from mill.model.served.remote_tokenizer import RemoteTokenizer
 from mill.model.tokenizing import (
     GenerationJob,
     RollingPlan,
@@ -135,23 +136,7 @@ class OpenAICompletions(TokenizingLM):
         name: str | None = None,
         max_response_mb: float = 64.0,
     ) -> None:
-        if not base_url:
-            raise ConfigError(
-                "model.base_url is not set; give the server's API root, e.g. "
-                "model.base_url=http://127.0.0.1:8080/v1"
-            )
-        check_number("model.prompt_ids", prompt_ids, SETTINGS["model.prompt_ids"])
-        if self.takes_messages():  # one conversation per request, sent as messages
-            for key, value, default in (
-                ("batch_prompts", batch_prompts, 1),
-                ("prompt_ids", prompt_ids, "auto"),
-            ):
-                if str(value) != str(default):
-                    raise ConfigError(
-                        f"model.{key}={value!r} means nothing to model={self.backend} (one "
-                        "conversation per request, sent as messages); drop it, or use "
-                        "model=openai_completions"
-                    )
+        self._check_settings(base_url, batch_prompts, prompt_ids)
         values = typed("model", {"batch_prompts": batch_prompts, "max_gen_toks": max_gen_toks})
         self.batch_prompts = int(values["batch_prompts"])
         api_key = os.environ.get(api_key_env) if api_key_env else None
@@ -178,19 +163,15 @@ class OpenAICompletions(TokenizingLM):
         self.name = name or self.model
         reported = entry.get("max_model_len")
         self.max_length = int(max_length if max_length is not None else reported or 2048)
-        if str(tokenizer) == "remote":
-            self.tokenizer = RemoteTokenizer(self.client, self.model)
-            self._init_tokenizer()
-        elif tokenizer:
-            self._load_tokenizer(str(tokenizer), revision)
-        elif self.needs_tokenizer:
-            raise ConfigError(
-                "model.tokenizer is not set; give the served model's Hugging Face tokenizer "
-                "id or folder: Mill computes every request's tokens with it"
-            )
-        else:
-            self.tokenizer = None
-        self._identity = {
+        self._start_tokenizer(tokenizer, revision)
+        self._identity = self._make_identity(entry, tokenizer, revision)
+
+    # ----- start-up ---------------------------------------------------------------------
+    def _make_identity(
+        self, entry: dict[str, Any], tokenizer: str | None, revision: str | None
+    ) -> dict[str, Any]:
+        """Everything that changes the scores, for the response cache and the manifest."""
+        return {
             "backend": self.backend,
             "base_url": self.client.identity_url,  # without credentials
             "model": self.model,
@@ -207,7 +188,43 @@ class OpenAICompletions(TokenizingLM):
             "sampling": self.sampling,
         }
 
-    # ----- start-up ---------------------------------------------------------------------
+    def _check_settings(self, base_url: str, batch_prompts: int, prompt_ids: bool | str) -> None:
+        """Refuse a missing ``base_url``, a bad ``prompt_ids``, and the settings a chat
+        backend (one conversation per request, sent as messages) has no use for."""
+        if not base_url:
+            raise ConfigError(
+                "model.base_url is not set; give the server's API root, e.g. "
+                "model.base_url=http://127.0.0.1:8080/v1"
+            )
+        check_number("model.prompt_ids", prompt_ids, SETTINGS["model.prompt_ids"])
+        if self.takes_messages():  # one conversation per request, sent as messages
+            for key, value, default in (
+                ("batch_prompts", batch_prompts, 1),
+                ("prompt_ids", prompt_ids, "auto"),
+            ):
+                if str(value) != str(default):
+                    raise ConfigError(
+                        f"model.{key}={value!r} means nothing to model={self.backend} (one "
+                        "conversation per request, sent as messages); drop it, or use "
+                        "model=openai_completions"
+                    )
+
+    def _start_tokenizer(self, tokenizer: str | None, revision: str | None) -> None:
+        """The tokenizer: the server's own (``remote``), a Hugging Face id or folder, or
+        none where the backend needs none."""
+        if str(tokenizer) == "remote":
+            self.tokenizer = RemoteTokenizer(self.client, self.model)
+            self._init_tokenizer()
+        elif tokenizer:
+            self._load_tokenizer(str(tokenizer), revision)
+        elif self.needs_tokenizer:
+            raise ConfigError(
+                "model.tokenizer is not set; give the served model's Hugging Face tokenizer "
+                "id or folder: Mill computes every request's tokens with it"
+            )
+        else:
+            self.tokenizer = None
+
     def _load_tokenizer(self, tokenizer: str, revision: str | None) -> None:
         import transformers
 
@@ -266,31 +283,7 @@ class OpenAICompletions(TokenizingLM):
         token-id prompts are required). ``on_done(i, logprob, is_greedy, input_tokens,
         truncated)`` runs as each finishes."""
         use_ids = texts is None or self._ids_accepted()
-        prompts: dict[Any, list[int]] = {}
-        windows: list[tuple[list[int], int]] = []
-        for i, (ctx, cont) in enumerate(pairs):
-            inp, truncated = echo_window(ctx, cont, self.max_length)
-            windows.append((inp, truncated))
-            if use_ids:
-                key: Any = tuple(inp)
-            else:
-                if truncated:
-                    raise ModelError(
-                        f"request {owners[i].id}: {len(ctx) + len(cont)} tokens exceed "
-                        f"model.max_length={self.max_length}, and the server at "
-                        f"model.base_url={self.base_url} takes text prompts, which cannot be "
-                        "cut exactly at a token; raise model.max_length (the server's context "
-                        "allowing) or serve the model where token-id prompts are accepted"
-                    )
-                if len(ctx) == 1 and ctx[0] == self.prefix_token_id:
-                    raise ModelError(
-                        f"request {owners[i].id}: its context is empty, and the server at "
-                        f"model.base_url={self.base_url} takes text prompts and reports no "
-                        "log-probability for the first token after its BOS; score it where "
-                        "token-id prompts are accepted (vLLM, SGLang) or with model=hf"
-                    )
-                key = texts[i]  # type: ignore[index]
-            prompts.setdefault(key, []).append(i)
+        prompts, windows = self._score_prompts(pairs, owners, texts, use_ids)
         payload = dict(SCORING_PAYLOAD)
         items = [
             (owners[idx[0]].task, list(key) if use_ids else key, payload, idx)
@@ -298,10 +291,9 @@ class OpenAICompletions(TokenizingLM):
         ]
         calls = self._calls(items)
         for call in calls:
+            more = sum(len(x) for x in call.items) - 1
             call.label = f"request {owners[call.items[0][0]].id}" + (
-                f" (+{sum(len(x) for x in call.items) - 1} more)"
-                if sum(len(x) for x in call.items) > 1
-                else ""
+                f" (+{more} more)" if more > 0 else ""
             )
 
         bos = getattr(self.tokenizer, "bos_token_id", None)
@@ -328,6 +320,42 @@ class OpenAICompletions(TokenizingLM):
                     on_done(i, total, flag, windows[i][0][: len(windows[i][0]) - n], truncated)
 
         self._send(calls, finish)
+
+    def _score_prompts(
+        self,
+        pairs: list[tuple[list[int], list[int]]],
+        owners: list[Request],
+        texts: list[str] | None,
+        use_ids: bool,
+    ) -> tuple[dict[Any, list[int]], list[tuple[list[int], int]]]:
+        """The prompts that score ``pairs`` (token ids, or ``texts`` where the server takes
+        text only), each with the pairs it scores, and every pair's echo window."""
+        prompts: dict[Any, list[int]] = {}
+        windows: list[tuple[list[int], int]] = []
+        for i, (ctx, cont) in enumerate(pairs):
+            inp, truncated = echo_window(ctx, cont, self.max_length)
+            windows.append((inp, truncated))
+            if use_ids:
+                key: Any = tuple(inp)
+            else:
+                if truncated:
+                    raise ModelError(
+                        f"request {owners[i].id}: {len(ctx) + len(cont)} tokens exceed "
+                        f"model.max_length={self.max_length}, and the server at "
+                        f"model.base_url={self.base_url} takes text prompts, which cannot be "
+                        "cut exactly at a token; raise model.max_length (the server's context "
+                        "allowing) or serve the model where token-id prompts are accepted"
+                    )
+                if len(ctx) == 1 and ctx[0] == self.prefix_token_id:
+                    raise ModelError(
+                        f"request {owners[i].id}: its context is empty, and the server at "
+                        f"model.base_url={self.base_url} takes text prompts and reports no "
+                        "log-probability for the first token after its BOS; score it where "
+                        "token-id prompts are accepted (vLLM, SGLang) or with model=hf"
+                    )
+                key = texts[i]  # type: ignore[index]
+            prompts.setdefault(key, []).append(i)
+        return prompts, windows
 
     def loglikelihood(
         self, requests: Sequence[Request], on_response: OnResponse = ignore_response

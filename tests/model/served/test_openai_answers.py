@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from mill.errors import ConfigError, ModelError
-from mill.model.openai_api import OpenAIChat, OpenAICompletions
-from mill.model.openai_protocol import REQUEST_FIELDS, generated_text
+from mill.model.served.openai_api import OpenAIChat, OpenAICompletions
+from mill.model.served.openai_protocol import REQUEST_FIELDS, generated_text
 from mill.types import GenerationArgs, OutputType, Request
 from tests.support.servers import free_port
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mill.model import scoring
+from mill.model.engine import scoring
 from mill.model.hf import HFCausalLM
 from mill.types import OutputType, Request
 from tests.helpers import choice_requests, docs_requests, full_forward_oracle
@@ -186,7 +186,7 @@ def test_truncated_choices_of_one_length_share_one_window(
 def test_packed_rows_take_the_width_that_wastes_least() -> None:
     """Blocks of one length each take a row of their own width (a fixed 256 would leave
     ten rows of 140 almost half empty); mixed blocks share rows; every block fits."""
-    from mill.model.scoring import _first_fit, _row_width
+    from mill.model.engine.scoring import _first_fit, _row_width
 
     assert _row_width([140] * 10) == 140
     lengths = [200, 120, 80, 70, 50, 40, 30, 10]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mill.errors import ModelError
-from mill.model.openai_transport import same_server_model
+from mill.model.served.openai_transport import same_server_model
 
 URL = "http://127.0.0.1:8080/v1"
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from mill.errors import ModelError
-from mill.model.openai_api import OpenAICompletions
-from mill.model.openai_protocol import echo_window as _echo_window
-from mill.model.openai_protocol import echoed as _echoed
+from mill.model.served.openai_api import OpenAICompletions
+from mill.model.served.openai_protocol import echo_window as _echo_window
+from mill.model.served.openai_protocol import echoed as _echoed
 from mill.model.tokenizing import scoring_window
 from mill.types import OutputType, Request
 
@@ -132,7 +132,7 @@ def test_chat_refuses_the_completions_settings_it_inherits_but_cannot_use(compos
     import pytest
 
     from mill.errors import ConfigError
-    from mill.model.openai_api import OpenAIChat
+    from mill.model.served.openai_api import OpenAIChat
 
     model = compose("model=openai_chat", "model.base_url=http://127.0.0.1:9/v1").model
     assert (model.batch_prompts, model.prompt_ids) == (1, "auto")
