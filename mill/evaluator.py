@@ -479,6 +479,23 @@ def aggregate_group(
     return aggregate_members(members, metrics, bootstrap_iters, seed)
 
 
+def _task_results(
+    task: Task, result: TaskResult, source: DataSource, reasoning: ReasoningRule
+) -> TaskResults:
+    """One task's entry of ``results.json``: its metrics, subjects, settings, how its
+    generations ended, the data it read and the rows it skipped."""
+    return TaskResults(
+        metrics=_rows(result.metrics),
+        subjects={s: _rows(r.metrics) for s, r in result.subjects.items()},
+        settings=_settings(task, reasoning),
+        generations=None if result.generations is None else result.generations.to_dict(),
+        data=task.origins,
+        skipped_rows=(
+            {"count": len(task.skipped), "rows": task.skipped} if source.skip_bad_rows else None
+        ),
+    )
+
+
 def to_results(
     tasks: Sequence[Task],
     per_task: dict[str, TaskResult],
@@ -496,24 +513,9 @@ def to_results(
     """The typed results of a run (``results.json``): tasks, the subject groups of
     multi-subject tasks, and a task group's micro/macro aggregates over the metrics all
     its tasks share (an lm-eval group's own aggregates, for ``task=lm_eval``)."""
+    rule = reasoning or ReasoningRule()
     results = Results(
-        tasks={
-            t.name: TaskResults(
-                metrics=_rows(per_task[t.name].metrics),
-                subjects={s: _rows(r.metrics) for s, r in per_task[t.name].subjects.items()},
-                settings=_settings(t, reasoning or ReasoningRule()),
-                generations=(
-                    None
-                    if per_task[t.name].generations is None
-                    else per_task[t.name].generations.to_dict()  # type: ignore[union-attr]
-                ),
-                data=t.origins,
-                skipped_rows=(
-                    {"count": len(t.skipped), "rows": t.skipped} if source.skip_bad_rows else None
-                ),
-            )
-            for t in tasks
-        },
+        tasks={t.name: _task_results(t, per_task[t.name], source, rule) for t in tasks},
         model=model,
         data_source=DataOrigin(
             source.source, str(source.root) if source.root else None, source.source
