@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mill.errors import ConfigError
 from mill.record import SampleRecord
-from mill.results.schema import Results
+from mill.results.format import Results
 
 
 def _register_resolvers() -> None:
@@ -143,25 +143,22 @@ def evaluate(
     from mill.files import contain_library_caches
 
     contain_library_caches()
-    tasks = [task] if isinstance(task, str) else list(task or [])
-    named = [] if model is None or not isinstance(model, str) else [f"model={model}"]
-    extra = [
-        *named,
-        *([f"+metrics=[{','.join(metrics)}]"] if metrics else []),
-        *([f"task.limit={int(limit)}"] if limit is not None else []),
-        *([f"judge={judge}"] if judge else []),
-    ]
-    if config is not None:
-        if extra or overrides or tasks:
-            raise ConfigError(
-                "give either config= or task/model names, metrics, limit and overrides; "
-                "compose them all with mill.compose([...]) instead"
-            )
-        cfg = config.copy()
-    else:
-        cfg = compose_tasks(tasks, [*extra, *overrides])
+    cfg = _run_config(task, model, overrides, config, metrics, limit, judge)
     if not progress:
         cfg.report.progress = "never"
+    return _run(cfg, model, tokenizer, output_dir, on_sample, progress)
+
+
+def _run(
+    cfg: DictConfig,
+    model: str | Any | None,
+    tokenizer: Any,
+    output_dir: str | Path | None,
+    on_sample: Callable[[SampleRecord], None] | None,
+    progress: bool,
+) -> Results:
+    """:func:`evaluate`'s run of ``cfg``: an in-memory ``model`` wrapped (and left in the
+    caller's train/eval mode), the folder ``output_dir`` checked, the job run."""
     module = _torch_module(model)
     training = getattr(module, "training", None)
     try:
@@ -172,9 +169,9 @@ def evaluate(
             cfg.model = {"name": str(name), "in_memory": True}
         folder = None if output_dir is None else Path(output_dir)
         if folder is not None:
-            from mill.experiment.folder import check_folder
+            from mill.files import check_folder_path
 
-            check_folder(folder, "output_dir")
+            check_folder_path(folder, "output_dir")
             if on_sample is not None:
                 raise ConfigError("on_sample is for runs without output_dir; read the folder")
         from mill.runner.job import run_job
@@ -188,6 +185,35 @@ def evaluate(
     finally:
         if training is not None:  # the caller's train/eval mode (wrapping sets eval)
             module.train(training)
+
+
+def _run_config(
+    task: str | Sequence[str] | None,
+    model: str | Any | None,
+    overrides: Sequence[str],
+    config: DictConfig | None,
+    metrics: Sequence[str] | None,
+    limit: int | None,
+    judge: str | None,
+) -> DictConfig:
+    """:func:`evaluate`'s config: ``config`` as given (a copy), or composed from the task
+    and model names, metrics, limit, judge and overrides; ConfigError for both."""
+    tasks = [task] if isinstance(task, str) else list(task or [])
+    named = [] if model is None or not isinstance(model, str) else [f"model={model}"]
+    extra = [
+        *named,
+        *([f"+metrics=[{','.join(metrics)}]"] if metrics else []),
+        *([f"task.limit={int(limit)}"] if limit is not None else []),
+        *([f"judge={judge}"] if judge else []),
+    ]
+    if config is None:
+        return compose_tasks(tasks, [*extra, *overrides])
+    if extra or overrides or tasks:
+        raise ConfigError(
+            "give either config= or task/model names, metrics, limit and overrides; "
+            "compose them all with mill.compose([...]) instead"
+        )
+    return config.copy()
 
 
 def _torch_module(model: Any) -> Any:

@@ -99,8 +99,9 @@ def _job(cfg: DictConfig) -> float | None:
             cfg = sweep_job_config(cfg)
         if cfg.get("command") == "judge":  # mill judge: a finished run's answers judged
             from mill.judging import judge_job
+            from mill.report.load import RunFolder
 
-            results = run_job(judge_job(cfg), output_dir, _hydra_cfg())
+            results = run_job(judge_job(cfg, RunFolder.open), output_dir, _hydra_cfg())
             return None if results is None else _first_value(results)
         if "command" in cfg:  # mill compare / mill report (mill.report.command)
             from mill.report.command import run_command
@@ -529,11 +530,12 @@ def _setup_error(err: OSError | ValueError, argv: list[str]) -> str | None:
         return null
     storage: MillError | None = storage_error(err)
     if storage is None and isinstance(err, (FileExistsError, NotADirectoryError)):
-        from mill.experiment.folder import check_folder
+        from mill.files import check_folder_path
 
         try:
             swept = any(a in ("-m", "--multirun") for a in argv)
-            check_folder(Path(str(err.filename)), f"hydra.{'sweep' if swept else 'run'}.dir")
+            key = f"hydra.{'sweep' if swept else 'run'}.dir"
+            check_folder_path(Path(str(err.filename)), key)
         except MillError as refused:
             storage = refused
     return None if storage is None else str(storage)

@@ -18,21 +18,21 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from mill.data.load import DataSource
 from mill.errors import ConfigError
 from mill.execution import Verdict
+from mill.judging import DispatchFn, Judging, WaitingDoc, is_judged
 from mill.metrics.base import DocResponses, Metric
 from mill.metrics.groups import aggregate_members, row
-from mill.metrics.judge import is_judged
 from mill.model.base import LanguageModel
 from mill.progress import Progress
 from mill.record import SampleRecord
-from mill.results import DataSource as DataOrigin
 from mill.results import (
+    DataOrigin,
     GroupMetric,
     GroupResults,
     MetricValue,
@@ -41,7 +41,7 @@ from mill.results import (
     Truncation,
 )
 from mill.task.base import Task, TaskGroup
-from mill.types import Doc, DocOutput, OutputType, ReasoningRule, Request, Response
+from mill.types import Doc, DocKey, DocOutput, OutputType, ReasoningRule, Request, Response
 
 log = logging.getLogger("mill")
 
@@ -57,7 +57,7 @@ class TaskResult:
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     values: dict[str, list[Any]] = field(default_factory=dict)
     keys: list[tuple[str, int]] = field(default_factory=list)
-    """(subject, doc id) of each value, in completion order until :func:`evaluate` sorts."""
+    """(subject, doc id) of each value, in completion order until :func:`evaluate_tasks` sorts."""
     subjects: dict[str, TaskResult] = field(default_factory=dict)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     generations: GenerationCounts | None = None
@@ -137,38 +137,10 @@ def dispatch(
             getattr(model, output_type.model_method)(by_type[output_type], on_response)
 
 
-DocKey = tuple[str, str, int]
-"""(task, subject, doc id): one doc of one run."""
-
 Execute = Callable[[Sequence[str], Callable[[int, Verdict], None]], list[Verdict]]
 """Runs complete programs, calling back ``(index, verdict)`` as each ends; returns the
 verdicts in program order (the runner's ``mill.execution.run_programs`` with its settings
 and cache)."""
-
-
-DispatchFn = Callable[[LanguageModel, Sequence[Request], Callable[[Request, Response], None]], None]
-"""Sends requests to a model, calling ``on_response`` once per request in any order
-(:func:`dispatch`; the runner's shards it across ranks and caches it)."""
-
-
-@dataclass
-class WaitingDoc:
-    """A doc whose answers are complete and wait for the judge."""
-
-    key: DocKey
-    doc: Doc
-    responses: DocResponses
-    metrics: list[Metric]
-
-
-class JudgePhase(Protocol):
-    """What the evaluator calls once every answer is in (:class:`mill.judging.Judging`):
-    judge the waiting docs, leaving each judged metric's judgments in
-    ``responses.judgments`` and their records in ``responses.judge_records``."""
-
-    def judge(
-        self, waiting: Sequence[WaitingDoc], dispatch_fn: DispatchFn, progress: Progress
-    ) -> None: ...
 
 
 @dataclass
@@ -323,8 +295,8 @@ class Collector:
             self.fold(task, doc, responses)
         self.awaiting = []
 
-    def judge(self, judging: JudgePhase, dispatch_fn: DispatchFn) -> None:
-        """Judge every doc waiting for the judge (:meth:`JudgePhase.judge`), then score
+    def judge(self, judging: Judging, dispatch_fn: DispatchFn) -> None:
+        """Judge every doc waiting for the judge (:meth:`Judging.judge`), then score
         and record each, in doc order."""
         waiting = [
             WaitingDoc(key, self.plan.docs[key], self.to_judge[key], self.metrics[key[0]])
@@ -390,7 +362,7 @@ def _turn_order(slot: tuple[str, int]) -> tuple[int, int]:
 
 
 def require_judge(
-    metrics: dict[str, list[Metric]], judging: JudgePhase | None, rejudged: str | None = None
+    metrics: dict[str, list[Metric]], judging: Judging | None, rejudged: str | None = None
 ) -> None:
     """Refuse judged metrics without a judge (before any model loads), and ``mill judge
     run=<rejudged>`` of a run with no judged metric (its judging would judge nothing)."""
@@ -449,7 +421,7 @@ def aggregate(
     return results
 
 
-def evaluate(
+def evaluate_tasks(
     tasks: Sequence[Task],
     metrics: dict[str, list[Metric]],
     model: LanguageModel,
@@ -459,7 +431,7 @@ def evaluate(
     bootstrap_iters: int = 1000,
     seed: int = 1234,
     dispatch_fn: DispatchFn = dispatch,
-    judging: JudgePhase | None = None,
+    judging: Judging | None = None,
     execute: Execute | None = None,
     reasoning: ReasoningRule | None = None,
 ) -> dict[str, TaskResult]:
@@ -507,6 +479,23 @@ def aggregate_group(
     return aggregate_members(members, metrics, bootstrap_iters, seed)
 
 
+def _task_results(
+    task: Task, result: TaskResult, source: DataSource, reasoning: ReasoningRule
+) -> TaskResults:
+    """One task's entry of ``results.json``: its metrics, subjects, settings, how its
+    generations ended, the data it read and the rows it skipped."""
+    return TaskResults(
+        metrics=_rows(result.metrics),
+        subjects={s: _rows(r.metrics) for s, r in result.subjects.items()},
+        settings=_settings(task, reasoning),
+        generations=None if result.generations is None else result.generations.to_dict(),
+        data=task.origins,
+        skipped_rows=(
+            {"count": len(task.skipped), "rows": task.skipped} if source.skip_bad_rows else None
+        ),
+    )
+
+
 def to_results(
     tasks: Sequence[Task],
     per_task: dict[str, TaskResult],
@@ -543,23 +532,6 @@ def to_results(
     results.data_source.tasks = {name: results.data_origin(name) for name in results.tasks}
     results.data_source.source = results.data_label
     return results
-
-
-def _task_results(
-    task: Task, result: TaskResult, source: DataSource, reasoning: ReasoningRule
-) -> TaskResults:
-    """One task's part of ``results.json``: its metrics, its subjects' and its settings."""
-    generations = result.generations
-    return TaskResults(
-        metrics=_rows(result.metrics),
-        subjects={s: _rows(r.metrics) for s, r in result.subjects.items()},
-        settings=_settings(task, reasoning),
-        generations=None if generations is None else generations.to_dict(),
-        data=task.origins,
-        skipped_rows=(
-            {"count": len(task.skipped), "rows": task.skipped} if source.skip_bad_rows else None
-        ),
-    )
 
 
 def _task_group(

@@ -296,6 +296,20 @@ def check_folder(folder: Path, fix: str) -> Any | None:
     return made_from
 
 
+def check_folder_path(path: Path, setting: str, role: str = "the experiment folder") -> None:
+    """ConfigError naming ``setting`` (the key the user typed) when ``path`` cannot be a
+    folder (``role`` says which): it, or a folder above it, exists as a file."""
+    for place in (Path(path), *Path(path).parents):
+        if place.exists():
+            if not place.is_dir():
+                what = "" if place == Path(path) else f" ({place} is a file)"
+                raise ConfigError(
+                    f"{setting}={path} cannot be {role}: a file is in the "
+                    f"way{what}; choose a folder path"
+                )
+            return
+
+
 def sealed_folder(
     out: Path, made_from: Any, fix: str, build: Callable[[Path], None]
 ) -> tuple[Path, bool]:

@@ -224,6 +224,9 @@ class Response:
 OnResponse = Callable[[Request, Response], None]
 """Called once per finished request, in completion order (for incremental writing)."""
 
+DocKey = tuple[str, str, int]
+"""(task, subject, doc id): one doc of one run."""
+
 ChatTemplate = Callable[[list[dict[str, str]], bool], str]
 """Renders chat messages (``{"role", "content"}``) to the model's prompt string; the bool
 is ``add_generation_prompt``."""

@@ -18,34 +18,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
-from mill.data.load import DataSource, warn_duplicate_ids
+from mill.data.load import DataSource
 from mill.errors import TaskError
-from mill.files import read_jsonl
+from mill.judging import arena_hard_rows, question_rows, read_rows
 from mill.schema import typed
 from mill.task import Task
 from mill.task.chat import plain_conversation
 from mill.types import ChatTemplate, Doc, GenerationArgs, OutputType, Request
 
 log = logging.getLogger("mill")
-
-
-def _rows(path: str | Path, what: str) -> list[dict[str, Any]]:
-    """The rows of a JSON-lines file (:func:`mill.files.read_jsonl`), TaskError when bad."""
-    return read_jsonl(path, what, TaskError)
-
-
-def _row_id(row: dict[str, Any]) -> str:
-    return str(row.get("id", row.get("question_id", "")))
-
-
-def _answer_turns(row: dict[str, Any]) -> list[str]:
-    """An answer row's turns: FastChat's ``choices[0].turns`` or plain ``turns``."""
-    if row.get("choices"):
-        return [str(t) for t in row["choices"][0]["turns"]]
-    return [str(t) for t in row.get("turns") or []]
 
 
 class JudgedTask(Task):
@@ -60,41 +43,11 @@ class JudgedTask(Task):
     def _read(
         self, rows: list[dict[str, Any]], references: str | None, baseline: str | None
     ) -> None:
-        """Check the question rows and attach their references and baseline answers."""
-        refs = (
-            {_row_id(r): _answer_turns(r) for r in _rows(references, "reference answers")}
-            if references
-            else {}
+        """Check the question rows and attach their references and baseline answers
+        (:func:`mill.judging.question_rows`)."""
+        self.rows: list[dict[str, Any]] = question_rows(
+            rows, self.questions, references, baseline, self.max_turns
         )
-        base = (
-            {_row_id(r): _answer_turns(r) for r in _rows(baseline, "baseline answers")}
-            if baseline
-            else {}
-        )
-        max_turns = self.max_turns
-        self.rows: list[dict[str, Any]] = []
-        for n, row in enumerate(rows, 1):
-            turns = row.get("turns")
-            if (
-                not isinstance(turns, list)
-                or not turns
-                or not all(isinstance(t, str) for t in turns)
-            ):
-                raise TaskError(
-                    f"{self.questions}: question {n} has no 'turns' (a list of strings); "
-                    'each line needs {"id", "turns": [str, ...]}'
-                )
-            if max_turns is not None:
-                turns = turns[:max_turns]
-            rid = _row_id(row) or str(n)
-            item = {"id": rid, "turns": turns, "category": str(row.get("category") or "default")}
-            reference = refs.get(rid) or row.get("reference")  # the references file wins
-            if reference:
-                item["reference"] = [str(t) for t in reference]
-            if rid in base:
-                item["baseline"] = base[rid]
-            self.rows.append(item)
-        warn_duplicate_ids(self.rows, f"{self.questions} (question file)")
         if self.limit is not None:
             self.rows = self.rows[: self.limit]
         categories = list(dict.fromkeys(r["category"] for r in self.rows))
@@ -125,7 +78,7 @@ class JudgedTask(Task):
         self.max_turns: int | None = max_turns
         self.rows = []
         if questions:
-            self._read(_rows(self.questions, "question file"), references, baseline)
+            self._read(read_rows(self.questions, "question file"), references, baseline)
         self._format = "plain_text"
 
     def prepare(self, source: DataSource) -> None:
@@ -210,12 +163,6 @@ class MTBench(JudgedTask):
     METRICS = ["mt_bench_score"]
 
 
-def _arena_answer(row: dict[str, Any]) -> list[str]:
-    """An Arena-Hard answer row's text (``messages[-1].content.answer``)."""
-    content = row["messages"][-1]["content"]
-    return [str(content["answer"] if isinstance(content, dict) else content)]
-
-
 class ArenaHard(JudgedTask):
     """Arena-Hard-Auto v0.1: 500 prompts judged pairwise against gpt-4-0314's answers
     (``arena_hard_score``). ``data=local data.dir=...`` reads ``arena_hard/`` there (the
@@ -235,13 +182,7 @@ class ArenaHard(JudgedTask):
                 "with arena_hard/> or data=bundled (an excerpt)"
             )
         folder = root / self.FOLDER
-        questions = _rows(folder / "question.jsonl", "Arena-Hard question file")
-        answers = _rows(folder / "model_answer_gpt-4-0314.jsonl", "baseline answers")
-        baseline = {str(r["uid"]): _arena_answer(r) for r in answers}
-        rows = [
-            {"id": str(q["uid"]), "turns": [str(q["prompt"])], "category": str(q["category"])}
-            for q in questions
-        ]
+        rows, baseline = arena_hard_rows(folder)
         self.questions = str(folder / "question.jsonl")
         self._read(rows, None, None)
         for item in self.rows:

@@ -35,7 +35,7 @@ from mill.errors import ConfigError, ExperimentExists, MillError
 from mill.files import inside, replacing, sha256_file, write_atomic, write_json
 from mill.record import SampleRecord, compact_lines
 from mill.redact import redact, redact_text
-from mill.results.schema import Manifest, Results
+from mill.results.format import Manifest, Results
 
 
 def check_name(value: Any, setting: str) -> str:
@@ -57,20 +57,6 @@ def check_name(value: Any, setting: str) -> str:
             "choose a plain name (letters, digits, '_', '-', '.')"
         )
     return text
-
-
-def check_folder(path: Path, setting: str, role: str = "the experiment folder") -> None:
-    """ConfigError naming ``setting`` (the key the user typed) when ``path`` cannot be a
-    folder (``role`` says which): it, or a folder above it, exists as a file."""
-    for place in (Path(path), *Path(path).parents):
-        if place.exists():
-            if not place.is_dir():
-                what = "" if place == Path(path) else f" ({place} is a file)"
-                raise ConfigError(
-                    f"{setting}={path} cannot be {role}: a file is in the "
-                    f"way{what}; choose a folder path"
-                )
-            return
 
 
 RUN_NAMES = (

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mill.errors import MillError
-from mill.results.schema import Manifest
+from mill.results.format import Manifest
 
 if TYPE_CHECKING:
     from mill.experiment.folder import ExperimentFolder

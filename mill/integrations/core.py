@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 from mill.api import InMemoryModel, compose_tasks
 from mill.errors import ConfigError, MillError
 from mill.integrations.sharded import gathered_state_dict, sharding, unwrap, whole_copy
-from mill.results.schema import Results
+from mill.results.format import Results
 from mill.runner.dist import Dist
 
 log = logging.getLogger("mill")

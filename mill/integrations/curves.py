@@ -10,12 +10,12 @@ from mill.files import write_atomic
 from mill.report.html import chips, esc, figure, page, table
 from mill.report.load import Score
 from mill.report.numbers import value_pm_stderr
-from mill.results.schema import Results
+from mill.results.format import Results
 
 
 def step_results(root: Path) -> list[tuple[int, Results]]:
     """(step, results) of every finished ``<root>/step-<N>`` folder, in step order."""
-    from mill.results.schema import Manifest
+    from mill.results.format import Manifest
 
     out = []
     for path in root.glob("step-*"):

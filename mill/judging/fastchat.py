@@ -4,15 +4,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from mill.experiment.folder import ExperimentFolder
+from mill.judging.rubrics import PairwiseWinRate, is_judged
 from mill.metrics.base import Metric
-from mill.metrics.judge import PairwiseWinRate, is_judged
 from mill.record import read_sample_rows
 from mill.results import ResultsError
-from mill.task.base import Task
 
 
 def fastchat_judgments(
@@ -66,21 +64,18 @@ def fastchat_judgments(
     return out
 
 
-def write_fastchat_judgments(
-    folder: ExperimentFolder,
-    tasks: Sequence[Task],
-    metrics: dict[str, list[Metric]],
-    model: str,
-    judge: str,
-) -> None:
-    """``model_judgment/<task>_<metric>.jsonl`` beside the samples, from the samples."""
-    for task in tasks:
-        path = folder.path / "samples" / f"{task.name}.jsonl"
-        if not path.is_file() or not any(is_judged(m) for m in metrics[task.name]):
+def fastchat_files(
+    samples: Path, metrics: dict[str, list[Metric]], model: str, judge: str
+) -> dict[str, str]:
+    """``model_judgment/<task>_<metric>.jsonl`` -> its text, from each judged task's samples
+    file in the folder ``samples`` (the runner writes them beside the samples)."""
+    files = {}
+    for task, task_metrics in metrics.items():
+        path = samples / f"{task}.jsonl"
+        if not path.is_file() or not any(is_judged(m) for m in task_metrics):
             continue
-        samples = read_sample_rows(path, "samples", ResultsError)
-        by_metric = fastchat_judgments(samples, metrics[task.name], model, judge)
-        folder.inside(folder.path / "model_judgment").mkdir(exist_ok=True)
-        for name, lines in by_metric.items():
+        rows = read_sample_rows(path, "samples", ResultsError)
+        for name, lines in fastchat_judgments(rows, task_metrics, model, judge).items():
             text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-            folder.write_text(f"model_judgment/{task.name}_{name}.jsonl", text)
+            files[f"model_judgment/{task}_{name}.jsonl"] = text
+    return files

@@ -4,7 +4,7 @@ prompts to the judge, once the candidate's answers are all in.
 :class:`Judging` is the run's judge: its settings, how the runner loads it (the runner
 releases the candidate model first and puts the judge behind its response cache), and
 what the manifest records of it. The evaluator calls it through one method,
-:meth:`Judging.judge` (its :class:`mill.evaluator.JudgePhase`).
+:meth:`Judging.judge` (:meth:`mill.evaluator.Collector.judge`).
 """
 
 from __future__ import annotations
@@ -16,19 +16,47 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mill.errors import MillError
-from mill.evaluator import DispatchFn, DocKey, WaitingDoc
+from mill.judging.rubrics import JudgedMetric, JudgePrompt, is_judged
 from mill.judging.settings import JudgeSettings, as_judge_error
-from mill.metrics.base import Metric
-from mill.metrics.judge import JudgedMetric, JudgePrompt, is_judged
+from mill.metrics.base import DocResponses, Metric
 from mill.model.base import LanguageModel
 from mill.progress import Progress
 from mill.task.chat import plain_conversation
-from mill.types import ChatTemplate, GenerationArgs, OutputType, Request, Response
+from mill.types import (
+    ChatTemplate,
+    Doc,
+    DocKey,
+    GenerationArgs,
+    OnResponse,
+    OutputType,
+    Request,
+    Response,
+)
 
 log = logging.getLogger("mill")
 
 JUDGE_ROLE = "judge"
 """Role prefix of a judge request: ``judge/<metric>/<prompt key>``."""
+
+
+DispatchFn = Callable[[LanguageModel, Sequence[Request], OnResponse], None]
+"""Sends requests to a model, calling ``on_response`` once per request in any order
+(:func:`mill.evaluator.dispatch`; the runner's shards it across ranks and caches it): the
+evaluator sends the candidate's requests through it, the judging phase the judge's."""
+
+
+@dataclass
+class WaitingDoc:
+    """A doc whose answers are complete and wait for the judge."""
+
+    key: DocKey
+    doc: Doc
+    responses: DocResponses
+    metrics: list[Metric]
+
+
+Sent = tuple[WaitingDoc, JudgedMetric, int, JudgePrompt]
+"""What one judge request judges: the doc, the metric, the prompt's index and the prompt."""
 
 
 class JudgeFailed(MillError):
@@ -105,22 +133,7 @@ class Judging:
                 "the judge has no chat template: its prompts use Mill's plain-text "
                 "conversation format (### System / ### User / ### Assistant; docs/judging.md)"
             )
-        sent: dict[str, tuple[WaitingDoc, JudgedMetric, int, JudgePrompt]] = {}
-        requests = []
-        for item in waiting:
-            answers = item.responses.answers()
-            for metric in item.metrics:
-                if not is_judged(metric):
-                    continue
-                prompts = metric.judge_prompts(item.doc, answers)
-                item.responses.judgments[metric.name] = [None] * len(prompts)
-                generation = metric_generation(metric, self.settings.generation)
-                for i, prompt in enumerate(prompts):
-                    request = judge_request(
-                        item.key, metric.name, prompt, generation, chat, messages
-                    )
-                    sent[request.id] = (item, metric, i, prompt)
-                    requests.append(request)
+        sent, requests = self._requests(waiting, chat, messages)
         replies: dict[str, Response] = {}
 
         def on_reply(request: Request, response: Response) -> None:
@@ -141,8 +154,42 @@ class Judging:
             progress.phase("judging (retries)", len(retry))
             dispatch_fn(model, retry, on_reply)
         progress.done()
+        judged = self._parse(sent, [*requests, *retry], replies)
+        self._count(judged, len(retry))
+        for item in waiting:
+            item.responses.judge_records = judged[item.key]
+
+    def _requests(
+        self, waiting: Sequence[WaitingDoc], chat: ChatTemplate | None, messages: bool
+    ) -> tuple[dict[str, Sent], list[Request]]:
+        """Every judge prompt of the waiting docs' judged metrics, as requests, and what
+        each request id judges; each metric's judgments start as None, one per prompt."""
+        sent: dict[str, Sent] = {}
+        requests = []
+        for item in waiting:
+            answers = item.responses.answers()
+            for metric in item.metrics:
+                if not is_judged(metric):
+                    continue
+                prompts = metric.judge_prompts(item.doc, answers)
+                item.responses.judgments[metric.name] = [None] * len(prompts)
+                generation = metric_generation(metric, self.settings.generation)
+                for i, prompt in enumerate(prompts):
+                    request = judge_request(
+                        item.key, metric.name, prompt, generation, chat, messages
+                    )
+                    sent[request.id] = (item, metric, i, prompt)
+                    requests.append(request)
+        return sent, requests
+
+    @staticmethod
+    def _parse(
+        sent: dict[str, Sent], requests: Sequence[Request], replies: dict[str, Response]
+    ) -> dict[DocKey, dict[str, list[dict[str, Any]]]]:
+        """Each reply parsed into its metric's judgments; returns each doc's records (key,
+        template, reply, judgment, attempts) by metric, its ``judge_records``."""
         judged: dict[DocKey, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
-        for request in [*requests, *retry]:
+        for request in requests:
             item, metric, i, prompt = sent[request.id]
             text = replies[request.id].text or ""
             parsed = metric.parse(text)
@@ -152,9 +199,7 @@ class Judging:
             record = next(r for r in records if r["key"] == prompt.key)
             record.update({"reply": text, "judgment": parsed, "attempts": request.index + 1})
             item.responses.judgments[metric.name][i] = parsed
-        self._count(judged, len(retry))
-        for item in waiting:
-            item.responses.judge_records = judged[item.key]
+        return judged
 
     def _count(self, judged: dict[DocKey, dict[str, list[dict[str, Any]]]], retried: int) -> None:
         """Count the judgments; JudgeFailed when more than ``max_invalid`` did not parse."""

@@ -40,9 +40,9 @@ def judge_cache_setting(value: Any) -> str | None:
             "cache), false, or a folder"
         )
     if value not in ("shared", "run"):  # a folder: a file in its way is named here
-        from mill.experiment.folder import check_folder
+        from mill.files import check_folder_path
 
-        check_folder(Path(value).expanduser(), "judge.cache", "the judge's cache folder")
+        check_folder_path(Path(value).expanduser(), "judge.cache", "the judge's cache folder")
     return value
 
 

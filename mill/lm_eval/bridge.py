@@ -189,6 +189,20 @@ class LMEvalTask(Task):
                 "to a chat endpoint; use model=openai_completions (with task.chat_template="
                 "true for lm-eval's chat prompts) or model=hf"
             )
+        by_doc = self._build_instances(chat)
+        chances: list[float] = []
+        for doc_id, instances in by_doc.items():
+            doc = self._doc(int(doc_id), instances[0])
+            if doc.choices:
+                chances.append(1.0 / len(doc.choices))
+            yield doc
+        # random guessing's expected accuracy (the leaderboard's normalisation baseline)
+        self.chance = sum(chances) / len(chances) if chances else 0.0
+
+    def _build_instances(self, chat: ChatTemplate | None) -> dict[int, list[Any]]:
+        """lm-eval builds every request of the task (its few-shot sampling under the suite's
+        random state, through the model's chat template with ``chat_template``); its
+        instances by doc id, in request order (kept for :meth:`requests`)."""
         from lm_eval.evaluator_utils import get_sample_size
 
         task = self.lm_task
@@ -221,36 +235,36 @@ class LMEvalTask(Task):
         for instances in by_doc.values():
             instances.sort(key=lambda x: x.idx)
         self._instances = by_doc
-        chances: list[float] = []
-        for doc_id, instances in by_doc.items():
-            doc = instances[0].doc
-            first = instances[0].arguments
-            choices: tuple[str, ...] = ()
-            if task.get_config("output_type") == "multiple_choice":
-                choices = _text_choices(self.name, int(doc_id), task.doc_to_choice(doc))
-            gold: Any = None
-            try:
-                gold = task.doc_to_target(doc)
-            except Exception:  # noqa: BLE001 - a target is for the record only
-                gold = None
-            if choices:
-                chances.append(1.0 / len(choices))
-            if isinstance(gold, list):
-                gold = tuple(str(g) for g in gold)
-            elif gold is not None and not isinstance(gold, (int, str)):
-                gold = str(gold)
-            yield Doc(
-                task=self.name,
-                id=int(doc_id),
-                subject="default",
-                context=str(first[0]),
-                continuation=str(first[1]) if len(first) > 1 and isinstance(first[1], str) else "",
-                choices=choices,
-                gold=gold,
-                item=dict(doc) if isinstance(doc, dict) else {"doc": doc},
-            )
-        # random guessing's expected accuracy (the leaderboard's normalisation baseline)
-        self.chance = sum(chances) / len(chances) if chances else 0.0
+        return by_doc
+
+    def _doc(self, doc_id: int, instance: Any) -> Doc:
+        """The Mill doc of lm-eval's doc ``doc_id`` from its first instance: the context
+        and continuation of its first request, its choices and target (for the record)."""
+        task = self.lm_task
+        doc = instance.doc
+        first = instance.arguments
+        choices: tuple[str, ...] = ()
+        if task.get_config("output_type") == "multiple_choice":
+            choices = _text_choices(self.name, doc_id, task.doc_to_choice(doc))
+        gold: Any = None
+        try:
+            gold = task.doc_to_target(doc)
+        except Exception:  # noqa: BLE001 - a target is for the record only
+            gold = None
+        if isinstance(gold, list):
+            gold = tuple(str(g) for g in gold)
+        elif gold is not None and not isinstance(gold, (int, str)):
+            gold = str(gold)
+        return Doc(
+            task=self.name,
+            id=doc_id,
+            subject="default",
+            context=str(first[0]),
+            continuation=str(first[1]) if len(first) > 1 and isinstance(first[1], str) else "",
+            choices=choices,
+            gold=gold,
+            item=dict(doc) if isinstance(doc, dict) else {"doc": doc},
+        )
 
     def requests(self, doc: Doc, unconditioned: bool = False) -> list[Request]:
         out = []
@@ -590,53 +604,11 @@ class LMEvalSuite(TaskGroup):
         values and stderrs: size-weighted means are ``micro`` rows, unweighted ``macro``."""
         from lm_eval.evaluator_utils import EvalAcc, aggregate_groups
 
-        metrics: dict[str, dict[str, Any]] = {}
-        for task in self.tasks:
-            result = per_task[task.name]
-            row: dict[str, Any] = {"name": task.name, "alias": task.name, "sample_len": 0}
-            for key, body in result.metrics.items():
-                if body["value"] is None:
-                    continue
-                metric, _, filter_name = key.partition(",")
-                row[key] = body["value"]
-                row[f"{metric}_stderr,{filter_name}"] = (
-                    body["stderr"] if body["stderr"] is not None else "N/A"
-                )
-                row["sample_len"] = max(row["sample_len"], int(body["n"]))
-            metrics[task.name] = row
+        metrics = {task.name: _lm_eval_row(task.name, per_task[task.name]) for task in self.tasks}
         acc = aggregate_groups(EvalAcc(metrics=metrics, groups=dict(self.lm_groups)))
         out: dict[str, dict[str, Any]] = {}
         for group_name, group in self.lm_groups.items():
-            values = acc.metrics.get(group_name, {})
-            weights = {a.metric: a.weight_by_size for a in group.aggregate_metric_list or []}
-            higher: dict[str, Any] = {}
-            for leaf in group.get_all_tasks():
-                for metric, h in (leaf.higher_is_better() or {}).items():
-                    higher.setdefault(metric, h)
-            rows: dict[str, Any] = {}
-            for key, value in values.items():
-                if "," not in key or "_stderr," in key or key == "sample_count":
-                    continue
-                metric, _, filter_name = key.partition(",")
-                stderr = values.get(f"{metric}_stderr,{filter_name}")
-                kind = "micro" if weights.get(metric, True) else "macro"
-                n = values.get("sample_count", {}).get(key, values.get("sample_len", 0))
-                body = {
-                    "value": value,
-                    "stderr": None if stderr in (None, "N/A") else float(stderr),
-                    "n": n if kind == "micro" else len(group.get_all_tasks()),
-                }
-                leaves = [per_task.get(t.task_name) for t in group.get_all_tasks()]
-                members = [leaf.metrics.get(key) if leaf else None for leaf in leaves]
-                # a group of 0/1 means (accuracies) is inside [0, 1]: its interval too
-                binary = all(m and m.get("ci_method") == "wilson" for m in members)
-                found = interval(
-                    [], value, body["stderr"], is_mean=False,
-                    bounds=(0.0, 1.0) if binary else None, iters=0, seed=0,
-                )  # fmt: skip
-                if found is not None:
-                    body["ci"], body["ci_method"] = list(found[0]), found[1]
-                rows[key] = {kind: body, "higher_is_better": bool(higher.get(metric, True))}
+            rows = _group_rows(group, acc.metrics.get(group_name, {}), per_task)
             if rows:
                 out[group_name] = {
                     "tasks": [t.task_name for t in group.get_all_tasks()],
@@ -667,3 +639,55 @@ class LMEvalSuite(TaskGroup):
         if not scores["tasks"]:
             return None
         return {**as_group_rows(scores), "details": scores}
+
+
+def _lm_eval_row(name: str, result: Any) -> dict[str, Any]:
+    """A task's metrics as lm-eval's results row (``<metric>,<filter>`` and its
+    ``_stderr``, ``"N/A"`` without one; ``sample_len`` the largest n), for its group
+    aggregation."""
+    row: dict[str, Any] = {"name": name, "alias": name, "sample_len": 0}
+    for key, body in result.metrics.items():
+        if body["value"] is None:
+            continue
+        metric, _, filter_name = key.partition(",")
+        row[key] = body["value"]
+        row[f"{metric}_stderr,{filter_name}"] = (
+            body["stderr"] if body["stderr"] is not None else "N/A"
+        )
+        row["sample_len"] = max(row["sample_len"], int(body["n"]))
+    return row
+
+
+def _group_rows(group: Any, values: dict[str, Any], per_task: dict[str, Any]) -> dict[str, Any]:
+    """One group's aggregated values (lm-eval's) as Mill's group rows: ``micro`` when
+    weighted by size, ``macro`` otherwise, with the stderr, n and interval."""
+    weights = {a.metric: a.weight_by_size for a in group.aggregate_metric_list or []}
+    higher: dict[str, Any] = {}
+    for leaf in group.get_all_tasks():
+        for metric, h in (leaf.higher_is_better() or {}).items():
+            higher.setdefault(metric, h)
+    rows: dict[str, Any] = {}
+    for key, value in values.items():
+        if "," not in key or "_stderr," in key or key == "sample_count":
+            continue
+        metric, _, filter_name = key.partition(",")
+        stderr = values.get(f"{metric}_stderr,{filter_name}")
+        kind = "micro" if weights.get(metric, True) else "macro"
+        n = values.get("sample_count", {}).get(key, values.get("sample_len", 0))
+        body = {
+            "value": value,
+            "stderr": None if stderr in (None, "N/A") else float(stderr),
+            "n": n if kind == "micro" else len(group.get_all_tasks()),
+        }
+        leaves = [per_task.get(t.task_name) for t in group.get_all_tasks()]
+        members = [leaf.metrics.get(key) if leaf else None for leaf in leaves]
+        # a group of 0/1 means (accuracies) is inside [0, 1]: its interval too
+        binary = all(m and m.get("ci_method") == "wilson" for m in members)
+        found = interval(
+            [], value, body["stderr"], is_mean=False,
+            bounds=(0.0, 1.0) if binary else None, iters=0, seed=0,
+        )  # fmt: skip
+        if found is not None:
+            body["ci"], body["ci_method"] = list(found[0]), found[1]
+        rows[key] = {kind: body, "higher_is_better": bool(higher.get(metric, True))}
+    return rows

@@ -67,6 +67,10 @@ class Metric:
     higher_is_better: ClassVar[bool] = True
     needs_unconditioned: ClassVar[bool] = False
     """True: the evaluator issues context-free requests (PMI) for this metric."""
+    named_by_config: ClassVar[bool] = False
+    """True: its constructor takes ``name``, the config's (``metrics.<name>``), so that a
+    bad setting's one line names the metric as the config does (the judged metrics,
+    :class:`mill.judging.JudgedMetric`)."""
     bounds: ClassVar[Bounds | None] = None
     """The range the value cannot leave (``(0.0, 1.0)`` for pass@k, f1): its interval stays
     inside. A mean of 0/1 values is bounded by [0, 1] without saying so."""

@@ -15,7 +15,6 @@ from mill.errors import ConfigError
 from mill.files import register_resource_resolver
 from mill.instantiate import instantiate, resolve_target
 from mill.metrics.base import Metric
-from mill.metrics.judge import JudgedMetric
 
 
 def metric_config(name: str) -> DictConfig:
@@ -29,9 +28,10 @@ def metric_config(name: str) -> DictConfig:
     return loaded[name]
 
 
-def named_judged_metric(name: str, node: Any, allow: list[str]) -> Any:
-    """``node`` with ``name`` added when it builds a judged metric, so that a bad rubric's
-    one line names the metric as the config does (``metrics.<name>``)."""
+def named_metric(name: str, node: Any, allow: list[str]) -> Any:
+    """``node`` with ``name`` added when it builds a metric whose constructor takes it
+    (:attr:`Metric.named_by_config`: the judged metrics), so that a bad rubric's one line
+    names the metric as the config does (``metrics.<name>``)."""
     target = node.get("_target_") if isinstance(node, (dict, DictConfig)) else None
     if not target or "name" in node:
         return node
@@ -39,7 +39,7 @@ def named_judged_metric(name: str, node: Any, allow: list[str]) -> Any:
         cls = resolve_target(str(target), allow)
     except (ValueError, ImportError):
         return node  # instantiate says why, in one line
-    if not (isinstance(cls, type) and issubclass(cls, JudgedMetric)):
+    if not (isinstance(cls, type) and issubclass(cls, Metric) and cls.named_by_config):
         return node
     return (
         OmegaConf.merge(node, {"name": name})
@@ -50,7 +50,7 @@ def named_judged_metric(name: str, node: Any, allow: list[str]) -> Any:
 
 def build_metric(name: str, node: Any, allow: list[str]) -> Metric:
     """Instantiate ``node`` (targets limited to ``allow``) as the metric called ``name``."""
-    metric = instantiate(named_judged_metric(name, node, allow), allow)
+    metric = instantiate(named_metric(name, node, allow), allow)
     if not isinstance(metric, Metric):
         raise ConfigError(f"metrics.{name} builds a {type(metric).__name__}, not a mill Metric")
     metric.name = name

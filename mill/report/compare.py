@@ -37,7 +37,7 @@ from mill.metrics.stats import Statistic, cohen_kappa, mcnemar_exact, paired_boo
 from mill.record import SampleRecord
 from mill.report.load import ReportInputError, RunFolder
 from mill.report.numbers import number, paired_cells
-from mill.results.schema import judge_label
+from mill.results.format import judge_label
 
 FEW_DOCS = 30  # below this, say that bootstrap intervals and p-values are unreliable
 

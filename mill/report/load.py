@@ -14,9 +14,9 @@ from mill.errors import MillError
 from mill.files import job_order, read_json
 from mill.metrics.stats import clipped_interval
 from mill.record import SampleRecord
+from mill.results.format import Manifest, Results
 from mill.results.integrity import check_edited, edited_note
 from mill.results.io import Run
-from mill.results.schema import Manifest, Results
 
 
 class ReportInputError(MillError):

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from mill.report.load import Score
 from mill.report.numbers import number
-from mill.results.schema import Results
+from mill.results.format import Results
 
 MARKERS = "^ higher is better, v lower is better"
 """The footer of a table whose metrics carry the markers."""

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from mill.report.numbers import number
 from mill.report.table import results_table, usage_table
-from mill.results.schema import Results, judge_label
+from mill.results.format import Results, judge_label
 
 UNSAFE_LINE = (
     "WARNING: the model's programs ran WITHOUT a sandbox (execution.sandbox=none, "

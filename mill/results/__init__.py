@@ -4,7 +4,7 @@ One definition shared by the writer (the experiment folder, :mod:`mill.runner.ex
 every reader (reports, the sweep summary, ``compare``, the sinks and user scripts through
 :func:`mill.load`):
 
-- :mod:`mill.results.schema`: the classes (``from_dict`` / ``to_dict``) and their versions;
+- :mod:`mill.results.format`: the classes (``from_dict`` / ``to_dict``) and their versions;
 - :mod:`mill.results.io`: reading samples files and a whole finished folder (:func:`load`);
 - :mod:`mill.results.integrity`: the checksums that show a folder unedited;
 - :mod:`mill.results.markdown`: docs/results-schema.md, printed by ``python -m mill.results``
@@ -15,21 +15,11 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
-from mill.results.integrity import (
-    EditedResults,
-    changed_files,
-    check_edited,
-    edited_files,
-    edited_note,
-    missing_integrity,
-)
-from mill.results.io import Run, load, read_samples
-from mill.results.markdown import SCHEMA_CLASSES, schema_markdown
-from mill.results.schema import (
+from mill.results.format import (
     INTEGRITY_FIELDS,
     INTEGRITY_SINCE,
     SCHEMA_VERSION,
-    DataSource,
+    DataOrigin,
     GroupMetric,
     GroupResults,
     Manifest,
@@ -42,13 +32,23 @@ from mill.results.schema import (
     read_json,
     sample_from_dict,
 )
+from mill.results.integrity import (
+    EditedResults,
+    changed_files,
+    check_edited,
+    edited_files,
+    edited_note,
+    missing_integrity,
+)
+from mill.results.io import Run, load, read_samples
+from mill.results.markdown import SCHEMA_CLASSES, schema_markdown
 
 __all__ = [
     "INTEGRITY_FIELDS",
     "INTEGRITY_SINCE",
     "SCHEMA_CLASSES",
     "SCHEMA_VERSION",
-    "DataSource",
+    "DataOrigin",
     "EditedResults",
     "GroupMetric",
     "GroupResults",

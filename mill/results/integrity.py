@@ -1,5 +1,5 @@
 """Whether a run folder holds what the run wrote: the SHA-256 checksums a finished run
-records (:data:`~mill.results.schema.INTEGRITY_FIELDS`) checked against its files; an edited
+records (:data:`~mill.results.format.INTEGRITY_FIELDS`) checked against its files; an edited
 or unprovable folder is refused in one line unless the reader trusts it knowingly."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mill import files
 from mill.errors import MillError
-from mill.results.schema import (
+from mill.results.format import (
     INTEGRITY_SINCE,
     SCHEMA_VERSION,
     Manifest,

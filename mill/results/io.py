@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mill.record import SampleRecord, read_sample_rows
+from mill.results.format import Manifest, Results, ResultsError, sample_from_dict
 from mill.results.integrity import check_edited, edited_note
-from mill.results.schema import Manifest, Results, ResultsError, sample_from_dict
 
 
 def read_samples(path: str | Path) -> list[SampleRecord]:

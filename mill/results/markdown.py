@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import fields
 
 from mill.record import SAMPLES_FORMAT, SampleRecord
-from mill.results.schema import (
+from mill.results.format import (
     INTEGRITY_FIELDS,
     INTEGRITY_SINCE,
     SCHEMA_VERSION,
-    DataSource,
+    DataOrigin,
     GroupMetric,
     GroupResults,
     Manifest,
@@ -27,7 +27,7 @@ SCHEMA_CLASSES = (
     MetricValue,
     GroupResults,
     GroupMetric,
-    DataSource,
+    DataOrigin,
     Truncation,
     Manifest,
 )

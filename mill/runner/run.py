@@ -22,7 +22,7 @@ from typing import Any, cast
 from omegaconf import DictConfig, OmegaConf
 
 from mill.data.load import DataSource
-from mill.evaluator import Execute, TaskResult, evaluate, require_judge, to_results
+from mill.evaluator import Execute, TaskResult, evaluate_tasks, require_judge, to_results
 from mill.execution import ExecutionSettings, Verdict
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import device_info
@@ -85,7 +85,7 @@ def build(run: RunContext) -> Plan:
     run.clock.mark("data")
     if cfg.get("judge") is not None:
         run.judging = build_judge(run, metrics)
-    from mill.judging.command import SAVED_ANSWERS
+    from mill.judging import SAVED_ANSWERS
 
     model = cfg.get("model") or {}
     rejudged = model.get("run") if model.get("_target_") == SAVED_ANSWERS else None
@@ -248,7 +248,7 @@ def score(run: RunContext, plan: Plan, loaded: Loaded) -> dict[str, TaskResult]:
     if run.writes is not None and plan.execution is not None:
         run.manifest.execution = execution_record(plan.execution)
         run.write_manifest()
-    per_task = evaluate(
+    per_task = evaluate_tasks(
         plan.tasks,
         plan.metrics,
         loaded.model,
@@ -390,15 +390,14 @@ def write(
     results.samples_sha256 = folder.samples_sha256()
     fault("samples_closed")
     if run.judging is not None:  # FastChat's model_judgment files, from the samples
-        from mill.judging import write_fastchat_judgments
+        from mill.judging import fastchat_files
 
-        write_fastchat_judgments(
-            folder,
-            plan.tasks,
-            plan.metrics,
-            str(cfg.model.get("name", "model")),
-            str(cfg.judge.get("name", "judge")),
-        )
+        model, judge = str(cfg.model.get("name", "model")), str(cfg.judge.get("name", "judge"))
+        files = fastchat_files(folder.path / "samples", plan.metrics, model, judge)
+        if files:
+            folder.inside(folder.path / "model_judgment").mkdir(exist_ok=True)
+        for name, text in files.items():
+            folder.write_text(name, text)
     run.clock.mark("metrics")
     manifest.datasets = {t.name: t.origins for t in plan.tasks}
     manifest.tasks = {t.name: t.describe() for t in plan.tasks}

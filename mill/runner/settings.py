@@ -40,7 +40,7 @@ def check_settings(resolved: dict[str, Any]) -> RunnerSettings:
     check_meaningful(resolved)
     judge = resolved.get("judge")
     if isinstance(judge, dict):  # a file where its cache folder goes: named before the run
-        from mill.judging.settings import judge_cache_setting
+        from mill.judging import judge_cache_setting
 
         judge_cache_setting(judge.get("cache", "shared"))
     return RunnerSettings.parse(resolved.get("runner"))

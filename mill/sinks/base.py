@@ -13,7 +13,7 @@ from typing import Any
 
 from mill.dotted import flatten
 from mill.errors import ConfigError
-from mill.results.schema import Results
+from mill.results.format import Results
 
 log = logging.getLogger("mill")
 

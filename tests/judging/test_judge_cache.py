@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mill.judging import JudgeSettings, judge_job
+from mill.report.load import RunFolder
 from mill.runner.job import run_job
 from tests.runner.judge_server import judge_server
 
@@ -54,7 +55,7 @@ def test_the_same_judge_is_never_asked_twice_and_a_changed_one_always_is(
         # mill judge of the finished run's answers with the same judge: no call either
         before = _judge_calls(server)
         cfg = compose_judge(f"run={tmp_path / 'a'}", url)
-        rejudged = run_job(judge_job(cfg), tmp_path / "rejudged")
+        rejudged = run_job(judge_job(cfg, RunFolder.open), tmp_path / "rejudged")
         assert _judge_calls(server) == before
         assert row(rejudged).value == row(first).value
         # a changed judge never reuses a call

@@ -14,7 +14,7 @@ from mill.tasks.mbpp import MBPP, MBPPInstruct
 
 from mill.data.load import DataSource, bundled_data_dir
 from mill.errors import ConfigError
-from mill.evaluator import evaluate
+from mill.evaluator import evaluate_tasks
 from mill.execution import Verdict
 from mill.metrics.config import build_metric, metric_config
 from mill.metrics.repeats import PassAtK
@@ -183,7 +183,7 @@ def test_pipeline_scores_from_verdicts_and_records_them(tmp_path: Path) -> None:
         programs.extend(batch)
         return _verdicts_by_source(batch, on_verdict)
 
-    results = evaluate(
+    results = evaluate_tasks(
         [task], metrics, FakeLM(answer="    return 1  # PASS"), BUNDLED, records.append,
         NullProgress(), execute=execute,
     )  # fmt: skip
@@ -195,7 +195,7 @@ def test_pipeline_scores_from_verdicts_and_records_them(tmp_path: Path) -> None:
     ]
     assert records[0].to_json()["execution"][0]["status"] == "passed"
     failing: list[Any] = []
-    results = evaluate(
+    results = evaluate_tasks(
         [HumanEval(limit=2)], metrics, FakeLM(answer="    return 0"), BUNDLED,
         failing.append, NullProgress(), execute=_verdicts_by_source,
     )  # fmt: skip
@@ -218,7 +218,7 @@ def test_pass_at_k_list_over_sampled_repeats() -> None:
             on_verdict(i, v)
         return out
 
-    results = evaluate(
+    results = evaluate_tasks(
         [task], {task.name: parts}, FakeLM(), BUNDLED, lambda r: None, NullProgress(),
         execute=execute,
     )  # fmt: skip
@@ -238,7 +238,7 @@ def test_executing_task_needs_an_executor() -> None:
     task = HumanEval(limit=1)
     metrics = {task.name: [PassAtK()]}
     with pytest.raises(ConfigError, match="runs programs"):
-        evaluate([task], metrics, FakeLM(), BUNDLED, lambda r: None, NullProgress())
+        evaluate_tasks([task], metrics, FakeLM(), BUNDLED, lambda r: None, NullProgress())
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from mill.tasks.ifeval import IFEval
 
 from mill.data.load import DataSource, bundled_data_dir
 from mill.errors import ConfigError, TaskError
-from mill.evaluator import evaluate
+from mill.evaluator import evaluate_tasks
 from mill.metrics.config import build_metric, metric_config
 from mill.model.fake import FakeLM
 from mill.model.replay import ReplayLM
@@ -134,7 +134,7 @@ def test_replay_answers_by_prompt_and_refuses_a_file_that_does_not_cover_them(
 def test_the_pipeline_scores_gpt4s_bundled_responses() -> None:
     task = IFEval()
     records: list[Any] = []
-    results = evaluate(
+    results = evaluate_tasks(
         [task], _metrics(task), ReplayLM(str(GPT4)), BUNDLED, records.append, NullProgress()
     )
     metrics = results["ifeval"].metrics
@@ -159,7 +159,7 @@ def test_the_reasoning_rule_removes_the_block_before_checking(tmp_path: Path) ->
     scores = {}
     for tags in ([], [["<think>", "</think>"]]):
         task = IFEval()
-        results = evaluate(
+        results = evaluate_tasks(
             [task],
             _metrics(task),
             FakeLM(answer=answer),

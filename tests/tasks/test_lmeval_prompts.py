@@ -452,7 +452,7 @@ def test_scores_match_lm_eval(
     keys: dict,
 ) -> None:
     """Same rows, same demo model: per-request log-likelihoods to 1e-4, metrics equal."""
-    from mill.evaluator import evaluate
+    from mill.evaluator import evaluate_tasks
     from mill.metrics.config import build_metric, metric_config
     from mill.model.hf import HFCausalLM
 
@@ -460,7 +460,7 @@ def test_scores_match_lm_eval(
     theirs = lmeval_scores[case]
     built = {task.name: [build_metric(m, metric_config(m), []) for m in metrics]}
     records: list[Any] = []
-    results = evaluate(
+    results = evaluate_tasks(
         [task],
         built,
         HFCausalLM(str(STORIES), device="cpu"),

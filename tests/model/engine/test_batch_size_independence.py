@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from mill.data.load import DataSource
-from mill.evaluator import evaluate
+from mill.evaluator import evaluate_tasks
 from mill.model.hf import HFCausalLM
 from mill.progress import NullProgress
 from mill.runner.build import build_metrics, build_tasks
@@ -62,7 +62,9 @@ def _run(compose, model: HFCausalLM, overrides: list[str]) -> tuple[list[Any], d
     tasks, _ = build_tasks(cfg.task, [])
     metrics = build_metrics(cfg.get("metrics"), tasks, [])
     records: list[Any] = []
-    results = evaluate(tasks, metrics, model, DataSource("bundled"), records.append, NullProgress())
+    results = evaluate_tasks(
+        tasks, metrics, model, DataSource("bundled"), records.append, NullProgress()
+    )
     records.sort(key=lambda r: (r.task, r.doc_id))
     values = {name: m["value"] for result in results.values() for name, m in result.metrics.items()}
     return records, values

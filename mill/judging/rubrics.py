@@ -1,12 +1,14 @@
-"""Judged metrics: a judge model grades or compares a task's generations.
+"""The rubrics: the judged metrics, where a judge model grades or compares a task's
+generations.
 
-A judged metric does not read the candidate's generation itself: it asks the evaluator
-for judge prompts (:meth:`JudgedMetric.judge_prompts`, from the doc and the candidate's
-answers, one per turn), the evaluator sends them to the judge model, parses each reply
-with :meth:`JudgedMetric.parse` (``None``: the reply did not parse, an *invalid*
-judgment) and hands the parsed judgments to :meth:`score` in prompt order
-(:attr:`~mill.metrics.base.DocResponses.judgments`). The rubric (system prompt, prompt
-template, the regex that reads a grade) belongs to the metric, never to the judge.
+A judged metric does not read the candidate's generation itself: the judging phase
+(:class:`mill.judging.Judging`) asks it for judge prompts
+(:meth:`JudgedMetric.judge_prompts`, from the doc and the candidate's answers, one per
+turn), sends them to the judge model, parses each reply with :meth:`JudgedMetric.parse`
+(``None``: the reply did not parse, an *invalid* judgment) and hands the parsed judgments
+to :meth:`score` in prompt order (:attr:`~mill.metrics.base.DocResponses.judgments`).
+The rubric (system prompt, prompt template, the regex that reads a grade) belongs to the
+metric, never to the judge.
 
 Protocols (FastChat's ``llm_judge``, Zheng et al. 2023, arXiv 2306.05685):
 
@@ -168,6 +170,7 @@ class JudgedMetric(CorpusMetric):
     per-doc value (a tuple of the parsed judgments; None for an invalid one)."""
 
     output_types = frozenset({OutputType.GENERATIVE})
+    named_by_config = True
     judge_generation: dict[str, Any] = {}
     """Generation settings the protocol fixes for its judge calls, over the judge's own
     (:class:`ArenaHardScore`: 4096 tokens, temperature 0); empty: the judge's."""
@@ -286,7 +289,9 @@ def references(doc: Doc) -> list[str]:
     return [str(r) for r in ref]
 
 
-def _turn_fields(doc: Doc, turn: int, ref: bool, answers: Mapping[str, Sequence[str]]) -> dict:
+def _turn_fields(
+    doc: Doc, turn: int, ref: bool, answers: Mapping[str, Sequence[str]]
+) -> dict[str, str]:
     """Template fields of ``turn``: single-turn names for the first, numbered ones after
     (FastChat's ``question_1``, ``answer_1``, ``question_2`` ...)."""
     qs = questions(doc)
@@ -515,7 +520,9 @@ def check_arena_patterns(patterns: Sequence[re.Pattern[str]]) -> None:
             )
 
 
-def arena_game_scores(game1: str, game2: str, table: Mapping[str, tuple[float, ...]]) -> tuple:
+def arena_game_scores(
+    game1: str, game2: str, table: Mapping[str, tuple[float, ...]]
+) -> tuple[float, ...]:
     """One question's battles as Arena-Hard's ``load_judgments`` builds them: game 2's
     scores (the candidate as A) then 1 - game 1's (the baseline as A)."""
     return (*table[game2], *(1 - s for s in table[game1]))

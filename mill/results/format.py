@@ -1,4 +1,4 @@
-"""The typed results schema: ``results.json``, ``manifest.json`` and the lines of
+"""The results files' format, typed: ``results.json``, ``manifest.json`` and the lines of
 ``samples/<task>.jsonl``. Every class has ``from_dict`` (reading what ``to_dict`` wrote, and
 results written before ``schema_version`` existed) and ``to_dict`` (the JSON written).
 
@@ -257,7 +257,7 @@ class GroupResults:
 
 
 @dataclass
-class DataSource:
+class DataOrigin:
     """Where the datasets were read from: what the run actually read, per task, and the
     run's ``data=`` option."""
 
@@ -279,7 +279,7 @@ class DataSource:
     )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DataSource:
+    def from_dict(cls, data: dict[str, Any]) -> DataOrigin:
         data = _need(data or {}, "data_source")
         tasks = data.get("tasks") or {}
         return cls(
@@ -332,8 +332,8 @@ class Results:
         "`in_memory: true` for a model passed to `mill.evaluate`)",
         factory=dict,
     )
-    data_source: DataSource = _doc(
-        "where the datasets were read from", factory=lambda: DataSource("?")
+    data_source: DataOrigin = _doc(
+        "where the datasets were read from", factory=lambda: DataOrigin("?")
     )
     truncation: Truncation = _doc("contexts cut to the context window", factory=Truncation)
     seconds: float = _doc("wall-clock seconds of the evaluation", 0.0)
@@ -368,7 +368,7 @@ class Results:
             tasks={k: TaskResults.from_dict(v) for k, v in (data.get("tasks") or {}).items()},
             groups={k: GroupResults.from_dict(v) for k, v in (data.get("groups") or {}).items()},
             model=dict(data.get("model") or {}),
-            data_source=DataSource.from_dict(data.get("data_source") or {}),
+            data_source=DataOrigin.from_dict(data.get("data_source") or {}),
             truncation=Truncation.from_dict(data.get("truncation") or {}),
             seconds=float(data.get("seconds", 0.0)),
             usage=None if data.get("usage") is None else dict(data["usage"]),

@@ -12,7 +12,7 @@ import pytest
 
 from mill.errors import ConfigError
 from mill.judging import JudgeFailed
-from mill.metrics.judge import JudgeScore, PairwiseWinRate, swap_rule
+from mill.judging.rubrics import JudgeScore, PairwiseWinRate, swap_rule
 from mill.metrics.stats import bootstrap_ci, cohen_kappa
 from mill.runner.job import run_job
 from tests.helpers import write_jsonl
@@ -308,7 +308,7 @@ def test_mill_judge_rejudges_saved_answers_and_compare_reports_agreement(compose
     for name, script in scripts.items():
         cfg = _compose_judge(f"run={source}", "judge=fake", "report.progress=never")
         cfg.judge.replies = script
-        results = run_job(judge_job(cfg), tmp_path / name)
+        results = run_job(judge_job(cfg, RunFolder.open), tmp_path / name)
         model = results.model
         assert model["class"] == "SavedAnswers" and model["source_run"] == str(source)
         assert model["source_model"]["class"] == "FakeLM"
@@ -331,11 +331,13 @@ def test_mill_judge_rejudges_saved_answers_and_compare_reports_agreement(compose
     # a folder that is not a finished run, a run without its answers: one line each
     cfg = _compose_judge(f"run={tmp_path / 'nothing'}", "judge=fake")
     with pytest.raises(ReportInputError, match="is not a folder"):
-        run_job(judge_job(cfg), tmp_path / "x")
+        run_job(judge_job(cfg, RunFolder.open), tmp_path / "x")
     (source / "samples" / "judged.jsonl").unlink()
     # the run recorded its samples' sha256: a missing answers file is refused on read
     with pytest.raises(ReportInputError, match="samples/judged.jsonl changed after the run"):
-        run_job(judge_job(_compose_judge(f"run={source}", "judge=fake")), tmp_path / "y")
+        run_job(
+            judge_job(_compose_judge(f"run={source}", "judge=fake"), RunFolder.open), tmp_path / "y"
+        )
 
 
 def _arena() -> object:
@@ -365,7 +367,7 @@ def test_arena_hard_verdicts_parse_as_its_get_score() -> None:
     ],
 )
 def test_arena_hard_patterns_that_cannot_read_its_labels_are_refused(patterns, label) -> None:
-    from mill.metrics.judge import ArenaHardScore
+    from mill.judging.rubrics import ArenaHardScore
 
     templates = {"single": {"prompt_template": "{QUESTION}{ANSWER_A}{ANSWER_B}"}}
     with pytest.raises(ConfigError, match=f"cannot read the label '{re.escape(label)}'") as err:
@@ -374,7 +376,7 @@ def test_arena_hard_patterns_that_cannot_read_its_labels_are_refused(patterns, l
 
 
 def test_arena_hard_score_on_the_bundled_excerpt(compose, tmp_path) -> None:
-    from mill.metrics.judge import arena_bootstrap
+    from mill.judging.rubrics import arena_bootstrap
 
     args = ("task=arena_hard", "task.limit=3", "judge.max_invalid=1.0")
     first = _judged(compose, tmp_path / "answers", *args)  # the fake candidate's answers
