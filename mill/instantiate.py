@@ -32,6 +32,26 @@ from mill.redact import hide_sweep_credentials
 
 BUILTIN_PREFIXES = ("mill.",)
 
+MOVED_TARGETS = {"mill.metrics.judge.": "mill.judging.rubrics."}
+"""Modules whose classes moved: a run folder written before the move names the old one in
+its ``resolved.yaml`` (``mill compare`` and ``mill judge`` rebuild its metrics from it)."""
+
+
+def current_targets(node: Any) -> Any:
+    """``node`` (plain containers, as read from an older ``resolved.yaml``) with every
+    ``_target_`` of a moved module (:data:`MOVED_TARGETS`) naming where it lives now."""
+    if isinstance(node, dict):
+        out = {k: current_targets(v) for k, v in node.items()}
+        target = out.get("_target_")
+        if isinstance(target, str):
+            for old, new in MOVED_TARGETS.items():
+                if target.startswith(old):
+                    out["_target_"] = new + target[len(old) :]
+        return out
+    if isinstance(node, list):
+        return [current_targets(v) for v in node]
+    return node
+
 
 def _targets(node: Any, path: str = "") -> Iterable[tuple[str, str]]:
     if isinstance(node, DictConfig):

@@ -9,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from mill.errors import ConfigError
-from mill.instantiate import check_targets, instantiate, resolve_target
+from mill.instantiate import check_targets, current_targets, instantiate, resolve_target
 
 # attribute paths through modules that mill imports (os, sqlite3, subprocess, ...); shutil
 # through a user package is in test_user_packages_are_checked_the_same_way
@@ -89,3 +89,21 @@ def test_user_packages_are_checked_the_same_way(tmp_path: Path, monkeypatch) -> 
         check_targets(OmegaConf.create({"_target_": "trusted_pkg.make"}))
     assert "trusted_pkg" not in sys.modules
     assert not (tmp_path / "x").exists()
+
+
+def test_an_older_runs_moved_targets_name_where_the_class_lives_now() -> None:
+    # runs written before judging moved into mill.judging name mill.metrics.judge.*
+    old = {
+        "metrics": {"judge_score": {"_target_": "mill.metrics.judge.JudgeScore", "k": [1]}},
+        "task": {"_target_": "mill.tasks.judged.JudgedTask"},
+        "list": [{"_target_": "mill.metrics.judge.PairwiseWinRate"}],
+    }
+    new = current_targets(old)
+    assert new["metrics"]["judge_score"] == {
+        "_target_": "mill.judging.rubrics.JudgeScore",
+        "k": [1],
+    }
+    assert new["task"] == old["task"]  # not moved: unchanged
+    assert new["list"][0]["_target_"] == "mill.judging.rubrics.PairwiseWinRate"
+    for target in (new["metrics"]["judge_score"]["_target_"], new["list"][0]["_target_"]):
+        assert resolve_target(target).__module__ == "mill.judging.rubrics"

@@ -106,7 +106,9 @@ class RunFolder(Run):
         if resolved.is_file():
             from omegaconf import OmegaConf
 
-            loaded = OmegaConf.to_container(OmegaConf.load(resolved))
+            from mill.instantiate import current_targets
+
+            loaded = current_targets(OmegaConf.to_container(OmegaConf.load(resolved)))
             config = cast(dict[str, Any], loaded) if isinstance(loaded, dict) else {}
         try:
             results = Results.from_dict(read_json(results_path, ReportInputError))
