@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.support.servers import free_port
+from tests.support.json_server import JSONHandler, JSONServer, chat_reply, json_server
 
 ARENA_LABELS = ("A>>B", "A>B", "A=B", "B>A", "B>>A", "A<<B", "A<B", "B=A", "B<<A", "B<A")
 
@@ -65,63 +63,16 @@ def reply(messages: list[dict[str, Any]]) -> str:
     return f"Answer {h % 10**8:08d} {{x}} to: {user[:40]}"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
+class _Handler(JSONHandler):
+    models = ("cand", "gpt-4")
 
-    def log_message(self, *args: object) -> None:
-        return None
-
-    def _send(self, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:  # noqa: N802 - the http.server API
-        self._send({"object": "list", "data": [{"id": "cand"}, {"id": "gpt-4"}]})
-
-    def do_POST(self) -> None:  # noqa: N802
-        length = int(self.headers.get("Content-Length") or 0)
-        payload = json.loads(self.rfile.read(length))
-        with self.server.lock:
-            self.server.seen.append(payload)
-        text = reply(payload["messages"])
-        self._send(
-            {
-                "id": "x",
-                "object": "chat.completion",
-                "model": payload.get("model"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-        )
-
-
-class _Server(ThreadingHTTPServer):
-    seen: list[dict[str, Any]]
-    lock: threading.Lock
+    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+        payload = self.read_json()
+        self.send_json(chat_reply(reply(payload["messages"]), payload.get("model")))
 
 
 @contextmanager
-def judge_server() -> Iterator[_Server]:
+def judge_server() -> Iterator[JSONServer]:
     """The server, listening on 127.0.0.1 (``server.url``: its API root)."""
-    httpd = _Server(("127.0.0.1", free_port()), _Handler)
-    httpd.seen, httpd.lock = [], threading.Lock()
-    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"  # type: ignore[attr-defined]
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with json_server(_Handler) as httpd:
         yield httpd
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)

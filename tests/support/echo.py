@@ -6,15 +6,13 @@ that search a run's files and response cache for them."""
 from __future__ import annotations
 
 import base64
-import json
 import sqlite3
-import threading
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+
+from tests.support.json_server import JSONHandler, chat_reply, json_server
 
 KEY = "sk-echoed-7f3a9c1e5b"
 USER = "alice"
@@ -35,56 +33,21 @@ def secret_forms() -> list[str]:
     ]
 
 
-class _Echo(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Echo(JSONHandler):
+    models = ("echo",)
 
-    def log_message(self, *args: object) -> None:
-        return None
-
-    def _send(self, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:  # noqa: N802 - the http.server API
-        self._send({"object": "list", "data": [{"id": "echo"}]})
-
-    def do_POST(self) -> None:  # noqa: N802
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+        self.read_json()
         auth = str(self.headers.get("Authorization"))
         text = f"You sent Authorization: {auth} (that is, {auth.split(' ', 1)[-1]})"
-        self._send(
-            {
-                "id": "x",
-                "object": "chat.completion",
-                "model": "echo",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-        )
+        self.send_json(chat_reply(text, "echo"))
 
 
 @contextmanager
 def echo_server() -> Iterator[str]:
     """The server's API root, its user info holding :data:`USER` and :data:`PASSWORD`."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://{USER}:{PASSWORD}@127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with json_server(_Echo) as httpd:
+        yield httpd.url.replace("http://", f"http://{USER}:{PASSWORD}@")
 
 
 def cache_entries(folder: Path) -> str:

@@ -6,10 +6,8 @@ sampling is what was sent. The server is a real HTTP server in this process."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ from mill.errors import ConfigError, ModelError
 from mill.model.served.openai_api import OpenAIChat, OpenAICompletions
 from mill.model.served.openai_protocol import REQUEST_FIELDS, generated_text
 from mill.types import GenerationArgs, OutputType, Request
-from tests.support.servers import free_port
+from tests.support.json_server import JSONHandler, JSONServer, json_server
 
 
 def gpt2() -> str:
@@ -29,57 +27,29 @@ def gpt2() -> str:
     return str(random_gpt2_dir())
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, *args: object) -> None:
-        return None
-
-    def _send(self, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
+class _Handler(JSONHandler):
     def do_GET(self) -> None:  # noqa: N802 - the http.server API
-        self.server.seen.append({"GET": self.path})
-        self._send({"object": "list", "data": [{"id": "served"}]})
+        with self.server.lock:
+            self.server.seen.append({"GET": self.path})
+        super().do_GET()
 
     def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        self.server.seen.append(body)
+        body = self.read_json()
         prompts = body.get("prompt")
         count = (
             len(prompts)
             if isinstance(prompts, list) and prompts and not isinstance(prompts[0], int)
             else 1
         )
-        choices = [{"index": i, **self.server.choice} for i in range(count)]
-        self._send({"choices": choices, "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
-
-
-class _Server(ThreadingHTTPServer):
-    seen: list[dict[str, Any]]
-    choice: dict[str, Any]
-    url: str
+        choices = [{"index": i, **self.server.state["choice"]} for i in range(count)]
+        self.send_json({"choices": choices, "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
 
 
 @contextmanager
-def server(choice: dict[str, Any]) -> Iterator[_Server]:
+def server(choice: dict[str, Any]) -> Iterator[JSONServer]:
     """A server answering every POST with ``choice`` (one per prompt)."""
-    httpd = _Server(("127.0.0.1", free_port()), _Handler)
-    httpd.seen, httpd.choice = [], choice
-    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with json_server(_Handler, choice=choice) as httpd:
         yield httpd
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def _request() -> Request:
