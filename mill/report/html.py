@@ -525,23 +525,42 @@ def sweep_page(
     return page(f"{title} — Mill report", "".join(parts))
 
 
-# The flips table's filter: rows whose text holds every word typed (any case), in the
-# direction chosen; inline, no network, works from file://.
+# The flips table's filters and sort: rows whose text holds every word typed (any case),
+# in the direction, task, metric and subject chosen (each row's data-* attributes); a click
+# on a column's header sorts by it (again: the other way). Inline, no network, file://.
 FLIPS_JS = """<script>(function () {
-  var box = document.getElementById("flips-filter"), dir = document.getElementById("flips-dir");
-  var count = document.getElementById("flips-count");
-  var rows = [].slice.call(document.querySelectorAll("#flips tbody tr"));
+  var box = document.getElementById("flips-filter"), count = document.getElementById("flips-count");
+  var picks = ["dir", "task", "metric", "subject"].map(function (k) {
+    return [k, document.getElementById("flips-" + k)];
+  });
+  var tbody = document.querySelector("#flips tbody");
+  var rows = [].slice.call(tbody.querySelectorAll("tr"));
   function apply() {
     var words = box.value.toLowerCase().split(/\\s+/).filter(Boolean), shown = 0;
     rows.forEach(function (r) {
       var text = r.textContent.toLowerCase();
-      var ok = (!dir.value || r.dataset.dir === dir.value) &&
-        words.every(function (w) { return text.indexOf(w) >= 0; });
+      var ok = picks.every(function (p) {
+        return !p[1].value || r.dataset[p[0]] === p[1].value;
+      }) && words.every(function (w) { return text.indexOf(w) >= 0; });
       r.style.display = ok ? "" : "none"; if (ok) { shown += 1; }
     });
     count.textContent = shown + " of " + rows.length + " shown";
   }
-  box.addEventListener("input", apply); dir.addEventListener("change", apply); apply();
+  var sorted = -1, up = true;
+  [].slice.call(document.querySelectorAll("#flips thead th")).forEach(function (th, i) {
+    th.style.cursor = "pointer"; th.title = "sort by this column";
+    th.addEventListener("click", function () {
+      up = sorted === i ? !up : true; sorted = i;
+      rows.sort(function (x, y) {
+        var a = x.cells[i].textContent, b = y.cells[i].textContent;
+        var c = a.localeCompare(b, undefined, {numeric: true});
+        return up ? c : -c;
+      });
+      rows.forEach(function (r) { tbody.appendChild(r); });
+    });
+  });
+  box.addEventListener("input", apply);
+  picks.forEach(function (p) { p[1].addEventListener("change", apply); }); apply();
 })();</script>"""
 
 
@@ -561,44 +580,67 @@ DIRECTIONS = {"right_to_wrong": "right → wrong", "wrong_to_right": "wrong → 
 
 def flips_section(flips: dict[str, dict[str, Any]], label_a: str, label_b: str) -> str:
     """The questions whose verdict differs between the runs (per task and 0/1 metric), A's
-    and B's answers side by side, with a text filter and a direction filter."""
-    rows, dirs = [], []
+    and B's answers side by side; filtered by words, direction, task, metric and subject,
+    sorted by any column."""
+    rows, attrs = [], []
     for task, metrics in flips.items():
         for metric, by_direction in metrics.items():
             for direction, items in by_direction.items():
                 for f in items:
-                    doc = flip_name(task, f)
                     rows.append(
-                        [
-                            esc(task),
-                            esc(metric),
-                            esc(DIRECTIONS[direction]),
-                            esc(doc),
-                            esc(f["prompt"]),
-                            esc(f["gold"]),
-                            esc(f["a"]["answer"]),
-                            esc(f["b"]["answer"]),
-                        ]  # fmt: skip
-                    )
-                    dirs.append(direction)
+                        [esc(task), esc(metric), esc(DIRECTIONS[direction]),
+                         esc(flip_name(task, f)), esc(f["prompt"]), esc(f["gold"]),
+                         esc(f["a"]["answer"]), esc(f["b"]["answer"])]
+                    )  # fmt: skip
+                    values = (direction, task, metric, str(f["subject"]))
+                    pairs = zip(FLIP_KEYS, values, strict=True)
+                    attrs.append(" ".join(f'data-{k}="{esc(v)}"' for k, v in pairs))
     if not rows:
         return ""
     body = table(
         ["task", "metric", "A → B", "doc", "prompt (end)", "gold", f"A ({label_a})",
          f"B ({label_b})"],
         rows,
-        row_attrs=[f'data-dir="{d}"' for d in dirs],  # the direction filter reads it
+        row_attrs=attrs,  # the filters read them
     )  # fmt: skip
-    options = "".join(f'<option value="{k}">{esc(v)}</option>' for k, v in DIRECTIONS.items())
     return (
         "<h2>Questions whose verdict differs</h2>"
         "<p class='small'>Per task and 0/1 metric: right in A and wrong in B (right → wrong), "
-        "and the reverse; A's and B's answers side by side.</p>"
+        "and the reverse; A's and B's answers side by side. Click a column's header to sort."
+        "</p>"
         '<p><input id="flips-filter" type="search" placeholder="filter: words in any column" '
-        'size="40"> <select id="flips-dir"><option value="">both directions</option>'
-        f'{options}</select> <span id="flips-count" class="small"></span></p>'
+        f'size="40"> {_flip_selects(flips)} '
+        '<span id="flips-count" class="small"></span></p>'
         f'<div id="flips">{body}</div>{FLIPS_JS}'
     )
+
+
+FLIP_KEYS = ("dir", "task", "metric", "subject")
+"""The flips' data attributes, each with a select of its values (FLIPS_JS reads both)."""
+
+
+def _flip_selects(flips: dict[str, dict[str, Any]]) -> str:
+    """A select per :data:`FLIP_KEYS`: every value present, "" for all."""
+    seen: dict[str, dict[str, str]] = {"dir": dict(DIRECTIONS), "task": {}, "metric": {}}
+    seen["subject"] = {}
+    for task, metrics in flips.items():
+        seen["task"][task] = task
+        for metric, by_direction in metrics.items():
+            seen["metric"][metric] = metric
+            for items in by_direction.values():
+                for f in items:
+                    seen["subject"].setdefault(str(f["subject"]), str(f["subject"]))
+    every = {"dir": "both directions", "task": "every task", "metric": "every metric"}
+    every["subject"] = "every subject"
+    selects = []
+    for key in FLIP_KEYS:
+        options = "".join(
+            f'<option value="{esc(v)}">{esc(label)}</option>' for v, label in seen[key].items()
+        )
+        selects.append(
+            f'<select id="flips-{key}"><option value="">{every[key]}</option>{options}</select>'
+        )
+    return " ".join(selects)
 
 
 def compare_page(

@@ -186,7 +186,7 @@ def _hand_run(path: Path, data: dict, source: str = "bundled") -> RunFolder:
     evaluator builds them."""
     from mill.metrics import Accuracy
     from mill.metrics.groups import row
-    from mill.results import DataSource, Manifest, MetricValue, Results, TaskResults
+    from mill.results import DataOrigin, Manifest, MetricValue, Results, TaskResults
 
     tasks = {}
     for name, values in (("low", [1.0, 0, 0, 0]), ("high", [1.0, 1, 1, 0])):
@@ -194,7 +194,7 @@ def _hand_run(path: Path, data: dict, source: str = "bundled") -> RunFolder:
         tasks[name] = TaskResults(
             metrics={"acc": body}, settings={"output_type": "logprobs"}, data=data
         )
-    results = Results(tasks=tasks, data_source=DataSource(source))
+    results = Results(tasks=tasks, data_source=DataOrigin(source))
     return RunFolder(path, results, Manifest(status="succeeded"))
 
 

@@ -187,6 +187,26 @@ def test_the_compare_page_filters_its_flipped_questions(browser, sweep, tmp_path
     assert any(every[0]["prompt"] in t for t in texts)
     page.fill("#flips-filter", "NO-SUCH-TEXT")
     assert visible() == 0 and page.text_content("#flips-count") == f"0 of {len(every)} shown"
+    page.fill("#flips-filter", "")
+    for task, metrics in flips.items():  # the task, then the metric too
+        page.select_option("#flips-task", task)
+        assert visible() == sum(len(d) for m in metrics.values() for d in m.values())
+        for metric, by_direction in metrics.items():
+            page.select_option("#flips-metric", metric)
+            assert visible() == sum(len(d) for d in by_direction.values())
+        page.select_option("#flips-metric", "")
+    page.select_option("#flips-task", "")
+    page.click("#flips thead th:nth-child(4)")  # the doc column: sorted, then reversed
+
+    def docs() -> list[str]:
+        return page.eval_on_selector_all(
+            "#flips tbody tr", "rs => rs.map(r => r.cells[3].textContent)"
+        )
+
+    key = [int(d) if d.isdigit() else d for d in docs()]
+    assert key == sorted(key) and len(key) == len(every)
+    page.click("#flips thead th:nth-child(4)")
+    assert [int(d) if d.isdigit() else d for d in docs()] == sorted(key, reverse=True)
 
 
 def test_the_screenshot_in_the_docs(browser, run: RunFolder, tmp_path: Path) -> None:
