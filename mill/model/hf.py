@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +135,27 @@ def _tokenizer_identity(tokenizer: str) -> dict[str, Any]:
     return {"source": tokenizer, "fingerprint": found.get("weights_fingerprint")}
 
 
+def _load_hint(local: bool, offline: bool, tokenizer: str | None) -> str:
+    """How to fix a failed load: the folder's files, the offline hub cache, or the hub."""
+    if local:
+        return " Check that the folder holds config.json, weights and tokenizer files" + (
+            " (a checkpoint saved without its tokenizer: model.tokenizer=<folder or hub id>)."
+            if tokenizer is None
+            else f", and model.tokenizer={tokenizer!r} a tokenizer."
+        )
+    if offline:
+        return (
+            " HF_HUB_OFFLINE is set and the model is not in the Hugging Face cache: "
+            "download it once with network, or point model.pretrained at a local "
+            "folder."
+        )
+    return (
+        " The hub was unreachable, or the id/revision is wrong, or the model is "
+        "gated (accept its license and run `hf auth login`). Offline, point "
+        "model.pretrained at a local folder."
+    )
+
+
 def _load_files(
     pretrained: str,
     revision: str | None,
@@ -174,29 +195,24 @@ def _load_files(
         )
     except (OSError, ValueError) as err:
         where = "local folder" if local.is_dir() else "hub model"
-        if local.is_dir():
-            hint = " Check that the folder holds config.json, weights and tokenizer files"
-            hint += (
-                " (a checkpoint saved without its tokenizer: model.tokenizer=<folder or hub id>)."
-                if tokenizer is None
-                else f", and model.tokenizer={tokenizer!r} a tokenizer."
-            )
-        elif offline:
-            hint = (
-                " HF_HUB_OFFLINE is set and the model is not in the Hugging Face cache: "
-                "download it once with network, or point model.pretrained at a local "
-                "folder."
-            )
-        else:
-            hint = (
-                " The hub was unreachable, or the id/revision is wrong, or the model is "
-                "gated (accept its license and run `hf auth login`). Offline, point "
-                "model.pretrained at a local folder."
-            )
         raise ModelError(
-            f"cannot load {where} {pretrained!r} (revision {revision}): {type(err).__name__}.{hint}"
+            f"cannot load {where} {pretrained!r} (revision {revision}): {type(err).__name__}."
+            + _load_hint(local.is_dir(), offline, tokenizer)
         ) from err
     return model, tok
+
+
+def _typed_settings(**given: Any) -> dict[str, Any]:
+    """The constructor's settings checked and typed by their declarations (mill.schema);
+    null: the default (the paths are checked as paths, apart: a pathlib.Path is one too)."""
+    settings = typed("model", {k: v for k, v in given.items() if v is not None})
+    _check_budgets(
+        settings["batch_size"],
+        settings.get("token_budget"),
+        settings.get("cache_budget"),
+        settings["max_gen_toks"],
+    )
+    return settings
 
 
 class HFCausalLM(TokenizingLM):
@@ -267,74 +283,61 @@ class HFCausalLM(TokenizingLM):
         import transformers
 
         transformers.utils.logging.disable_progress_bar()
-        given = {
-            "revision": revision,
-            "dtype": dtype,
-            "device": device,
-            "batch_size": batch_size,
-            "token_budget": token_budget,
-            "cache_budget": cache_budget,
-            "max_length": max_length,
-            "max_gen_toks": max_gen_toks,
-            "share_prefix": share_prefix,
-            "name": name,
-            "fused_gelu": fused_gelu,
-            "batch_invariant": batch_invariant,
-            "chat_template_kwargs": chat_template_kwargs,
-        }
-        # checked and typed by their declarations (mill.schema); null: the default (the
-        # paths are checked as paths, below: a pathlib.Path is one too)
-        settings = typed("model", {k: v for k, v in given.items() if v is not None})
-        dtype, batch_size = settings["dtype"], settings["batch_size"]
-        token_budget, cache_budget = settings.get("token_budget"), settings.get("cache_budget")
-        max_length, max_gen_toks = settings.get("max_length"), settings["max_gen_toks"]
-        share_prefix, fused_gelu = settings["share_prefix"], settings["fused_gelu"]
-        _check_budgets(batch_size, token_budget, cache_budget, max_gen_toks)
+        settings = _typed_settings(
+            revision=revision, dtype=dtype, device=device, batch_size=batch_size,
+            token_budget=token_budget, cache_budget=cache_budget, max_length=max_length,
+            max_gen_toks=max_gen_toks, share_prefix=share_prefix, name=name,
+            fused_gelu=fused_gelu, batch_invariant=batch_invariant,
+            chat_template_kwargs=chat_template_kwargs,
+        )  # fmt: skip
         if _loaded is None:  # a path that is no folder: said before anything loads
             for setting, value in (("pretrained", pretrained), ("tokenizer", tokenizer)):
                 _check_local(setting, value)
         self.pretrained = str(pretrained)
-        self.chat_template_kwargs = dict(settings.get("chat_template_kwargs") or {})
         self.revision = revision
         self.name = name or Path(self.pretrained).name
-        self.batch_size = batch_size
-        self.max_gen_toks = max_gen_toks
-        self.share_prefix = share_prefix
+        self._take_settings(settings, device)
+        dtype = settings["dtype"]
+        identity = self._load_model(
+            tokenizer, dtype, trust_remote_code, (device_map, max_memory, offload_folder), _loaded
+        )
+        self._ready(settings, identity, trust_remote_code, tokenizer)
+
+    def _take_settings(self, settings: dict[str, Any], device: str) -> None:
+        """The typed settings that shape batching and generation, and the device."""
+        token_budget, cache_budget = settings.get("token_budget"), settings.get("cache_budget")
+        self.chat_template_kwargs = dict(settings.get("chat_template_kwargs") or {})
+        self.batch_size = settings["batch_size"]
+        self.max_gen_toks = settings["max_gen_toks"]
+        self.share_prefix = settings["share_prefix"]
         self.batch_invariant = bool(settings["batch_invariant"])
         self.device = resolve_device(device)
         on_cpu = self.device.type == "cpu"
         self.token_budget = int(token_budget or (4096 if on_cpu else 16384))
         # generation's prefill chunks: on CPU the default is smaller (see _prefill_budget)
         self._prefill_tokens = int(token_budget or (CPU_PREFILL_TOKENS if on_cpu else 16384))
-        self.cache_budget = int(cache_budget or 0)  # 0: chosen below, from memory
-        placement = _placement(device_map, max_memory, offload_folder)
-        loading = load_placement(self.device, placement)
-        # a local folder's files are hashed on another core while the model loads (objects
-        # already in memory have no files: from_transformers says so in the identity)
-        identity = (
-            start_weights_identity(self.pretrained, revision)
-            if _loaded is None
-            else (lambda commit: {"commit": commit, "weights_fingerprint": None})
-        )
-        if _loaded is not None:  # from_transformers: objects the caller already holds
-            self.model, self.tokenizer = _loaded
-        else:
-            self.model, self.tokenizer = _load_files(
-                self.pretrained, revision, tokenizer, dtype, trust_remote_code, loading
-            )
-        if placement:  # dispatched over devices by accelerate: never .to() it
-            self.device = _input_device(self.model)
-        elif not loading:  # on the CPU; a model loaded onto its accelerator stays put
-            self.model.to(self.device)
-        self.model.eval()
+        self.cache_budget: int = int(cache_budget or 0)  # 0: chosen later, from memory
+
+    def _ready(
+        self,
+        settings: dict[str, Any],
+        identity: Callable[[str | None], dict[str, Any]],
+        trust_remote_code: bool,
+        tokenizer: str | None,
+    ) -> None:
+        """After loading: the fused kernels, the lengths and budgets the model's shape
+        sets, the tokenizer's settings, the identity and the forward pass."""
         from mill.model.engine.kernels import fuse_gelu
 
-        fused = fuse_gelu(self.model) if fused_gelu else 0
+        fused = fuse_gelu(self.model) if settings["fused_gelu"] else 0
         self.dtype = str(self.model.dtype).removeprefix("torch.")
+        max_length = settings.get("max_length")
         self.max_length = max_length if max_length is not None else int(self._default_max_length())
         if not self.cache_budget:
             self.cache_budget = self._auto_cache_budget()
         self._init_tokenizer()
+        from mill.progress import loading_step
+
         loading_step("fingerprint of the weights")
         self._identity = self._make_identity(
             identity(getattr(self.model.config, "_commit_hash", None)),
@@ -345,6 +348,39 @@ class HFCausalLM(TokenizingLM):
         from mill.model.engine.hf_forward import HFForward
 
         self._forward = HFForward(self.model, self.device, share_prefix=self.share_prefix)
+
+    def _load_model(
+        self,
+        tokenizer: str | None,
+        dtype: str,
+        trust_remote_code: bool,
+        placing: tuple[Any, Any, Any],
+        loaded: tuple[Any, Any] | None,
+    ) -> Callable[[str | None], dict[str, Any]]:
+        """Loads (or takes, ``loaded``) the model and tokenizer onto their devices
+        (``placing``: ``device_map``, ``max_memory``, ``offload_folder``); returns the
+        weights' identity, by commit, while a local folder's files are hashed on another
+        core (objects already in memory have no files: from_transformers says so)."""
+        revision = self.revision
+        placement = _placement(*placing)
+        loading = load_placement(self.device, placement)
+        identity = (
+            start_weights_identity(self.pretrained, revision)
+            if loaded is None
+            else (lambda commit: {"commit": commit, "weights_fingerprint": None})
+        )
+        if loaded is not None:  # from_transformers: objects the caller already holds
+            self.model, self.tokenizer = loaded
+        else:
+            self.model, self.tokenizer = _load_files(
+                self.pretrained, revision, tokenizer, dtype, trust_remote_code, loading
+            )
+        if placement:  # dispatched over devices by accelerate: never .to() it
+            self.device = _input_device(self.model)
+        elif not loading:  # on the CPU; a model loaded onto its accelerator stays put
+            self.model.to(self.device)
+        self.model.eval()
+        return identity
 
     def _make_identity(
         self,
@@ -553,13 +589,7 @@ class HFCausalLM(TokenizingLM):
             shared = shared_prefix_length(self._forward, [j.tokens for j in group])
             if shared:
                 log.info("generation: %d contexts share their first %d tokens", len(group), shared)
-            row_tokens = max(len(j.tokens) for j in group) - shared + max_gen
-            most = self._max_rows() or max(1, self.cache_budget // row_tokens)
-            # as few waves of rows as the budget allows, evenly split: 200 rows under a
-            # bound of 63 decode 4 x 50, not 63, 63, 63 and 11 (the same steps when rows
-            # run to the limit, 13 fewer rows' memory held)
-            waves = -(-len(group) // most)
-            slots = -(-len(group) // waves)
+            slots = self._slots(group, shared, max_gen)
 
             def done(row: int, out: Any, group: list[GenerationJob] = group) -> None:
                 for i in group[row].copies:
@@ -590,6 +620,16 @@ class HFCausalLM(TokenizingLM):
                 on_done=done,
             )
         return [r for r in responses if r is not None]
+
+    def _slots(self, group: list[GenerationJob], shared: int, max_gen: int) -> int:
+        """Rows of one decode batch: as few waves of rows as the cache budget (or
+        ``batch_size``) allows, evenly split: 200 rows under a bound of 63 decode 4 x 50, not
+        63, 63, 63 and 11 (the same steps when rows run to the limit, 13 fewer rows' memory
+        held)."""
+        row_tokens = max(len(j.tokens) for j in group) - shared + max_gen
+        most = self._max_rows() or max(1, self.cache_budget // row_tokens)
+        waves = -(-len(group) // most)
+        return -(-len(group) // waves)
 
     def _eos_ids(self) -> set[int]:
         ids: set[int] = set()
