@@ -102,6 +102,45 @@ class SharedPrefix:
         return allowed
 
 
+def _check_supported(kwargs: dict[str, object], dropout: float) -> None:
+    """Refuses what this attention does not implement (a model that asks for it)."""
+    for unsupported in ("sliding_window", "softcap", "s_aux", "sinks"):
+        if kwargs.get(unsupported) is not None:
+            raise RuntimeError(f"shared-prefix attention does not support {unsupported}")
+    if dropout:
+        raise RuntimeError("shared-prefix attention is for inference (dropout must be 0)")
+
+
+def _prefill(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    allowed: torch.Tensor,
+    prefix: tuple[torch.Tensor | None, torch.Tensor | None] | None,
+    group: int,
+    scale: float,
+) -> torch.Tensor:
+    """Prefill of the rows' own tokens: the prefix (its keys and values, when there is
+    one) joins each row's keys for this one call, and the fused kernel never holds the
+    ``[q, P + n]`` scores (on GPU). Returns ``[B, q, H, D]``."""
+    rows, q = query.shape[0], query.shape[2]
+    keys, values, full = key, value, allowed[:, None]
+    if prefix is not None:
+        prefix_k, prefix_v = prefix
+        assert prefix_k is not None and prefix_v is not None
+        length = prefix_k.shape[2]
+        keys = torch.cat([prefix_k.expand(rows, -1, -1, -1), key], dim=2)
+        values = torch.cat([prefix_v.expand(rows, -1, -1, -1), value], dim=2)
+        full = torch.cat([allowed.new_ones((rows, q, length)), allowed], dim=-1)[:, None]
+    if group > 1:
+        keys = keys.repeat_interleave(group, dim=1)
+        values = values.repeat_interleave(group, dim=1)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, keys, values, attn_mask=full, scale=scale
+    )
+    return out.transpose(1, 2).contiguous()
+
+
 def shared_prefix_attention(
     module: torch.nn.Module,
     query: torch.Tensor,
@@ -118,11 +157,7 @@ def shared_prefix_attention(
     shared = _ACTIVE.get()
     if shared is None:
         raise RuntimeError(f"attention {NAME!r} used outside mill.model.engine.prefix_attention")
-    for unsupported in ("sliding_window", "softcap", "s_aux", "sinks"):
-        if kwargs.get(unsupported) is not None:
-            raise RuntimeError(f"shared-prefix attention does not support {unsupported}")
-    if dropout:
-        raise RuntimeError("shared-prefix attention is for inference (dropout must be 0)")
+    _check_supported(kwargs, dropout)
     layer = int(module.layer_idx)  # type: ignore[arg-type]
     length = shared.length
     prefix_k = shared.keys[layer] if shared.keys else None
@@ -133,21 +168,8 @@ def shared_prefix_attention(
     scale = dim**-0.5 if scaling is None else scaling
     allowed = shared.mask(q, n, query.device)  # [rows, q, n]
     if q > 1:
-        # prefill of the rows' own tokens: the prefix joins each row's keys for this one
-        # call, and the fused kernel never holds the [q, P + n] scores (on GPU)
-        keys, values, full = key, value, allowed[:, None]
-        if length:
-            assert prefix_k is not None and prefix_v is not None
-            keys = torch.cat([prefix_k.expand(rows, -1, -1, -1), key], dim=2)
-            values = torch.cat([prefix_v.expand(rows, -1, -1, -1), value], dim=2)
-            full = torch.cat([allowed.new_ones((rows, q, length)), allowed], dim=-1)[:, None]
-        if group > 1:
-            keys = keys.repeat_interleave(group, dim=1)
-            values = values.repeat_interleave(group, dim=1)
-        out = torch.nn.functional.scaled_dot_product_attention(
-            query, keys, values, attn_mask=full, scale=scale
-        )
-        return out.transpose(1, 2).contiguous(), None
+        prefix = None if not length else (prefix_k, prefix_v)
+        return _prefill(query, key, value, allowed, prefix, group, scale), None
     # a decoding step (one query per row): [rows * group, D] x [D, P] per kv head, so the
     # prefix is read once for all rows; a shared prompt once for all its repeats
     # (_PromptStep); the scores, [rows, heads, P + W + n], are small

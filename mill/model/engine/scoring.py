@@ -323,16 +323,25 @@ def _row_width(lengths: list[int]) -> int:
     return best[1]
 
 
-def _packed_pass(
-    fwd: Forward, groups: list[list[_Item]], greedy: bool, results: dict[int, Scored]
-) -> None:
-    """Short contexts, packed: each context becomes a block
-    ``context | cont_1[:-1] | cont_2[:-1] | ...`` and blocks are packed into rows (first
-    fit, longest first), all in one forward pass with no cache. A block-diagonal 4D mask
-    gives each context causal attention and each continuation segment its context plus
-    its own earlier tokens; positions restart at every block and continue from the
-    context's length in every segment. So each token sees exactly what it would see in a
-    full forward of its own ``context + continuation``, and almost no padding is run."""
+@dataclass
+class _Packed:
+    """The packed rows of :func:`_packed_pass`: token ids, positions, the allowed
+    attention (None: plain causal), and each scored position with its target token."""
+
+    spans: list[list[tuple[_Item, int]]]  # per group: (item, its segment's offset)
+    place: dict[int, tuple[int, int]]  # per group: (row, offset of its block)
+    fill: list[int]  # per row: tokens used
+    width: int
+    ids: np.ndarray
+    positions: np.ndarray
+    allowed: np.ndarray | None
+    entries: list[int]  # flat positions whose next token is scored
+    targets: list[int]
+
+
+def _pack(groups: list[list[_Item]]) -> _Packed:
+    """Each context's block ``context | cont_1[:-1] | cont_2[:-1] | ...``, first fit into
+    rows, with the block-diagonal mask that lets each token see what it would see alone."""
     spans = []  # per group: [(item, offset of its segment within the block)]
     lengths = []
     for group in groups:
@@ -379,6 +388,22 @@ def _packed_pass(
                 allowed[row, lo : lo + k, lo : lo + k] = _TRIL[k]
                 entries.extend(range(flat + off, flat + off + k))
                 targets.extend(item.continuation[1:])
+    return _Packed(spans, place, fill, width, ids, positions, allowed, entries, targets)
+
+
+def _packed_pass(
+    fwd: Forward, groups: list[list[_Item]], greedy: bool, results: dict[int, Scored]
+) -> None:
+    """Short contexts, packed: each context becomes a block
+    ``context | cont_1[:-1] | cont_2[:-1] | ...`` and blocks are packed into rows (first
+    fit, longest first), all in one forward pass with no cache. A block-diagonal 4D mask
+    gives each context causal attention and each continuation segment its context plus
+    its own earlier tokens; positions restart at every block and continue from the
+    context's length in every segment. So each token sees exactly what it would see in a
+    full forward of its own ``context + continuation``, and almost no padding is run."""
+    p = _pack(groups)
+    spans, place, fill, width = p.spans, p.place, p.fill, p.width
+    ids, positions, allowed, entries, targets = p.ids, p.positions, p.allowed, p.entries, p.targets
     device = fwd.device
     mask = None
     position_ids = None
@@ -436,6 +461,23 @@ def _token_batches(
     return batches
 
 
+def _item_order(items: list[tuple[int, _Item]], multi: list[tuple[int, _Item]]) -> list[int]:
+    """The scored entries regrouped per item: entry k holds item k's first token; the
+    other tokens of the multi-token items (``multi``) follow all the first tokens."""
+    order: list[int] = []
+    cursor = len(items)
+    rest_start: dict[int, int] = {}
+    for _, item in multi:
+        rest_start[item.index] = cursor
+        cursor += len(item.continuation) - 1
+    for k, (_, item) in enumerate(items):
+        order.append(k)
+        if item.index in rest_start:
+            start = rest_start[item.index]
+            order.extend(range(start, start + len(item.continuation) - 1))
+    return order
+
+
 def _shared_pass(
     fwd: Forward,
     groups: list[list[_Item]],
@@ -445,7 +487,6 @@ def _shared_pass(
 ) -> None:
     """Contexts once (right-padded, no mask), then every multi-token continuation against
     its context's cache; first continuation tokens are scored at the context's end.
-
     ``prefix``: (length, cache of batch 1) of a prefix common to all these contexts,
     computed once for many batches; only the rest of each context runs here."""
     contexts = [g[0].context for g in groups]
@@ -488,19 +529,7 @@ def _shared_pass(
         torch.tensor(targets),
         greedy,
     )
-    # regroup entries per item: first token at entry k, the rest after all first tokens
-    order: list[int] = []
-    cursor = len(items)
-    rest_start: dict[int, int] = {}
-    for _, item in multi:
-        rest_start[item.index] = cursor
-        cursor += len(item.continuation) - 1
-    for k, (_, item) in enumerate(items):
-        order.append(k)
-        if item.index in rest_start:
-            start = rest_start[item.index]
-            order.extend(range(start, start + len(item.continuation) - 1))
-    index = torch.tensor(order, device=lp.device)
+    index = torch.tensor(_item_order(items, multi), device=lp.device)
     sums = _sums(
         lp[index],
         None if flags is None else flags[index],
