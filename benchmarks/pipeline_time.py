@@ -82,8 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     print("| | wall s | scoring s | peak RSS MiB | samples MB | run folder MB |")
     print("|---|---|---|---|---|---|")
     for side in ("before", "after"):
-        print(f"| {side} | " + " | ".join(f"{med[side][k]:.1f}" for k in keys) + " |")
-    ratios = " | ".join(f"{med['before'][k] / med['after'][k]:.1f}x" for k in keys)
+        print(f"| {side} | " + " | ".join(f"{med[side][k]:.2f}" for k in keys) + " |")
+    ratios = " | ".join(
+        f"{med['before'][k] / med['after'][k]:.1f}x" if med["after"][k] else "n/a" for k in keys
+    )
     print(f"| before / after | {ratios} |")
     return 0
 

@@ -369,7 +369,9 @@ def read_jsonl(path: str | Path, what: str, error: type[Exception] = MillError) 
     a line is not one JSON object."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        # "\n" only: str.splitlines also splits at U+2028, U+0085 and other separators
+        # that a JSON string may hold raw (a question's text; ensure_ascii=False)
+        lines = path.read_text(encoding="utf-8").split("\n")
     except OSError as err:
         raise error(f"cannot read the {what} {path}: {err.strerror}; fix the path") from err
     rows = []

@@ -12,6 +12,7 @@ from mill.errors import MillError
 from mill.files import (
     job_order,
     read_json,
+    read_jsonl,
     replacing,
     sha256_file,
     sha256_json,
@@ -134,3 +135,12 @@ def test_a_cache_mill_cannot_write_names_mill_cache(
         check_cache_root()
     monkeypatch.setenv("MILL_CACHE", str(tmp_path / "ok"))
     assert check_cache_root() == tmp_path / "ok" and (tmp_path / "ok").is_dir()
+
+
+def test_a_json_line_holding_unicode_line_separators_is_one_row(tmp_path: Path) -> None:
+    # JSON may hold U+2028, U+2029 and U+0085 raw (ensure_ascii=False): str.splitlines()
+    # would cut such a line in two (a full MMLU run's samples file has one)
+    rows = [{"text": "a\u2028b\u2029c\x85d\x1ce"}, {"text": "plain"}]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    assert read_jsonl(path, "samples") == rows

@@ -100,7 +100,11 @@ def load_templates(
     if templates_file:
         path = Path(templates_file)
         try:
-            rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            rows = [
+                json.loads(line)
+                for line in path.read_text(encoding="utf-8").split("\n")
+                if line.strip()
+            ]
         except (OSError, ValueError) as err:
             raise ConfigError(
                 f"cannot read the judge prompts {path}: {err}; point templates_file at a "

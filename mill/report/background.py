@@ -141,6 +141,7 @@ def preload() -> None:
     import omegaconf  # noqa: F401 - RunFolder reads resolved.yaml with it
     import PIL.Image
 
+    import mill.instantiate  # noqa: F401 - RunFolder reads older runs' targets with it
     from mill.report import html, ifeval, plots, rebuild, text  # noqa: F401 - text: judge lines
 
     PIL.Image.preinit()  # the image plugins Agg's PNG writer would load on its first save

@@ -146,10 +146,13 @@ def chromium() -> Chromium:
     return Chromium(exe)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     """Playwright's Chromium: Debian's ``/usr/bin/chromium`` (never a downloaded browser),
-    headless, with the flags above; skips, saying why, without Playwright or Chromium."""
+    headless, with the flags above; skips, saying why, without Playwright or Chromium.
+    Module-scoped: Playwright's sync API runs an event loop in this thread while it lives,
+    and a later test in the same process that calls ``asyncio.run`` (FastChat's judge
+    client) would find it running."""
     exe = find_chromium()
     if exe is None:
         pytest.skip("no chromium binary found (apt-get install chromium)")
