@@ -343,6 +343,8 @@ class Collector:
                 record.extra["id"] = doc.item["id"]
         if responses.judge_records:
             record.extra = {**(record.extra or {}), "judgments": responses.judge_records}
+        if doc.messages is not None:  # what a chat server was sent (response.input renders it)
+            record.extra = {**(record.extra or {}), "messages": [list(m) for m in doc.messages]}
         self.write_sample(record)
 
 

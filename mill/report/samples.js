@@ -126,8 +126,14 @@
     }
     return null;
   }
+  function sentTurns(row) {  // the chat messages a server was sent, as they were sent
+    return row.ms ? row.ms.map(function (m) {
+      return "<div class='turn'><span class='role'>" + esc(m[0]) + "</span><pre>" +
+        esc(m[1]) + "</pre></div>";
+    }).join("") : null;
+  }
   function promptHtml(row) {
-    var text = prompt(row), asTurns = turns(text);
+    var text = prompt(row), asTurns = sentTurns(row) || turns(text);
     var raw = "<pre class='prompt'>" + esc(text) + "</pre>";
     var body = asTurns ? asTurns + "<details><summary>as one string</summary>" + raw +
       "</details>" : raw;

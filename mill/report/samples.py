@@ -16,7 +16,8 @@ in files written before Mill kept them), ``g`` gold, ``m`` per-sample metrics, `
 generations, ``pp`` their ``text_post_processed``, ``x`` the extracted answers, ``h``
 ``hit_max_gen_toks``, ``r`` ``reasoning_unfinished``, ``tc`` tokens cut from the prompt's
 left, ``e`` execution verdicts, ``j`` judge calls (per metric: reply and judgment), ``tu``
-the answer of each turn. Keys without a value are left out.
+the answer of each turn, ``ms`` the chat messages a server was sent ([role, content]; the
+prompt is shown as these turns). Keys without a value are left out.
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ def sample_row(record: SampleRecord, task: int, prefix: int, cut: int) -> dict[s
         "tc": response.truncated_tokens_count or None,
         "j": _judgments(record),
     }
+    messages = (record.extra or {}).get("messages")
+    if isinstance(messages, list) and messages:  # sent as chat turns (openai_chat)
+        row["ms"] = messages
     if record.choices:
         row["c"] = record.choices
         row["l"] = response.logprobs or None

@@ -17,6 +17,7 @@ from mill.record import SampleRecord
 from mill.report.load import RunFolder
 from mill.report.samples import embedded_json
 from tests.helpers import REPO, SHARED_DATA, run_mill
+from tests.support.json_server import JSONHandler, chat_reply, json_server
 
 pytestmark = pytest.mark.slow
 SCREENSHOT = REPO / "docs" / "img-samples.png"
@@ -258,3 +259,38 @@ def test_the_full_mmlu_page_opens_in_under_10_s_with_search_working(
     print(f"mmlu samples.html: {size / 1e6:.1f} MB, opened in {opened:.2f} s, searched in "
           f"{searched:.2f} s")  # fmt: skip
     assert opened < 10 and searched < 5
+
+
+class _Chat(JSONHandler):
+    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+        self.read_json()
+        self.send_json(chat_reply("The answer is 4.", "served"))
+
+
+def test_a_chat_runs_prompt_is_shown_as_the_messages_the_server_was_sent(
+    browser, tmp_path: Path
+) -> None:
+    """model=openai_chat against a server in this process: each sample keeps the messages
+    it sent (extra.messages), and the page shows them as turns, in order."""
+    folder = tmp_path / "chat"
+    with json_server(_Chat) as server:
+        proc = run_mill(
+            "task=gsm8k", "task.limit=2", "model=openai_chat",
+            f"model.base_url={server.url}", "model.model=served", f"hydra.run.dir={folder}",
+            env={"MILL_CACHE": str(tmp_path / "mill-cache")},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        sent = [b["messages"] for b in server.seen if "messages" in b]
+    records = RunFolder.open(folder).samples("gsm8k")
+    kept = [[{"role": r, "content": c} for r, c in rec.extra["messages"]] for rec in records]
+    assert sorted(map(str, kept)) == sorted(map(str, sent)) and len(kept) == 2
+    page, errors = _open(browser, folder / "samples.html")
+    card = page.query_selector("article[data-key='gsm8k/default/0']")
+    card.query_selector("details.p summary").click()  # the prompt, opened
+    shown = card.eval_on_selector_all(
+        ".turn",
+        "ts => ts.map(t => [t.querySelector('.role').textContent, "
+        "t.querySelector('pre').textContent])",
+    )
+    assert shown == [list(m) for m in records[0].extra["messages"]] and not errors
+    assert [r for r, _ in shown][-1] == "user" and len(shown) >= 1
