@@ -37,9 +37,11 @@ HELP_WITHOUT: dict[str, tuple[str, ...]] = {"judge": ("judge",)}
 """The config groups a command needs (``judge: ???``) that its ``--help`` composes without
 when the command line chooses none (``mill judge --help``)."""
 
-INTERNAL_OPTIONS: dict[str, tuple[str, ...]] = {"task": ("tasks",)}
-"""Options of a config group that Mill composes itself and that ``--help`` and completion
-do not offer: ``task=tasks`` is what ``task=[a,b]`` becomes (:func:`task_lists`)."""
+INTERNAL_OPTIONS: dict[str, tuple[str, ...]] = {"task": ("tasks", "judged")}
+"""Options of a config group that ``--help`` and completion do not offer: ``task=tasks`` is
+what ``task=[a,b]`` becomes (:func:`task_lists`); ``task=judged`` is no benchmark but the
+reader of your own question files, which wants ``task.questions=`` (docs/judging.md). Both
+still run when typed."""
 
 _failures: list[str] = []
 _sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end

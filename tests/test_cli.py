@@ -417,9 +417,9 @@ def test_shell_completion_offers_commands_and_their_keys(line: str, offered: lis
 @pytest.mark.parametrize(
     ("words", "command", "typed", "kept"),
     [
-        # the run: everything Hydra offers but task=tasks
+        # the run: everything Hydra offers but task=tasks and task=judged
         (["task=arc_easy", "task=tasks", "+task=tasks", "task=judged"], None, "task=",
-         ["task=arc_easy", "task=judged"]),
+         ["task=arc_easy"]),
         # a command: its own keys and groups, never a run's groups nor its `command` key
         (["a=", "b=", "task=", "model=", "command=", "hydra", "hydra."], "compare", "",
          ["a=", "b=", "allow_different_judges=", "alpha=", "ignore_settings=", "iters=",
@@ -455,7 +455,7 @@ def test_a_commands_words_are_its_own_config() -> None:
 @pytest.mark.parametrize(
     ("line", "offered_words", "not_offered"),
     [
-        ("mill task=", ["task=arc_easy", "task=judged"], ["task=tasks"]),
+        ("mill task=", ["task=arc_easy", "task=mt_bench"], ["task=tasks", "task=judged"]),
         ("mill compare ", ["a=", "b=", "iters="], ["task=", "model=", "command=", "hydra."]),
         ("mill report ", ["runs=", "out="], ["task=", "data=", "command="]),
         ("mill runs ", ["all=", "tasks=", "open="], ["task=", "model=", "runner=", "hydra"]),
