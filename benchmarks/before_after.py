@@ -26,8 +26,9 @@ Then every file of both sides' folders is compared, after these and only these a
   (the revision itself), ``results_sha256`` and ``samples_sha256`` (the digests of
   results.json and of the samples files, which hold those times; the files themselves are
   compared) and ``fingerprint`` (the ``datasets`` library's cache fingerprint of a local
-  file, a hash over its absolute path; the file's ``sha256`` is kept); no run folder
-  records a pid or a hostname;
+  file, a hash over its absolute path; the file's ``sha256`` is kept), and the ``checksum``
+  of an object that holds a ``duration_s`` (a sandbox verdict's seal covers its wall time);
+  no run folder records a pid or a hostname;
 * in text (logs, YAML, HTML, text reports): date-times (``2026-11-28 23:40:25``, ISO 8601
   with an offset), durations (``17.4 s``), the ``memory by phase`` log line (RSS) and the
   side's own revision (its hash, whole or from 7 characters on: the HTML report names it);
@@ -255,7 +256,10 @@ class Places:
 
 def _drop_varying(node: Any) -> Any:
     if isinstance(node, dict):
-        return {k: _drop_varying(v) for k, v in node.items() if k not in VARYING_KEYS}
+        # a record sealed over a wall time (a sandbox verdict's checksum covers its
+        # duration_s) differs in its seal too; a seal over anything else is compared
+        varying = VARYING_KEYS | ({"checksum"} if "duration_s" in node else set())
+        return {k: _drop_varying(v) for k, v in node.items() if k not in varying}
     if isinstance(node, list):
         return [_drop_varying(v) for v in node]
     return node

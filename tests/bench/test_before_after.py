@@ -28,6 +28,9 @@ def test_only_the_varying_fields_are_removed(tmp_path: Path) -> None:
         "results_sha256": "b1c9",
         "cache": {"dir": str(tmp_path / "cache"), "hits": 3},
         "tasks": {"arc_easy": {"limit": 5, "seconds_per_doc": 2}},
+        # a sandbox verdict: its seal covers its wall time; a seal of anything else is kept
+        "verdict": {"status": "passed", "duration_s": 0.4, "checksum": "9f2e"},
+        "cache_seal": {"checksum": "77aa"},
     }
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps(manifest))
@@ -36,6 +39,8 @@ def test_only_the_varying_fields_are_removed(tmp_path: Path) -> None:
         "argv": ["<REPO>/mill/__main__.py", "hydra.run.dir=<OUT>/x"],
         "cache": {"dir": "<CACHE>", "hits": 3},
         "tasks": {"arc_easy": {"limit": 5, "seconds_per_doc": 2}},
+        "verdict": {"status": "passed"},
+        "cache_seal": {"checksum": "77aa"},
     }
     log = tmp_path / "mill.log"
     log.write_text(
