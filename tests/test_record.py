@@ -61,12 +61,17 @@ def test_compact_lines_read_back_as_the_lines_they_came_from() -> None:
     assert [{k: v for k, v in line.items() if k != "format"} for line in back] == rows
 
 
-def test_a_samples_file_of_an_unknown_format_is_one_line(tmp_path: Path) -> None:
-    run = _copy("arc_easy", tmp_path)
+def _second_line_format_99(run: Path) -> Path:
+    """The run's arc_easy samples file, its second line marked format 99."""
     path = run / "samples" / "arc_easy.jsonl"
     lines = path.read_text().splitlines()
     lines[1] = json.dumps({"format": 99, **json.loads(lines[1])})
     path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_samples_file_of_an_unknown_format_is_one_line(tmp_path: Path) -> None:
+    path = _second_line_format_99(_copy("arc_easy", tmp_path))
     with pytest.raises(ResultsError, match=r"arc_easy.jsonl:2 is samples format 99; this Mill"):
         read_samples(path)
 
@@ -74,10 +79,7 @@ def test_a_samples_file_of_an_unknown_format_is_one_line(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_mill_report_refuses_an_unknown_format_in_one_line(tmp_path: Path) -> None:
     run = _copy("arc_easy", tmp_path)
-    path = run / "samples" / "arc_easy.jsonl"
-    lines = path.read_text().splitlines()
-    lines[1] = json.dumps({"format": 99, **json.loads(lines[1])})
-    path.write_text("\n".join(lines) + "\n")
+    _second_line_format_99(run)
     _resign(run, "arc_easy")
     proc = run_mill("report", f"runs=[{run}]", f"out={tmp_path / 'out'}")
     assert proc.returncode == 2, proc.stderr

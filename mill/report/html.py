@@ -582,7 +582,7 @@ def flips_section(flips: dict[str, dict[str, Any]], label_a: str, label_b: str) 
     """The questions whose verdict differs between the runs (per task and 0/1 metric), A's
     and B's answers side by side; filtered by words, direction, task, metric and subject,
     sorted by any column."""
-    rows, attrs = [], []
+    rows, attrs, rows_values = [], [], []
     for task, metrics in flips.items():
         for metric, by_direction in metrics.items():
             for direction, items in by_direction.items():
@@ -593,6 +593,7 @@ def flips_section(flips: dict[str, dict[str, Any]], label_a: str, label_b: str) 
                          esc(f["a"]["answer"]), esc(f["b"]["answer"])]
                     )  # fmt: skip
                     values = (direction, task, metric, str(f["subject"]))
+                    rows_values.append(values)
                     pairs = zip(FLIP_KEYS, values, strict=True)
                     attrs.append(" ".join(f'data-{k}="{esc(v)}"' for k, v in pairs))
     if not rows:
@@ -609,7 +610,7 @@ def flips_section(flips: dict[str, dict[str, Any]], label_a: str, label_b: str) 
         "and the reverse; A's and B's answers side by side. Click a column's header to sort."
         "</p>"
         '<p><input id="flips-filter" type="search" placeholder="filter: words in any column" '
-        f'size="40"> {_flip_selects(flips)} '
+        f'size="40"> {_flip_selects(rows_values)} '
         '<span id="flips-count" class="small"></span></p>'
         f'<div id="flips">{body}</div>{FLIPS_JS}'
     )
@@ -619,26 +620,18 @@ FLIP_KEYS = ("dir", "task", "metric", "subject")
 """The flips' data attributes, each with a select of its values (FLIPS_JS reads both)."""
 
 
-def _flip_selects(flips: dict[str, dict[str, Any]]) -> str:
-    """A select per :data:`FLIP_KEYS`: every value present, "" for all."""
-    seen: dict[str, dict[str, str]] = {"dir": dict(DIRECTIONS), "task": {}, "metric": {}}
-    seen["subject"] = {}
-    for task, metrics in flips.items():
-        seen["task"][task] = task
-        for metric, by_direction in metrics.items():
-            seen["metric"][metric] = metric
-            for items in by_direction.values():
-                for f in items:
-                    seen["subject"].setdefault(str(f["subject"]), str(f["subject"]))
-    every = {"dir": "both directions", "task": "every task", "metric": "every metric"}
-    every["subject"] = "every subject"
+def _flip_selects(values: Sequence[tuple[str, ...]]) -> str:
+    """A select per :data:`FLIP_KEYS` over the rows' ``values`` (one tuple a row, in
+    :data:`FLIP_KEYS`' order): every value present, "" for all; both directions always."""
+    every = ("both directions", "every task", "every metric", "every subject")
     selects = []
-    for key in FLIP_KEYS:
+    for i, key in enumerate(FLIP_KEYS):
+        labels = DIRECTIONS if key == "dir" else {v[i]: v[i] for v in values}
         options = "".join(
-            f'<option value="{esc(v)}">{esc(label)}</option>' for v, label in seen[key].items()
+            f'<option value="{esc(v)}">{esc(label)}</option>' for v, label in labels.items()
         )
         selects.append(
-            f'<select id="flips-{key}"><option value="">{every[key]}</option>{options}</select>'
+            f'<select id="flips-{key}"><option value="">{every[i]}</option>{options}</select>'
         )
     return " ".join(selects)
 
