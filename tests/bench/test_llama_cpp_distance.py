@@ -90,6 +90,7 @@ def test_the_tool_pairs_every_request_of_a_mill_run(
         "data=local",
         f"data.dir={SHARED_DATA}",
         "task.limit=3",
+        "runner.sample_tokens=true",  # the tool pairs requests by their token ids
     ]
     done = subprocess.run(
         [*argv, f"hydra.run.dir={run}"],

@@ -3,15 +3,26 @@ samples and the error lines every test in tests/served reads."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from mill.record import read_sample_rows
 from tests.support.servers import SERVED_NAME, STORIES
 
-GSM8K = ["task=gsm8k", "task.limit=8", "task.num_fewshot=0", "task.generation.max_gen_toks=96"]
-"""The GSM8K sample of the served generation tests (prompt + 96 new tokens fit 512)."""
+TOKENS = "runner.sample_tokens=true"
+"""Samples keep each prompt's and answer's token ids: the served tests compare them with the
+HF backend's (without it, format-2 samples hold none)."""
+
+GSM8K = [
+    "task=gsm8k",
+    "task.limit=8",
+    "task.num_fewshot=0",
+    "task.generation.max_gen_toks=96",
+    TOKENS,
+]
+"""The GSM8K sample of the served generation tests (prompt + 96 new tokens fit 512), token
+ids kept."""
 
 
 def completions_args(base_url: str, *extra: str) -> list[str]:
@@ -27,9 +38,10 @@ def completions_args(base_url: str, *extra: str) -> list[str]:
 
 
 def samples(run: Path, task: str) -> dict[int, dict[str, Any]]:
-    """The run's per-sample rows of ``task``, by doc id."""
-    lines = (run / "samples" / f"{task}.jsonl").read_text().splitlines()
-    return {row["doc_id"]: row for row in map(json.loads, lines)}
+    """The run's per-sample rows of ``task``, by doc id, each with its whole prompt (Mill's
+    one reader of samples files)."""
+    rows = read_sample_rows(run / "samples" / f"{task}.jsonl")
+    return {row["doc_id"]: row for row in rows}
 
 
 def ok(proc: subprocess.CompletedProcess[str]) -> None:

@@ -16,7 +16,7 @@ import pytest
 from mill.model.base import request_seed, server_seed
 from tests.helpers import run_mill
 from tests.served.proxy import FaultProxy
-from tests.served.runs import GSM8K, completions_args, error_lines, ok, samples
+from tests.served.runs import GSM8K, TOKENS, completions_args, error_lines, ok, samples
 from tests.support.servers import SERVED_NAME, STORIES, ServerProcess, free_port, http_json
 
 pytestmark = pytest.mark.slow
@@ -31,7 +31,7 @@ def _api(server: ServerProcess, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def arc_runs(llama_server: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Any:
     root = tmp_path_factory.mktemp("arc")
-    common = ["task=arc_easy", "task.limit=25"]
+    common = ["task=arc_easy", "task.limit=25", TOKENS]
     hf = run_mill(*common, "model=stories260k", f"hydra.run.dir={root / 'hf'}")
     ok(hf)
     api = run_mill(
@@ -166,6 +166,7 @@ def test_remote_tokenizer_gives_the_same_requests_and_scores(
     proc = run_mill(
         "task=arc_easy",
         "task.limit=25",
+        TOKENS,
         *args,
         "model.tokenizer=remote",  # llama-cpp-python's /extras/tokenize
         f"hydra.run.dir={tmp_path / 'remote'}",
