@@ -14,10 +14,10 @@ from tests.helpers import SHARED, installed, run_mill
 
 HAS_LM_EVAL = installed("lm_eval")
 
-needs_lm_eval = pytest.mark.skipif(
+skip_without_lm_eval = pytest.mark.skipif(
     not HAS_LM_EVAL, reason='lm-eval is not installed (pip install "mill-eval[lm-eval]")'
 )
-needs_shared = pytest.mark.skipif(
+skip_without_shared = pytest.mark.skipif(
     not (SHARED / "data").is_dir(), reason=f"no shared data at {SHARED} (set MILL_SHARED)"
 )
 

@@ -12,12 +12,12 @@ import pytest
 from benchmarks.driver_common import documented_recipe
 from tests.lmeval.conftest import (
     SHARED,
-    needs_lm_eval,
-    needs_shared,
     run_bridge_on_stories,
+    skip_without_lm_eval,
+    skip_without_shared,
 )
 
-pytestmark = [pytest.mark.slow, needs_lm_eval, needs_shared]
+pytestmark = [pytest.mark.slow, skip_without_lm_eval, skip_without_shared]
 
 TASKS = ("boolean_expressions", "navigate")
 

@@ -16,9 +16,13 @@ import pytest
 from mill.data.load import DataSource
 from mill.errors import ConfigError, DatasetUnavailable, TaskError
 from mill.types import OutputType, Response
-from tests.lmeval.conftest import documented_bbh_overrides, needs_lm_eval, needs_shared
+from tests.lmeval.conftest import (
+    documented_bbh_overrides,
+    skip_without_lm_eval,
+    skip_without_shared,
+)
 
-pytestmark = [needs_lm_eval]
+pytestmark = [skip_without_lm_eval]
 
 
 def _suite(local_tasks: Path, tasks: list[str], **kwargs):
@@ -40,7 +44,7 @@ def _lm_eval_instances(local_tasks: Path, name: str, limit: int, num_fewshot: in
     return sorted(task.instances, key=lambda i: (i.doc_id, i.idx))
 
 
-@needs_shared
+@skip_without_shared
 def test_multiple_choice_requests_are_lm_evals_own(local_tasks: Path) -> None:
     suite = _suite(local_tasks, ["mill_arc_easy"], limit=4, num_fewshot=2)
     (task,) = suite.tasks
@@ -57,7 +61,7 @@ def test_multiple_choice_requests_are_lm_evals_own(local_tasks: Path) -> None:
     assert task.chance == pytest.approx(sum(1 / len(d.choices) for d in docs) / len(docs))
 
 
-@needs_shared
+@skip_without_shared
 def test_rolling_requests_are_perplexity(local_tasks: Path) -> None:
     suite = _suite(local_tasks, ["mill_wikitext"], limit=2)
     (task,) = suite.tasks
@@ -69,7 +73,7 @@ def test_rolling_requests_are_perplexity(local_tasks: Path) -> None:
     assert {r.output_type for r in requests} == {OutputType.PERPLEXITY}
 
 
-@needs_shared
+@skip_without_shared
 def test_scores_come_from_lm_evals_process_results(local_tasks: Path) -> None:
     suite = _suite(local_tasks, ["mill_arc_easy"], limit=2)
     (task,) = suite.tasks
@@ -97,7 +101,7 @@ def test_scores_come_from_lm_evals_process_results(local_tasks: Path) -> None:
     assert metrics["acc,none"].is_mean
 
 
-@needs_shared
+@skip_without_shared
 def test_unknown_task_suggests_close_names(local_tasks: Path) -> None:
     with pytest.raises(ConfigError, match="did you mean mill_arc_easy"):
         _suite(local_tasks, ["mill_arc_esy"])

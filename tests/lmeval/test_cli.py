@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_mill, run_process
-from tests.lmeval.conftest import needs_lm_eval, needs_shared
+from tests.lmeval.conftest import skip_without_lm_eval, skip_without_shared
 
-pytestmark = [pytest.mark.slow, needs_lm_eval, needs_shared]
+pytestmark = [pytest.mark.slow, skip_without_lm_eval, skip_without_shared]
 
 
 def _bridge(

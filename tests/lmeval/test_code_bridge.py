@@ -15,7 +15,7 @@ import yaml
 from mill.execution import Verdict
 from mill.lm_eval.code_eval import CodeEval
 from tests.helpers import SHARED, run_mill
-from tests.lmeval.conftest import needs_lm_eval, needs_shared
+from tests.lmeval.conftest import skip_without_lm_eval, skip_without_shared
 
 HUMANEVAL = SHARED / "data" / "humaneval" / "HumanEval.jsonl"
 MBPP_ROWS = [
@@ -79,8 +79,8 @@ def _run(tmp_path: Path, name: str, *args: str) -> dict:
 
 
 @pytest.mark.slow
-@needs_lm_eval
-@needs_shared
+@skip_without_lm_eval
+@skip_without_shared
 def test_bridged_humaneval_and_mbpp_run_in_the_sandbox(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in HUMANEVAL.read_text().splitlines()[:6]]
     # docs 0 and 3 fail (a wrong value, an exception); the others are canonical

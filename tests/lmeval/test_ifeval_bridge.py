@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_mill
-from tests.lmeval.conftest import SHARED, needs_lm_eval, needs_shared
+from tests.lmeval.conftest import SHARED, skip_without_lm_eval, skip_without_shared
 
-pytestmark = [pytest.mark.slow, pytest.mark.parity, needs_lm_eval, needs_shared]
+pytestmark = [pytest.mark.slow, pytest.mark.parity, skip_without_lm_eval, skip_without_shared]
 
 DATA = SHARED / "data" / "ifeval"
 GPT4 = DATA / "input_response_data_gpt4_20231107_145030.jsonl"

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from mill.data.load import DataSource
-from tests.lmeval.conftest import needs_lm_eval, needs_shared
+from tests.lmeval.conftest import skip_without_lm_eval, skip_without_shared
 
-pytestmark = [needs_lm_eval]
+pytestmark = [skip_without_lm_eval]
 
 
 @pytest.fixture()
@@ -101,7 +101,7 @@ def test_second_construction_reads_the_cache(local_tasks: Path, cache: Path, mon
     _same(warm, _fresh(local_tasks))
 
 
-@needs_shared
+@skip_without_shared
 def test_bridge_builds_the_same_requests_from_the_cache(
     local_tasks: Path, cache: Path, monkeypatch
 ) -> None:

@@ -17,16 +17,16 @@ from mill.data.load import DataSource
 from tests.lmeval.conftest import (
     SHARED,
     documented_bbh_overrides,
-    needs_lm_eval,
-    needs_shared,
     parity_script,
     run_bridge_on_stories,
+    skip_without_lm_eval,
+    skip_without_shared,
 )
 
-pytestmark = [pytest.mark.slow, needs_lm_eval]
+pytestmark = [pytest.mark.slow, skip_without_lm_eval]
 
 
-@needs_shared
+@skip_without_shared
 def test_leaderboard_bbh_offline_with_normalised_score(tmp_path: Path) -> None:
     # the README's own example, as printed, with its /data/bbh pointing at the shared files
     ((_, text), *_) = documented_bbh_overrides()

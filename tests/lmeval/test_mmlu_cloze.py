@@ -14,12 +14,12 @@ import pytest
 from benchmarks.driver_common import documented_recipe
 from tests.lmeval.conftest import (
     SHARED,
-    needs_lm_eval,
-    needs_shared,
     run_bridge_on_stories,
+    skip_without_lm_eval,
+    skip_without_shared,
 )
 
-pytestmark = [pytest.mark.slow, needs_lm_eval, needs_shared]
+pytestmark = [pytest.mark.slow, skip_without_lm_eval, skip_without_shared]
 
 SUBJECTS = ("abstract_algebra", "college_mathematics", "world_religions")
 LIMIT = 9  # college_mathematics doc 8: its first answer is "None"

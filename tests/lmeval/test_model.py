@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.lmeval.conftest import needs_lm_eval
+from tests.lmeval.conftest import skip_without_lm_eval
 
-pytestmark = [needs_lm_eval]
+pytestmark = [skip_without_lm_eval]
 
 STORIES = Path(str(resources.files("mill.resources").joinpath("models", "stories260k")))
 

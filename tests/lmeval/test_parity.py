@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.lmeval.conftest import needs_lm_eval, needs_shared, parity_script
+from tests.lmeval.conftest import parity_script, skip_without_lm_eval, skip_without_shared
 
-pytestmark = [pytest.mark.parity, needs_lm_eval, needs_shared]
+pytestmark = [pytest.mark.parity, skip_without_lm_eval, skip_without_shared]
 
 BRIDGE = {
     "arc_easy_mc": 8,  # multiple choice + !function process_docs

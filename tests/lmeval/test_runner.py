@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from tests.helpers import run_mill
-from tests.lmeval.conftest import needs_lm_eval, needs_shared
+from tests.lmeval.conftest import skip_without_lm_eval, skip_without_shared
 
-pytestmark = [pytest.mark.slow, needs_lm_eval, needs_shared]
+pytestmark = [pytest.mark.slow, skip_without_lm_eval, skip_without_shared]
 
 # One BLAS thread everywhere and one request per forward pass: byte-identical floats
 # whichever process computes a request (see tests/runner/test_data_parallel.py)

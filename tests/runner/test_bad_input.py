@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from mill.report.rebuild import report_command
 from tests.helpers import ARC_ROW, run_mill, write_jsonl
-from tests.lmeval.conftest import needs_lm_eval
+from tests.lmeval.conftest import skip_without_lm_eval
 
 
 def _nan_model(tmp_path: Path) -> Path:
@@ -353,7 +353,7 @@ CASES = [
     "rubric without a scale",
     "Arena-Hard patterns that cannot read its labels",
     *(
-        pytest.param(case, marks=needs_lm_eval)
+        pytest.param(case, marks=skip_without_lm_eval)
         for case in (
             "lm-eval task YAML syntax error",
             "lm-eval data file missing",
