@@ -592,32 +592,47 @@ BY_TARGET: dict[str, dict[str, Rule]] = {
 ``_target_``): lm-eval's suite also takes a fraction as its limit, as lm-eval does."""
 
 
-def _lookup(config: Any, parts: list[str], prefix: str = "") -> list[tuple[str, Any]]:
-    """The (full key, value) pairs of ``config`` at ``parts`` (``*`` matches any key)."""
-    if not parts:
-        return [(prefix, config)]
+def _places(config: Any, parts: list[str], prefix: str) -> list[tuple[str, Any, str, Any]]:
+    """(full key, parent mapping, key in it, value) of each setting of ``config`` at
+    ``parts`` (``*`` matches any key): where :func:`check_config` puts its typed value."""
+    head, rest = parts[0], parts[1:]
     if not isinstance(config, Mapping):
         return []
-    head, rest = parts[0], parts[1:]
     names = [str(k) for k in config] if head == "*" else [head] if head in config else []
-    return [
-        found
-        for name in names
-        for found in _lookup(config[name], rest, f"{prefix}.{name}" if prefix else name)
-    ]
+    out = []
+    for name in names:
+        key = f"{prefix}.{name}" if prefix else name
+        if rest:
+            out += _places(config[name], rest, key)
+        else:
+            out.append((key, config, name, config[name]))
+    return out
 
 
-def check_config(config: Mapping[str, Any]) -> None:
+def _plain_copy(node: Any) -> Any:
+    """``node`` (plain containers) copied, its mappings and lists new, its values shared."""
+    if isinstance(node, Mapping):
+        return {k: _plain_copy(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_plain_copy(v) for v in node]
+    return node
+
+
+def check_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """Every setting of :data:`SETTINGS` that ``config`` (resolved, as plain containers)
     has, checked (ConfigError naming the first one refused); the task's by
-    :func:`check_task`, its group's members included."""
+    :func:`check_task`, its group's members included. Returns a copy of ``config`` with
+    each checked setting typed by its rule (whole numbers as int, words and choices in
+    lower case, ``true``/``false`` as booleans): typing a typed config changes nothing."""
+    out: dict[str, Any] = _plain_copy(config)
     for key, rule in SETTINGS.items():
         if not key.startswith("task."):
-            for full_key, value in _lookup(config, key.split(".")):
-                check_number(full_key, value, rule)
-    task = config.get("task")
+            for full_key, parent, name, value in _places(out, key.split("."), ""):
+                parent[name] = check_number(full_key, value, rule)
+    task = out.get("task")
     if isinstance(task, Mapping):
         check_task(task)
+    return out
 
 
 def task_rules(target: Any) -> dict[str, Rule]:
@@ -649,10 +664,13 @@ def task_members(node: Mapping[str, Any], prefix: str = "task") -> list[tuple[st
 def check_task(node: Mapping[str, Any], prefix: str = "task") -> None:
     """A task node's settings by its rules (:func:`task_rules`), named by their full keys
     (``task.piqa.limit``), then each member's (:func:`task_members`) by its own: a group
-    member is checked key by key at composition, before any data or model loads."""
+    member is checked key by key at composition, before any data or model loads. A node
+    that is a dict (:func:`check_config`'s copy) gets each setting's typed value."""
     for key, rule in task_rules(node.get("_target_")).items():
-        for full_key, value in _lookup(node, key.split(".")[1:], prefix):
-            check_number(full_key, value, rule)
+        for full_key, parent, name, value in _places(node, key.split(".")[1:], prefix):
+            typed_value = check_number(full_key, value, rule)
+            if isinstance(parent, dict):
+                parent[name] = typed_value
     for member_key, member in task_members(node, prefix):
         check_task(member, member_key)
 

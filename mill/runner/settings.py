@@ -8,6 +8,7 @@ are checked and typed by their declarations in :data:`mill.schema.SETTINGS`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -31,19 +32,20 @@ def _preset() -> dict[str, Any]:
     return {str(k): v for k, v in loaded.items()}
 
 
-def check_settings(resolved: dict[str, Any]) -> RunnerSettings:
+def check_settings(resolved: Mapping[str, Any]) -> dict[str, Any]:
     """Every setting a run's numbers depend on, checked on the resolved config before any
     data or model loads: the declared rules of :data:`mill.schema.SETTINGS`, no setting
-    that means nothing in this config (:func:`check_meaningful`), and the runner group
-    (returned parsed)."""
-    check_config(resolved)
-    check_meaningful(resolved)
-    judge = resolved.get("judge")
+    that means nothing in this config (:func:`check_meaningful`) and the judge's cache
+    folder. Returns the config with each declared setting typed
+    (:func:`mill.schema.check_config`): :class:`mill.runner.run_config.RunConfig`'s values."""
+    values = check_config(resolved)
+    check_meaningful(values)
+    judge = values.get("judge")
     if isinstance(judge, dict):  # a file where its cache folder goes: named before the run
         from mill.judging import judge_cache_setting
 
         judge_cache_setting(judge.get("cache", "shared"))
-    return RunnerSettings.parse(resolved.get("runner"))
+    return values
 
 
 @cache
@@ -60,7 +62,7 @@ def root_keys() -> frozenset[str]:
     return frozenset(groups | {str(k) for k in primary if k != "defaults"})
 
 
-def check_meaningful(resolved: dict[str, Any]) -> None:
+def check_meaningful(resolved: Mapping[str, Any]) -> None:
     """A setting that is set but means nothing in this config is a ConfigError with a hint,
     never silently ignored: a root-level key no group reads (``+limit=5``: a task's
     ``limit``), a data folder under a ``data=`` option that reads none (``data.dir`` without
@@ -126,18 +128,18 @@ class RunnerSettings:
         return cls.parse(None)
 
     @classmethod
-    def parse(cls, node: dict[str, Any] | None) -> RunnerSettings:
-        """The settings of a ``runner`` node, typed by the schema; settings it leaves out
-        take the preset's values."""
-        node = dict(node or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(node) - known)
-        if unknown:
-            raise ConfigError(f"runner has no setting {unknown[0]!r}; known: {sorted(known)}")
-        node = {**_preset(), **node}
-        if node["num_processes"] is None:
-            node["num_processes"] = "auto"
-        values = typed("runner", node)
+    def parse(cls, node: Mapping[str, Any] | None) -> RunnerSettings:
+        """The settings of a ``runner`` node that no run config typed (a test's, a
+        caller's), typed by the schema here; settings it leaves out take the preset's
+        values. A run's own come typed (:meth:`of_typed`)."""
+        return cls.of_typed(typed("runner", cls._filled(node)))
+
+    @classmethod
+    def of_typed(cls, node: Mapping[str, Any] | None) -> RunnerSettings:
+        """The settings of a ``runner`` node whose settings are already typed by their rules
+        (:class:`mill.runner.run_config.RunConfig`'s), read without checking them again;
+        settings it leaves out take the preset's values (Mill's own file, typed as written)."""
+        values = cls._filled(node)
         cache = values["cache"]
         if cache is False or cache is None or str(cache).lower() in ("false", "none", "null"):
             cache = None
@@ -156,6 +158,20 @@ class RunnerSettings:
             timeout_s=values["timeout_s"],
             sample_tokens=values["sample_tokens"],
         )
+
+    @classmethod
+    def _filled(cls, node: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``node`` with the preset's value of each setting it leaves out (unknown keys
+        refused); ``num_processes`` null is ``auto``."""
+        given = dict(node or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise ConfigError(f"runner has no setting {unknown[0]!r}; known: {sorted(known)}")
+        filled = {**_preset(), **given}
+        if filled["num_processes"] is None:
+            filled["num_processes"] = "auto"
+        return filled
 
     def use_cpu(self) -> bool:
         """Whether workers run on CPU (imports torch only when it has to look for GPUs)."""
