@@ -8,11 +8,13 @@ resolved config against it when the run starts, before any data or model loads (
 ``mill -m``'s jobs, :func:`mill.evaluate`): a value that is not finite, out of range, of the
 wrong type or not one of the choices is one line naming the full key, the value and what is
 accepted, exit 2; a list where one value is expected says so, with the sweep that runs each
-value. The subsystems read their settings checked and typed by the same declaration
-(:func:`typed`: :meth:`mill.runner.settings.RunnerSettings.parse`,
-:class:`mill.execution.ExecutionSettings`; the metrics by :func:`check_number` with the rule
-of their key) instead of parsing their slice again, so a value that reaches them by another
-way (:func:`mill.evaluate`'s Python objects, a test) is held to the same rules.
+value. :func:`check_config` returns the config with each setting typed by its rule: the
+values of the run's one typed object (:class:`mill.runner.run_config.RunConfig`), from
+which each subsystem reads its slice without parsing it again. A class a user may also
+build in Python (a backend, a task, a sink, :class:`mill.execution.ExecutionSettings`)
+checks its own arguments by the same rules when constructed (:func:`typed`,
+:func:`check_number`), so a value that reaches it by another way (:func:`mill.evaluate`'s
+Python objects, a test) is held to the same rules.
 The configuration reference (docs/reference/config.md) shows each rule beside its key
 (``scripts.config_reference``), so the page and the checks cannot drift, and
 ``tests/test_schema.py`` fails when a key of a shipped config in ``conf/`` is not declared.

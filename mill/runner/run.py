@@ -134,7 +134,7 @@ def build_judge(run: RunContext, metrics: dict[str, list[Metric]]) -> Judging:
         run.scoring = "judging"
 
     return build_judging(
-        JudgeSettings.parse(run.cfg.judge),
+        JudgeSettings.of_typed(run.config.group("judge")),
         metrics,
         run.allow,
         run.dist,
