@@ -6,8 +6,9 @@ The Hydra driver (:func:`mill.runner.job.run_job`) builds it once from the resol
 checked and typed by its rule (:func:`mill.schema.check_config`: one line naming the key, the
 value and what is accepted), no setting that means nothing in this config
 (:func:`mill.runner.settings.check_settings`), and the groups the runner reads as typed
-slices: ``runner`` (:class:`~mill.runner.settings.RunnerSettings`), ``report``
-(:class:`ReportSettings`) and ``data`` (:class:`mill.data.DataSource`). The polymorphic
+slices: ``runner`` (:class:`~mill.schema.RunnerSettings`), ``report``
+(:class:`~mill.schema.ReportSettings`), both declared with their rules in
+:mod:`mill.schema.groups`, and ``data`` (:class:`mill.data.DataSource`). The polymorphic
 groups (``model``: a backend's own keys; ``task``: a task kind's; ``judge``, ``sink``,
 ``metrics``, ``execution``) stay mappings in :attr:`RunConfig.values`, their declared keys
 already typed: the backend, task or sink they build receives typed values.
@@ -42,30 +43,10 @@ from typing import Any, cast
 
 from mill.data.load import DataSource
 from mill.errors import ConfigError
-from mill.runner.settings import RunnerSettings, check_settings
+from mill.runner.settings import check_settings
+from mill.schema import ReportSettings, RunnerSettings
 
-__all__ = ["RunConfig", "ReportSettings"]
-
-
-@dataclass(frozen=True)
-class ReportSettings:
-    """The ``report`` group of a run (``conf/report/console.yaml``): the console while it
-    goes."""
-
-    progress: str = "auto"
-    """Progress bars: ``auto`` (on a terminal outside CI), ``always`` or ``never``."""
-    every_s: float = 10.0
-    """Seconds between plain progress lines when not animated."""
-
-    @classmethod
-    def of(cls, node: Mapping[str, Any] | None) -> ReportSettings:
-        """The settings of a typed ``report`` node; what it leaves out takes the default."""
-        node = node or {}
-        default = cls()
-        return cls(
-            progress=str(node.get("progress", default.progress)),
-            every_s=float(node.get("every_s", default.every_s)),
-        )
+__all__ = ["RunConfig", "read_resolved"]
 
 
 def _data(node: Mapping[str, Any] | None) -> DataSource:
@@ -100,7 +81,7 @@ class RunConfig:
         return cls(
             values=values,
             runner=RunnerSettings.of_typed(values.get("runner")),
-            report=ReportSettings.of(values.get("report")),
+            report=ReportSettings.of_typed(values.get("report")),
             data=_data(values.get("data")),
         )
 

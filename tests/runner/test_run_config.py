@@ -10,8 +10,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from mill.errors import ConfigError
-from mill.runner.run_config import ReportSettings, RunConfig
-from mill.runner.settings import RunnerSettings
+from mill.runner.run_config import RunConfig
+from mill.schema import ReportSettings, RunnerSettings
 from tests.helpers import compose_config
 
 
@@ -78,13 +78,28 @@ def test_the_typed_slices() -> None:
     assert config.data.skip_bad_rows is True
 
 
-def test_the_preset_is_written_typed() -> None:
-    """RunnerSettings.of_typed fills what a node leaves out from conf/runner/local.yaml
-    without checking it: the file holds each value as its rule types it."""
-    from mill.runner.settings import _preset
+@pytest.mark.parametrize(("group", "name"), [("runner", "local"), ("report", "console")])
+def test_the_presets_are_written_typed(group: str, name: str) -> None:
+    """of_typed fills what a node leaves out from the group's preset without checking it:
+    the file holds each value as its rule types it."""
     from mill.schema import typed
+    from mill.schema.groups import preset
 
-    assert typed("runner", _preset()) == _preset()
+    assert typed(group, preset(f"{group}/{name}.yaml")) == preset(f"{group}/{name}.yaml")
+
+
+def test_the_fixed_groups_are_declared_by_their_fields() -> None:
+    """SETTINGS takes the runner and report rules from the typed objects' fields: one
+    declaration, every field a setting and every setting a field."""
+    from dataclasses import fields
+
+    from mill.schema import SETTINGS
+    from mill.schema.groups import group_rules
+
+    for group, cls in (("runner", RunnerSettings), ("report", ReportSettings)):
+        declared = {k: r for k, r in SETTINGS.items() if k.startswith(f"{group}.")}
+        assert declared == group_rules(group, cls)
+        assert [k.split(".")[1] for k in declared] == [f.name for f in fields(cls)]
 
 
 def test_group_is_a_copy() -> None:
