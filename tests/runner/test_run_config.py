@@ -116,3 +116,13 @@ def test_bad_values_are_one_line_as_before() -> None:
 def test_a_folder_without_resolved_yaml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="has no resolved.yaml"):
         RunConfig.read(tmp_path)
+
+
+@pytest.mark.parametrize("run", ["arc_easy", "judged"])
+def test_an_older_run_folder_still_reads(run: str) -> None:
+    """The resolved.yaml of folders written before RunConfig (results format 1, kept in
+    tests/support/format1) reads as a run configuration, and its file is what to_yaml
+    writes of it: the same bytes."""
+    folder = Path(__file__).parents[1] / "support" / "format1" / run
+    config = RunConfig.read(folder)
+    assert config.to_yaml() == (folder / "resolved.yaml").read_text(encoding="utf-8")
