@@ -10,8 +10,10 @@ slices: ``runner`` (:class:`~mill.schema.RunnerSettings`), ``report``
 (:class:`~mill.schema.ReportSettings`), both declared with their rules in
 :mod:`mill.schema.groups`, and ``data`` (:class:`mill.data.DataSource`). The polymorphic
 groups (``model``: a backend's own keys; ``task``: a task kind's; ``judge``, ``sink``,
-``metrics``, ``execution``) stay mappings in :attr:`RunConfig.values`, their declared keys
-already typed: the backend, task or sink they build receives typed values.
+``metrics``) stay mappings in :attr:`RunConfig.values`, their declared keys already typed:
+the backend, task or sink they build receives typed values. So does ``execution``: its
+object (:class:`mill.execution.ExecutionSettings`, which looks for its interpreter) is
+built only when a task runs programs.
 :meth:`RunConfig.to_yaml` is ``resolved.yaml`` (the file the driver writes, credentials
 redacted by the folder) and :meth:`RunConfig.read` reads a run folder's file back as the
 same object (the data-parallel workers, :mod:`mill.runner.worker`; credentials restored by

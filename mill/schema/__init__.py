@@ -20,8 +20,9 @@ The configuration reference (docs/reference/config.md) shows each rule beside it
 ``tests/test_schema.py`` fails when a key of a shipped config in ``conf/`` is not declared.
 
 The rules themselves are in :mod:`mill.schema.rules`. The groups whose keys are fixed
-(``runner``, ``report``) are declared by their typed objects (:mod:`mill.schema.groups`:
-each field carries its rule), and :data:`SETTINGS` takes their rules from those fields.
+(``runner``, ``report``, ``execution``, ``data``) are declared by their typed objects
+(:mod:`mill.schema.groups`: each field carries its rule), and :data:`SETTINGS` takes their
+rules from those fields.
 
 Declaring a new setting: in a fixed group, a field of its typed object with
 ``field(metadata=setting(Number(...)))``; elsewhere, add
@@ -40,7 +41,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mill.schema.groups import ReportSettings, RunnerSettings, group_rules
+from mill.schema.groups import (
+    DataFields,
+    ExecutionFields,
+    ReportSettings,
+    RunnerSettings,
+    group_rules,
+)
 from mill.schema.rules import (
     ITERS_MAX,
     SEED_MAX,
@@ -65,6 +72,8 @@ __all__ = [
     "SIZE_MAX",
     "STDERR_ITERS_MAX",
     "Choice",
+    "DataFields",
+    "ExecutionFields",
     "Flag",
     "Nested",
     "Number",
@@ -210,36 +219,11 @@ SETTINGS: dict[str, Rule] = {
     # runner: how an experiment runs
     **group_rules("runner", RunnerSettings),  # declared with its fields
     # execution: how code tasks run the model's programs
-    "execution.sandbox": Choice(("bwrap", "none"), meaning="bwrap (isolated) or none"),
-    "execution.allow_unsafe": Flag(meaning="required with execution=none"),
-    "execution.python": Text(optional=True, meaning="the programs' interpreter"),
-    "execution.timeout_s": Number(
-        0, whole=False, above=True, maximum=86400, meaning="wall-clock seconds per program"
-    ),
-    "execution.workers": Number(
-        1, optional=True, maximum=1024, meaning="programs at once (null: 2 per core)"
-    ),
-    "execution.memory_gb": Number(
-        0, whole=False, above=True, maximum=1_000_000, meaning="address space per program, GB"
-    ),
-    "execution.max_output_bytes": Number(
-        1, maximum=SIZE_MAX, meaning="stdout+stderr read per program"
-    ),
-    "execution.max_processes": Number(
-        1, maximum=SIZE_MAX, meaning="processes and threads per sandbox"
-    ),
-    "execution.max_file_mb": Number(
-        0, whole=False, above=True, maximum=1_000_000, meaning="file size limit and tmpfs size, MB"
-    ),
-    "execution.max_open_files": Number(
-        1, maximum=1 << 20, meaning="open files per program (RLIMIT_NOFILE)"
-    ),
+    **group_rules("execution", ExecutionFields),  # declared with its fields
     # reasoning: what of a generation the metrics read (seed 002's text_post_processed)
     "reasoning.tags": Nested(meaning="[open, close] tag pairs of reasoning blocks removed"),
     # data: where the tasks' documents come from
-    "data.source": Choice(("bundled", "hub", "local"), meaning="the data= option"),
-    "data.dir": Text(optional=True, meaning="the folder read by data=local"),
-    "data.skip_bad_rows": Flag(meaning="skip (and count) rows a task cannot read"),
+    **group_rules("data", DataFields),  # declared with its fields
     # task: the benchmark
     "task._target_": Text(meaning="the task's class (allow-listed)"),
     "task.name": Text(meaning="the task's name in results"),

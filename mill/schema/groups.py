@@ -1,7 +1,11 @@
-"""The typed objects of the config groups whose keys are fixed (``runner``, ``report``),
-each field declared with its rule (``field(metadata=setting(rule))``): the one declaration
-of those settings. :data:`mill.schema.SETTINGS` takes their rules from these fields
-(:func:`group_rules`), and so do the checks and the configuration reference.
+"""The typed objects of the config groups whose keys are fixed (``runner``, ``report``,
+``execution``, ``data``), each field declared with its rule
+(``field(metadata=setting(rule))``): the one declaration of those settings.
+:data:`mill.schema.SETTINGS` takes their rules from these fields (:func:`group_rules`), and
+so do the checks and the configuration reference. ``execution`` and ``data`` are declared
+here by their fields alone (:class:`ExecutionFields`, :class:`DataFields`); the subsystem's
+class adds what they mean (:class:`mill.execution.ExecutionSettings`,
+:class:`mill.data.DataSource`).
 
 The defaults live in one place, the group's preset in ``conf/`` (``conf/runner/local.yaml``,
 ``conf/report/console.yaml``), which fills what a node leaves out.
@@ -19,6 +23,7 @@ from typing import Any
 from mill.errors import ConfigError
 from mill.schema.rules import (
     SEED_MAX,
+    SIZE_MAX,
     STDERR_ITERS_MAX,
     Choice,
     Flag,
@@ -28,7 +33,16 @@ from mill.schema.rules import (
     check_number,
 )
 
-__all__ = ["ReportSettings", "RunnerSettings", "group_rules", "preset", "setting"]
+__all__ = [
+    "DataFields",
+    "ExecutionFields",
+    "ReportSettings",
+    "RunnerSettings",
+    "check_fields",
+    "group_rules",
+    "preset",
+    "setting",
+]
 
 
 def setting(rule: Rule) -> dict[str, Rule]:
@@ -40,6 +54,14 @@ def group_rules(group: str, cls: type) -> dict[str, Rule]:
     """``<group>.<field>`` -> the rule each field of the dataclass ``cls`` declares, in
     field order (a field without one is no setting)."""
     return {f"{group}.{f.name}": f.metadata["rule"] for f in fields(cls) if "rule" in f.metadata}
+
+
+def check_fields(group: str, obj: Any) -> None:
+    """Each field of the dataclass instance ``obj`` checked by its declared rule
+    (ConfigError naming ``<group>.<field>``): the check of an object built in Python."""
+    for f in fields(obj):
+        if "rule" in f.metadata:
+            check_number(f"{group}.{f.name}", getattr(obj, f.name), f.metadata["rule"])
 
 
 def _typed_fields(group: str, cls: type, node: Mapping[str, Any]) -> dict[str, Any]:
@@ -218,3 +240,108 @@ class ReportSettings:
         value (``conf/report/console.yaml``)."""
         values = {**preset("report/console.yaml"), **(node or {})}
         return cls(progress=str(values["progress"]), every_s=float(values["every_s"]))
+
+
+@dataclass(frozen=True)
+class ExecutionFields:
+    """The ``execution`` group's settings (``conf/execution/bwrap.yaml``, ``none.yaml``):
+    how code tasks run the model's programs. The defaults are the ``bwrap`` preset's, for an
+    object built in Python; checked by their rules when built (:func:`check_fields`)."""
+
+    sandbox: str = field(
+        default="bwrap",
+        metadata=setting(Choice(("bwrap", "none"), meaning="bwrap (isolated) or none")),
+    )
+    timeout_s: float = field(
+        default=3.0,
+        metadata=setting(
+            Number(
+                0, whole=False, above=True, maximum=86400, meaning="wall-clock seconds per program"
+            )
+        ),
+    )
+    """Wall clock per program (the program's own run; start-up aside)."""
+    workers: int | None = field(
+        default=None,
+        metadata=setting(
+            Number(1, optional=True, maximum=1024, meaning="programs at once (null: 2 per core)")
+        ),
+    )
+    """Programs at once; None: twice the cores (``ExecutionSettings.worker_count``)."""
+    memory_gb: float = field(
+        default=4.0,
+        metadata=setting(
+            Number(
+                0,
+                whole=False,
+                above=True,
+                maximum=1_000_000,
+                meaning="address space per program, GB",
+            )
+        ),
+    )
+    """RLIMIT_AS of each program."""
+    python: str | None = field(
+        default=None,
+        metadata=setting(Text(optional=True, meaning="the programs' interpreter")),
+    )
+    """The programs' interpreter; None: the running Python's base interpreter."""
+    allow_unsafe: bool = field(
+        default=False, metadata=setting(Flag(meaning="required with execution=none"))
+    )
+    max_output_bytes: int = field(
+        default=1 << 20,
+        metadata=setting(Number(1, maximum=SIZE_MAX, meaning="stdout+stderr read per program")),
+    )
+    """Stdout+stderr beyond this ends the program (failed)."""
+    max_processes: int = field(
+        default=64,
+        metadata=setting(Number(1, maximum=SIZE_MAX, meaning="processes and threads per sandbox")),
+    )
+    """Processes and threads per sandbox (fork bombs end here)."""
+    max_file_mb: float = field(
+        default=64.0,
+        metadata=setting(
+            Number(
+                0,
+                whole=False,
+                above=True,
+                maximum=1_000_000,
+                meaning="file size limit and tmpfs size, MB",
+            )
+        ),
+    )
+    """RLIMIT_FSIZE, and the size of the tmpfs working folder."""
+    max_open_files: int = field(
+        default=256,
+        metadata=setting(
+            Number(1, maximum=1 << 20, meaning="open files per program (RLIMIT_NOFILE)")
+        ),
+    )
+    """RLIMIT_NOFILE."""
+
+    def __post_init__(self) -> None:
+        check_fields("execution", self)
+
+
+@dataclass(frozen=True)
+class DataFields:
+    """The ``data`` group's settings (``conf/data/*.yaml``): where the tasks' documents
+    come from. Checked by their rules when built (:func:`check_fields`)."""
+
+    source: str = field(
+        default="hub",
+        metadata=setting(Choice(("bundled", "hub", "local"), meaning="the data= option")),
+    )
+    dir: str | None = field(
+        default=None,
+        metadata=setting(Text(optional=True, meaning="the folder read by data=local")),
+    )
+    skip_bad_rows: bool = field(
+        default=False,
+        metadata=setting(Flag(meaning="skip (and count) rows a task cannot read")),
+    )
+    """Skip (and count) rows that lack what their task needs instead of stopping the run."""
+
+    def __post_init__(self) -> None:
+        check_fields("data", self)

@@ -89,14 +89,21 @@ def test_the_presets_are_written_typed(group: str, name: str) -> None:
 
 
 def test_the_fixed_groups_are_declared_by_their_fields() -> None:
-    """SETTINGS takes the runner and report rules from the typed objects' fields: one
-    declaration, every field a setting and every setting a field."""
+    """SETTINGS takes the runner, report, execution and data rules from the typed objects'
+    fields: one declaration, every field a setting and every setting a field."""
     from dataclasses import fields
 
+    from mill.data import DataSource
+    from mill.execution import ExecutionSettings
     from mill.schema import SETTINGS
     from mill.schema.groups import group_rules
 
-    for group, cls in (("runner", RunnerSettings), ("report", ReportSettings)):
+    for group, cls in (
+        ("runner", RunnerSettings),
+        ("report", ReportSettings),
+        ("execution", ExecutionSettings),
+        ("data", DataSource),
+    ):
         declared = {k: r for k, r in SETTINGS.items() if k.startswith(f"{group}.")}
         assert declared == group_rules(group, cls)
         assert [k.split(".")[1] for k in declared] == [f.name for f in fields(cls)]
