@@ -35,8 +35,9 @@ from mill.results import Manifest, Results
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
 from mill.runner.faults import fault
 from mill.runner.logs import to_file
-from mill.runner.run_config import RunConfig
+from mill.runner.run_config import RunConfig, read_resolved
 from mill.runner.settings import RunnerSettings, refuse_device_map
+from mill.schema import check_config
 
 log = logging.getLogger("mill")
 
@@ -80,6 +81,18 @@ def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return changed
 
 
+def earlier_config(folder: Path) -> dict[str, Any]:
+    """The ``resolved.yaml`` of the run in ``folder``, typed as this run's config is
+    (:func:`mill.schema.check_config`: a file written before the values were typed may say
+    ``AUTO`` or ``8.0``); as written when today's rules refuse one of its values (which then
+    differs from this run's, and the resume says so)."""
+    old = read_resolved(folder)
+    try:
+        return check_config(old)
+    except ConfigError:
+        return old
+
+
 def _resolve(cfg: DictConfig) -> dict[str, Any]:
     from omegaconf.errors import MissingMandatoryValue
 
@@ -116,10 +129,8 @@ def _prepare(
             )
         if folder.manifest_path.exists() or folder.results_path.exists():
             previous = folder.reopen()
-            old = OmegaConf.to_container(OmegaConf.load(folder.path / "resolved.yaml"))
-            assert isinstance(old, dict)
             # the file is redacted
-            changed = config_changes(cast(dict[str, Any], old), redact(config.values))
+            changed = config_changes(earlier_config(folder.path), redact(config.values))
             if changed:
                 folder.unlock()
                 raise ConfigError(
