@@ -30,7 +30,7 @@ A run composes the primary config `mill.yaml` with one option of each group
 An option whose `defaults:` list names another file starts from that file and overrides it.
 The classes named by `_target_` are documented in the [Python API reference](api.md).
 Every setting of every group is declared once with its type, range or choices and meaning
-(`mill/schema.py`; a judge's model settings are the model group's): the table at the top of
+(`mill/schema/`; a judge's model settings are the model group's): the table at the top of
 each group is that declaration, and a value outside it (not finite, of the wrong type, out
 of range, not one of the choices, a list where one value is expected) is refused in one
 line before any data or model loads. `*` stands for any metric or sink.
@@ -118,7 +118,7 @@ def _ranges(group: str) -> list[str]:
     rows = [(k, r) for k, r in SETTINGS.items() if k.startswith(f"{group}.")]
     if not rows:
         return []
-    lines = ["Checked when a run starts (`mill/schema.py`):", ""]
+    lines = ["Checked when a run starts (`mill/schema/`):", ""]
     lines += ["| setting | accepted | meaning |", "| --- | --- | --- |"]
     lines += [f"| `{k}` | {r.accepted()} | {r.meaning} |" for k, r in rows]
     return [*lines, ""]

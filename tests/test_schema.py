@@ -306,7 +306,7 @@ def test_every_key_of_every_shipped_config_is_declared_and_its_default_passes() 
             elif value != "???" and "${" not in str(value):
                 check_number(key, value, rule)
                 checked += 1
-    assert not undeclared, "declare in mill/schema.py SETTINGS: " + ", ".join(undeclared)
+    assert not undeclared, "declare in mill/schema/ SETTINGS: " + ", ".join(undeclared)
     assert checked > 300
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from mill.errors import ConfigError, DatasetUnavailable
 from mill.files import datasets_cache_dir, sha256_file
-from mill.schema import SETTINGS, check_number
+from mill.schema import DataFields
 
 
 def bundled_data_dir() -> Path:
@@ -46,17 +46,13 @@ def bundled_data_dir() -> Path:
 
 
 @dataclass(frozen=True)
-class DataSource:
+class DataSource(DataFields):
     """Where the task data comes from: ``hub``, ``local`` (a folder laid out like
-    ``../shared/data``) or ``bundled`` (the samples shipped with Mill)."""
-
-    source: str = "hub"
-    dir: str | None = None
-    skip_bad_rows: bool = False
-    """Skip (and count) rows that lack what their task needs instead of stopping the run."""
+    ``../shared/data``) or ``bundled`` (the samples shipped with Mill); ``skip_bad_rows``
+    (the fields and their rules: :class:`mill.schema.DataFields`)."""
 
     def __post_init__(self) -> None:
-        check_number("data.source", self.source, SETTINGS["data.source"])  # its choices
+        super().__post_init__()  # each field by its rule (source's choices), full keys named
         if self.source == "local" and not self.dir:
             raise ConfigError("data=local needs a folder: add data.dir=/path/to/data")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
-from mill.schema import typed
+from mill.schema import ExecutionFields
 
 STATUSES = ("passed", "failed", "timed_out", "out_of_memory", "killed")
 # bumped whenever the sandbox or its harness changes in a way that may change a verdict
@@ -32,26 +32,16 @@ def default_python() -> str:
 
 
 @dataclass(frozen=True)
-class ExecutionSettings:
-    """How the model's programs run. ``sandbox="bwrap"`` isolates each program with
+class ExecutionSettings(ExecutionFields):
+    """How the model's programs run (the fields and their rules:
+    :class:`mill.schema.ExecutionFields`). ``sandbox="bwrap"`` isolates each program with
     bubblewrap (see :mod:`mill.execution.sandbox`); ``"none"`` runs them without isolation,
     refused unless ``allow_unsafe``."""
 
-    sandbox: str = "bwrap"
-    timeout_s: float = 3.0  # wall clock per program (the program's own run; start-up aside)
-    workers: int | None = None  # programs at once; None: twice the cores (see worker_count)
-    memory_gb: float = 4.0  # RLIMIT_AS of each program
-    python: str | None = None  # the programs' interpreter; None: default_python()
-    allow_unsafe: bool = False  # required with sandbox="none"
-    max_output_bytes: int = 1 << 20  # stdout+stderr beyond this ends the program (failed)
-    max_processes: int = 64  # processes and threads per sandbox (fork bombs end here)
-    max_file_mb: float = 64.0  # RLIMIT_FSIZE, and the size of the tmpfs working folder
-    max_open_files: int = 256  # RLIMIT_NOFILE
-
     def __post_init__(self) -> None:
-        # the declared rules (mill.schema.SETTINGS: sandbox's choices, the limits' ranges),
-        # full keys named; the same check composition made, for objects built in Python
-        typed("execution", {f.name: getattr(self, f.name) for f in fields(self)})
+        # the declared rules (sandbox's choices, the limits' ranges), full keys named: the
+        # same check composition made, for objects built in Python
+        super().__post_init__()
         if self.python is not None and not os.access(self.python, os.X_OK):
             raise ConfigError(
                 f"execution.python={self.python!r} is not an executable file; give the path of "

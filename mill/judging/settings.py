@@ -1,5 +1,7 @@
 """The judge's settings (``judge=<model config>`` plus ``conf/judge_base.yaml``), typed
-once by their declarations in :mod:`mill.schema` (``judge.*``).
+once by their declarations in :mod:`mill.schema` (``judge.*``): a run's by its run
+configuration (:meth:`JudgeSettings.of_typed`), a node given by hand here
+(:meth:`JudgeSettings.parse`).
 
 A judge config is a model config (``conf/judge/<name>.yaml`` reuses ``conf/model/<name>``
 through the defaults list) plus the judge's own settings: ``max_invalid``,
@@ -87,13 +89,24 @@ class JudgeSettings:
 
     @classmethod
     def parse(cls, node: Mapping[str, Any] | DictConfig) -> JudgeSettings:
-        """The settings of a resolved ``judge`` node; ConfigError for a bad setting."""
+        """The settings of a resolved ``judge`` node that no run config typed (a test's, a
+        caller's): the judge's own settings typed here by their declarations
+        (:data:`mill.schema.SETTINGS`: ``judge.max_invalid`` a share in [0, 1],
+        ``judge.num_concurrent`` >= 1, ``judge.generation.*``); ConfigError for a bad one.
+        A run's judge comes typed (:meth:`of_typed`)."""
         plain = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
         assert isinstance(plain, Mapping)  # a judge config is a mapping (composition)
         body = {str(k): v for k, v in plain.items()}
-        # typed by their declarations (mill.schema.SETTINGS: judge.max_invalid a share in
-        # [0, 1], judge.num_concurrent >= 1, judge.generation.*), as composition checked them
-        own = typed("judge", {k: body.pop(k) for k in JUDGE_SETTINGS if k in body})
+        own = typed("judge", {k: body[k] for k in JUDGE_SETTINGS if k in body})
+        return cls.of_typed({**body, **own})
+
+    @classmethod
+    def of_typed(cls, node: Mapping[str, Any]) -> JudgeSettings:
+        """The settings of a ``judge`` node whose settings are already typed by their rules
+        (:class:`mill.runner.run_config.RunConfig`'s ``judge`` group), read without
+        checking them again."""
+        body = {str(k): v for k, v in node.items()}
+        own = {k: body.pop(k) for k in JUDGE_SETTINGS if k in body}
         gen = dict(own.get("generation") or {})
         unknown = set(gen) - set(GenerationArgs.__dataclass_fields__)
         if unknown:

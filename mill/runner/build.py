@@ -1,4 +1,4 @@
-"""Config -> objects: tasks (or a task group), metrics per task, the data source."""
+"""Config -> objects: tasks (or a task group), metrics per task."""
 
 from __future__ import annotations
 
@@ -64,35 +64,25 @@ def model_replays(node: DictConfig | None, allow: list[str]) -> bool:
         return False  # instantiating the model says why, in one line
 
 
-def seed_metrics(metrics: dict[str, list[Metric]], runner: DictConfig | None) -> None:
-    """Give ``runner.seed`` to the metrics whose value is itself a seeded resample
+def seed_metrics(metrics: dict[str, list[Metric]], seed: int) -> None:
+    """Give ``runner.seed`` (typed) to the metrics whose value is itself a seeded resample
     (``run_seed``: Arena-Hard's bootstrap score)."""
-    seed = runner.get("seed") if runner is not None else None
     for metric in (m for ms in metrics.values() for m in ms):
-        if seed is not None and hasattr(metric, "run_seed"):
-            metric.run_seed = int(seed)
-
-
-def build_source(node: DictConfig) -> DataSource:
-    skip = node.get("skip_bad_rows", False)
-    if not isinstance(skip, bool):
-        raise ConfigError(f"data.skip_bad_rows={skip!r} must be true or false")
-    return DataSource(
-        source=str(node.get("source", "hub")), dir=node.get("dir"), skip_bad_rows=skip
-    )
+        if hasattr(metric, "run_seed"):
+            metric.run_seed = seed
 
 
 def build_run(
-    cfg: DictConfig, allow: list[str]
-) -> tuple[DataSource, list[Task], TaskGroup | None, dict[str, list[Metric]]]:
-    """Everything but the model: data source, tasks (and their group), metrics per task,
-    checked against each other, then every task's rows checked and docs built."""
+    cfg: DictConfig, allow: list[str], source: DataSource, seed: int
+) -> tuple[list[Task], TaskGroup | None, dict[str, list[Metric]]]:
+    """Everything but the model and the data source (``source``, typed with the run's
+    config): tasks (and their group), metrics per task (``seed``: ``runner.seed``), checked
+    against each other, then every task's rows checked and docs built."""
     from mill.evaluator import check_metrics
 
-    source = build_source(cfg.data)
     tasks, group = build_tasks(cfg.task, allow)
     metrics = build_metrics(cfg.get("metrics"), tasks, allow)
-    seed_metrics(metrics, cfg.get("runner"))
+    seed_metrics(metrics, seed)
     replays = model_replays(cfg.get("model"), allow)
     for task in tasks:
         problem = None if replays else task.greedy_repeats()
@@ -101,4 +91,4 @@ def build_run(
         check_metrics(task, metrics[task.name])
     for task in tasks:  # every row checked (and docs built) before the model loads
         task.prepare(source)
-    return source, tasks, group, metrics
+    return tasks, group, metrics

@@ -28,8 +28,8 @@ from mill.results import Manifest, Results
 from mill.runner.cache import ResponseStore, corrupt_cache_error
 from mill.runner.dist import Dist
 from mill.runner.phases import PhaseClock
+from mill.runner.run_config import RunConfig
 from mill.runner.settings import RunnerSettings
-from mill.schema import typed
 from mill.sinks import RunRecord, Sink, send
 
 if TYPE_CHECKING:
@@ -47,17 +47,16 @@ class RunContext:
     Only rank 0 writes to the folder (:attr:`writes`); ``folder`` None
     (``mill.evaluate`` without ``output_dir``) writes nothing anywhere."""
 
-    resolved: dict[str, Any]
+    config: RunConfig
+    """The run's configuration, typed once (:meth:`RunConfig.from_resolved`)."""
     cfg: DictConfig
-    settings: RunnerSettings
+    """:attr:`RunConfig.values` as the one DictConfig the builders instantiate from."""
     dist: Dist
     folder: ExperimentFolder | None
     folder_path: Path | None
     manifest: Manifest
     show: bool
     """Render on the terminal (rank 0 only): progress, the loading line."""
-    mode: str
-    """``report.progress`` (auto, always, never), typed once when the run opens."""
     err_console: Console
     progress: Progress
     allow: list[str]
@@ -84,52 +83,58 @@ class RunContext:
     @classmethod
     def open(
         cls,
-        resolved: dict[str, Any],
+        config: RunConfig,
         folder_path: Path | None,
         dist: Dist,
         *,
         on_sample: Callable[[SampleRecord], None] | None,
         show: bool,
-        settings: RunnerSettings | None,
     ) -> RunContext:
         """The context of a run about to start (the manifest read back from the folder)."""
         from mill.report.background import ReportHelper
         from mill.report.console import interactive, make_console
         from mill.report.progress import PhaseProgress
 
-        cfg = OmegaConf.create(resolved)
-        settings = settings or RunnerSettings.parse(resolved.get("runner"))
+        cfg = OmegaConf.create(config.values)
+        settings = config.runner
         folder = (
             ExperimentFolder(folder_path, settings.sample_tokens)
             if folder_path is not None
             else None
         )
         writes = folder if dist.is_main else None
-        report = typed("report", dict(resolved.get("report") or {}))
-        mode = str(report["progress"])
+        mode = config.report.progress
         err_console = make_console(stderr=True, mode=mode)
         show = dist.is_main and show  # ranks other than 0 never render
         progress: Progress = (
-            PhaseProgress(err_console, interactive(mode), float(report["every_s"]))
+            PhaseProgress(err_console, interactive(mode), config.report.every_s)
             if show
             else NullProgress()
         )
         return cls(
-            resolved=resolved,
+            config=config,
             cfg=cfg,
-            settings=settings,
             dist=dist,
             folder=folder,
             folder_path=folder_path,
             manifest=writes.read_manifest() if writes is not None else Manifest(),
             show=show,
-            mode=mode,
             err_console=err_console,
             progress=progress,
             allow=[str(a) for a in cfg.get("allow_targets", [])],
             on_sample=on_sample,
             drawer=ReportHelper() if writes is not None else None,
         )
+
+    @property
+    def settings(self) -> RunnerSettings:
+        """The ``runner`` group, typed."""
+        return self.config.runner
+
+    @property
+    def mode(self) -> str:
+        """``report.progress`` (auto, always, never)."""
+        return self.config.report.progress
 
     @property
     def main(self) -> bool:
@@ -206,7 +211,7 @@ class RunContext:
             log.info(memory)
         log.info("run %s (%.1f s)", manifest.status, manifest.seconds)
         if self.success and self.sinks and self.results is not None:  # the folder is complete
-            send(self.sinks, sink_record(self.folder_path, self.results, self.resolved))
+            send(self.sinks, sink_record(self.folder_path, self.results, self.config.values))
 
 
 def _sweep_dir() -> str | None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from mill.model.base import LanguageModel
 from mill.record import SampleRecord
@@ -21,27 +20,25 @@ from mill.results import Results
 from mill.runner import run as phase
 from mill.runner.context import RunContext
 from mill.runner.dist import Dist
-from mill.runner.settings import RunnerSettings
+from mill.runner.run_config import RunConfig
 
 log = logging.getLogger("mill")
 
 
 def execute(
-    resolved: dict[str, Any],
+    config: RunConfig,
     folder_path: Path | None,
     dist: Dist,
     model: LanguageModel | None = None,
     *,
     on_sample: Callable[[SampleRecord], None] | None = None,
     show: bool = True,
-    settings: RunnerSettings | None = None,
 ) -> Results | None:
-    """Run the experiment described by ``resolved`` on this rank.
+    """Run the experiment ``config`` describes (typed once, by the driver or the worker
+    that read it back) on this rank.
 
-    ``settings``: the runner settings typed once from ``resolved`` (by
-    :func:`mill.runner.settings.check_settings` or the worker), else typed here.
     ``model``: an already-built model (``mill.evaluate(model=...)``) instead of
-    ``resolved["model"]``; its identity must say ``in_memory`` when it has no files, and
+    ``config``'s ``model``; its identity must say ``in_memory`` when it has no files, and
     the response cache is then off (no identity to key scores by).
     ``folder_path`` None (``mill.evaluate`` without ``output_dir``): the same evaluation,
     the same log lines and warnings, but nothing written anywhere (no folder, no response
@@ -51,9 +48,7 @@ def execute(
     Raises MillError on bad input (the same error on every rank), after rank 0 marked the
     manifest failed.
     """
-    run = RunContext.open(
-        resolved, folder_path, dist, on_sample=on_sample, show=show, settings=settings
-    )
+    run = RunContext.open(config, folder_path, dist, on_sample=on_sample, show=show)
     try:
         plan = phase.build(run)
         loaded = phase.load(run, plan, model)

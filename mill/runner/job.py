@@ -35,7 +35,9 @@ from mill.results import Manifest, Results
 from mill.runner.dist import Dist, agree, init_dist, launched_world_size
 from mill.runner.faults import fault
 from mill.runner.logs import to_file
-from mill.runner.settings import RunnerSettings, check_settings, refuse_device_map
+from mill.runner.run_config import RunConfig, read_resolved
+from mill.runner.settings import RunnerSettings, refuse_device_map
+from mill.schema import check_config
 
 log = logging.getLogger("mill")
 
@@ -79,6 +81,18 @@ def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return changed
 
 
+def earlier_config(folder: Path) -> dict[str, Any]:
+    """The ``resolved.yaml`` of the run in ``folder``, typed as this run's config is
+    (:func:`mill.schema.check_config`: a file written before the values were typed may say
+    ``AUTO`` or ``8.0``); as written when today's rules refuse one of its values (which then
+    differs from this run's, and the resume says so)."""
+    old = read_resolved(folder)
+    try:
+        return check_config(old)
+    except ConfigError:
+        return old
+
+
 def _resolve(cfg: DictConfig) -> dict[str, Any]:
     from omegaconf.errors import MissingMandatoryValue
 
@@ -102,13 +116,11 @@ def _resolve(cfg: DictConfig) -> dict[str, Any]:
 
 
 def _prepare(
-    folder: ExperimentFolder,
-    cfg: DictConfig,
-    hydra_cfg: DictConfig | None,
-    resolved: dict[str, Any],
-    settings: RunnerSettings,
+    folder: ExperimentFolder, cfg: DictConfig, hydra_cfg: DictConfig | None, config: RunConfig
 ) -> None:
-    """Claim (or, resuming, reopen) the folder and write what is known before loading."""
+    """Claim (or, resuming, reopen) the folder and write what is known before loading:
+    Hydra's files, ``resolved.yaml`` (:meth:`RunConfig.to_yaml`) and the manifest."""
+    settings = config.runner
     previous: Manifest | None = None
     if settings.resume:
         if settings.cache is None:
@@ -117,10 +129,8 @@ def _prepare(
             )
         if folder.manifest_path.exists() or folder.results_path.exists():
             previous = folder.reopen()
-            old = OmegaConf.to_container(OmegaConf.load(folder.path / "resolved.yaml"))
-            assert isinstance(old, dict)
             # the file is redacted
-            changed = config_changes(cast(dict[str, Any], old), redact(resolved))
+            changed = config_changes(earlier_config(folder.path), redact(config.values))
             if changed:
                 folder.unlock()
                 raise ConfigError(
@@ -131,7 +141,7 @@ def _prepare(
     if previous is None:
         folder.claim()
     _save_hydra(folder, cfg, hydra_cfg)
-    folder.write_text("resolved.yaml", OmegaConf.to_yaml(OmegaConf.create(resolved)))
+    folder.write_text("resolved.yaml", config.to_yaml())
     manifest = base_manifest(sys.argv, {"seed": settings.seed, "bootstrap_seed": settings.seed})
     if previous is not None:
         manifest.attempts = (previous.attempts or 1) + 1
@@ -205,21 +215,19 @@ def run_job(
 
     resolved = _resolve(cfg)
     register_config_secrets(resolved)  # masked in every sink from here on
-    settings = check_settings(resolved)  # before any data or model loads
-    check_hub(resolved, with_model=model is None)  # a hub id without the hub: one line, now
+    config = RunConfig.from_resolved(resolved)  # typed once, before any data or model loads
+    check_hub(config.values, with_model=model is None)  # a hub id without the hub: one line
     if output_dir is None:  # no folder to share with workers or ranks: this process
-        return execute(
-            resolved, None, dist or Dist(), model, on_sample=on_sample, show=show, settings=settings
-        )
+        return execute(config, None, dist or Dist(), model, on_sample=on_sample, show=show)
     own_group = dist is None
-    dist = dist or _launched_group(settings, model)
+    dist = dist or _launched_group(config.runner, model)
     folder = ExperimentFolder(output_dir)
     owned = False  # only a folder this process claimed is ever marked failed
 
     def prepare() -> None:
         nonlocal owned
         if dist.is_main:
-            _prepare(folder, cfg, hydra_cfg, resolved, settings)
+            _prepare(folder, cfg, hydra_cfg, config)
             owned = True
 
     try:
@@ -227,7 +235,7 @@ def run_job(
             agree(dist, prepare)
             if dist.is_main:
                 fault("prepared")
-            return _evaluate_in(folder, resolved, dist, model, settings, own_group)
+            return _evaluate_in(folder, config, dist, model, own_group)
     except BaseException as err:
         raised = _failed(err, folder if owned else None, dist if own_group else None)
         if raised is err:
@@ -257,10 +265,9 @@ def _launched_group(settings: RunnerSettings, model: LanguageModel | None) -> Di
 
 def _evaluate_in(
     folder: ExperimentFolder,
-    resolved: dict[str, Any],
+    config: RunConfig,
     dist: Dist,
     model: LanguageModel | None,
-    settings: RunnerSettings,
     own_group: bool,
 ) -> Results | None:
     """The evaluation into the claimed ``folder``: this process (one rank of a launched
@@ -270,17 +277,17 @@ def _evaluate_in(
 
     path = Path(dist.broadcast(str(folder.path.resolve())))
     if dist.world_size > 1:  # under the user's launcher: this process is one rank
-        results = execute(resolved, path, dist, model, settings=settings)
+        results = execute(config, path, dist, model)
         if own_group:
             dist.close()
         return results
-    n = 1 if model is not None else settings.processes()
+    n = 1 if model is not None else config.runner.processes()
     if n == 1:
-        return execute(resolved, path, dist, model, settings=settings)
-    refuse_device_map(resolved.get("model"), n)
+        return execute(config, path, dist, model)
+    refuse_device_map(config.values.get("model"), n)
     # resolved.yaml, which the workers read, is redacted: they get the credentials it
     # lacks from the driver's environment, never from a file
-    return launch_workers(path, n, settings, secrets_of(resolved))
+    return launch_workers(path, n, config.runner, secrets_of(config.values))
 
 
 def _failed(

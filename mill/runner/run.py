@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from mill.data.load import DataSource
 from mill.evaluator import Execute, TaskResult, evaluate_tasks, require_judge, to_results
@@ -77,9 +77,12 @@ def build(run: RunContext) -> Plan:
     them); the judge (built, not loaded)."""
     _seed_everything(run.settings.seed)
     cfg, dist = run.cfg, run.dist
-    reasoning = ReasoningRule.parse(_plain(cfg.get("reasoning", {}) or {}).get("tags"))
-    source, tasks, group, metrics = agree(dist, lambda: build_run(cfg, run.allow))
-    execution = agree(dist, lambda: execution_settings(cfg, tasks))
+    reasoning = ReasoningRule.parse((run.config.group("reasoning") or {}).get("tags"))
+    source = run.config.data
+    tasks, group, metrics = agree(
+        dist, lambda: build_run(cfg, run.allow, source, run.settings.seed)
+    )
+    execution = agree(dist, lambda: execution_settings(run.config.group("execution"), tasks))
     sinks = agree(dist, lambda: build_sinks(cfg.get("sink"), run.allow))
     run.sinks = sinks if run.main else []
     run.clock.mark("data")
@@ -91,13 +94,6 @@ def build(run: RunContext) -> Plan:
     rejudged = model.get("run") if model.get("_target_") == SAVED_ANSWERS else None
     require_judge(metrics, run.judging, None if rejudged is None else str(rejudged))
     return Plan(source, tasks, group, metrics, execution, reasoning)
-
-
-def _plain(node: Any) -> dict[str, Any]:
-    """A config node as plain containers."""
-    if isinstance(node, DictConfig):
-        return cast(dict[str, Any], OmegaConf.to_container(node, resolve=True))
-    return dict(node)
 
 
 def _seed_everything(seed: int) -> None:
@@ -113,17 +109,17 @@ def _seed_everything(seed: int) -> None:
         torch.manual_seed(seed)
 
 
-def execution_settings(cfg: DictConfig, tasks: Sequence[Task]) -> ExecutionSettings | None:
-    """The ``execution`` settings when a task runs programs, checked (settings, sandbox
-    available, unsafe mode allowed) before any model loads; None when no task runs any."""
+def execution_settings(
+    node: dict[str, Any] | None, tasks: Sequence[Task]
+) -> ExecutionSettings | None:
+    """The ``execution`` settings (the run config's typed group) when a task runs programs,
+    checked (sandbox available, unsafe mode allowed) before any model loads; None when no
+    task runs any."""
     from mill.execution import check_sandbox
 
     if not any(t.EXECUTES for t in tasks):
         return None
-    node = cfg.get("execution")
-    plain = OmegaConf.to_container(node, resolve=True) if node is not None else None
-    assert plain is None or isinstance(plain, dict)  # a config group is a mapping
-    settings = ExecutionSettings.from_config(cast("dict[str, Any] | None", plain))
+    settings = ExecutionSettings.from_config(node)
     check_sandbox(settings)
     return settings
 
@@ -138,7 +134,7 @@ def build_judge(run: RunContext, metrics: dict[str, list[Metric]]) -> Judging:
         run.scoring = "judging"
 
     return build_judging(
-        JudgeSettings.parse(run.cfg.judge),
+        JudgeSettings.of_typed(run.config.group("judge")),
         metrics,
         run.allow,
         run.dist,

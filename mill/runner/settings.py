@@ -1,49 +1,36 @@
-"""The ``runner`` config group, typed: processes, launcher, device, seeds, resume, cache.
-
-The defaults live in one place, ``conf/runner/local.yaml``: :meth:`RunnerSettings.parse` fills
-what a node leaves out from it, and :meth:`RunnerSettings.default` is that preset. The values
-are checked and typed by their declarations in :data:`mill.schema.SETTINGS`
-(:func:`mill.schema.typed`); this module only says what they mean (auto, the cache's forms).
+"""The checks of a run's whole config before any data or model loads (:func:`check_settings`:
+the declared rules, settings that mean nothing, the judge's cache folder), and the ``runner``
+group's typed object, :class:`RunnerSettings` (declared with its rules in
+:mod:`mill.schema.groups`: processes, launcher, device, seeds, resume, cache).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from mill.errors import ConfigError
-from mill.schema import check_config, typed
+from mill.schema import RunnerSettings, check_config
 
 __all__ = ["RunnerSettings", "check_settings", "refuse_device_map"]
 
 
-@cache
-def _preset() -> dict[str, Any]:
-    """``conf/runner/local.yaml``: every setting with its default."""
-    from omegaconf import OmegaConf
-
-    text = resources.files("mill.conf").joinpath("runner/local.yaml").read_text()
-    loaded = OmegaConf.to_container(OmegaConf.create(text))
-    assert isinstance(loaded, dict)
-    return {str(k): v for k, v in loaded.items()}
-
-
-def check_settings(resolved: dict[str, Any]) -> RunnerSettings:
+def check_settings(resolved: Mapping[str, Any]) -> dict[str, Any]:
     """Every setting a run's numbers depend on, checked on the resolved config before any
     data or model loads: the declared rules of :data:`mill.schema.SETTINGS`, no setting
-    that means nothing in this config (:func:`check_meaningful`), and the runner group
-    (returned parsed)."""
-    check_config(resolved)
-    check_meaningful(resolved)
-    judge = resolved.get("judge")
+    that means nothing in this config (:func:`check_meaningful`) and the judge's cache
+    folder. Returns the config with each declared setting typed
+    (:func:`mill.schema.check_config`): :class:`mill.runner.run_config.RunConfig`'s values."""
+    values = check_config(resolved)
+    check_meaningful(values)
+    judge = values.get("judge")
     if isinstance(judge, dict):  # a file where its cache folder goes: named before the run
         from mill.judging import judge_cache_setting
 
         judge_cache_setting(judge.get("cache", "shared"))
-    return RunnerSettings.parse(resolved.get("runner"))
+    return values
 
 
 @cache
@@ -60,7 +47,7 @@ def root_keys() -> frozenset[str]:
     return frozenset(groups | {str(k) for k in primary if k != "defaults"})
 
 
-def check_meaningful(resolved: dict[str, Any]) -> None:
+def check_meaningful(resolved: Mapping[str, Any]) -> None:
     """A setting that is set but means nothing in this config is a ConfigError with a hint,
     never silently ignored: a root-level key no group reads (``+limit=5``: a task's
     ``limit``), a data folder under a ``data=`` option that reads none (``data.dir`` without
@@ -96,90 +83,3 @@ def refuse_device_map(model: Any, processes: int) -> None:
             "model.device_map spreads one model over all GPUs; run it as one process "
             "(runner.num_processes=1), not under data parallelism"
         )
-
-
-@dataclass(frozen=True)
-class RunnerSettings:
-    """How one experiment runs (``conf/runner/*.yaml``; defaults in ``local.yaml``)."""
-
-    num_processes: int | None
-    """Data-parallel workers; None means ``auto``: one per visible GPU (1 without GPUs)."""
-    launcher: str
-    """How workers start: ``accelerate`` launch (GPUs), ``torchrun`` (CPU), or ``auto``."""
-    cpu: bool | None
-    """Force CPU workers (gloo); None = CPU only when no GPU is visible."""
-    seed: int
-    bootstrap_iters: int
-    resume: bool
-    """Continue an interrupted run in the same folder (hydra.run.dir=<folder>)."""
-    cache: str | None
-    """``run``: responses cached in ``<run folder>/cache``; a path: a shared cache folder;
-    None: no cache."""
-    timeout_s: int
-    """Seconds a collective may wait for the slowest worker before failing."""
-    sample_tokens: bool = False
-    """Samples (and the run's response cache) keep each prompt's and answer's token ids."""
-
-    @classmethod
-    def default(cls) -> RunnerSettings:
-        """The ``local`` preset: one process, the run folder's cache."""
-        return cls.parse(None)
-
-    @classmethod
-    def parse(cls, node: dict[str, Any] | None) -> RunnerSettings:
-        """The settings of a ``runner`` node, typed by the schema; settings it leaves out
-        take the preset's values."""
-        node = dict(node or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(node) - known)
-        if unknown:
-            raise ConfigError(f"runner has no setting {unknown[0]!r}; known: {sorted(known)}")
-        node = {**_preset(), **node}
-        if node["num_processes"] is None:
-            node["num_processes"] = "auto"
-        values = typed("runner", node)
-        cache = values["cache"]
-        if cache is False or cache is None or str(cache).lower() in ("false", "none", "null"):
-            cache = None
-        elif cache is True or str(cache).lower() in ("true", "run"):
-            cache = "run"
-        else:
-            cache = str(Path(str(cache)).expanduser())
-        return cls(
-            num_processes=None if values["num_processes"] == "auto" else values["num_processes"],
-            launcher=values["launcher"],
-            cpu=None if values["cpu"] in (None, "auto") else values["cpu"],
-            seed=values["seed"],
-            bootstrap_iters=values["bootstrap_iters"],
-            resume=values["resume"],
-            cache=cache,
-            timeout_s=values["timeout_s"],
-            sample_tokens=values["sample_tokens"],
-        )
-
-    def use_cpu(self) -> bool:
-        """Whether workers run on CPU (imports torch only when it has to look for GPUs)."""
-        if self.cpu is not None:
-            return self.cpu
-        import torch
-
-        return not torch.cuda.is_available()
-
-    def processes(self) -> int:
-        """The number of data-parallel workers to start."""
-        if self.num_processes is not None:
-            return self.num_processes
-        if self.use_cpu():
-            return 1
-        import torch
-
-        return max(1, torch.cuda.device_count())
-
-    def cache_dir(self, run_folder: Path) -> Path | None:
-        if self.cache is None:
-            return None
-        if self.cache == "run":  # the run folder's: checked like every name it writes
-            from mill.files import inside
-
-            return inside(run_folder, run_folder / "cache")
-        return Path(self.cache)

@@ -1,7 +1,8 @@
 """``python -m mill.runner.worker <folder>``: one data-parallel worker (started by the driver).
 
 Reads ``<folder>/resolved.yaml`` (written by the Hydra driver, every interpolation already
-resolved; the credentials it holds redacted come from the driver's environment), joins the
+resolved; the credentials it holds redacted come from the driver's environment) back as
+the driver's :class:`mill.runner.run_config.RunConfig`, joins the
 launcher's process group and evaluates its shard. Rank 0 merges the shards and writes the
 results; a user error is recorded in the manifest by rank 0 and every worker exits 0, so
 the driver can report it as one line.
@@ -14,9 +15,6 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, cast
-
-from omegaconf import OmegaConf
 
 from mill.errors import MillError
 from mill.experiment.folder import ExperimentFolder
@@ -26,7 +24,7 @@ from mill.runner.dist import Dist, init_dist, launched_rank
 from mill.runner.execute import execute
 from mill.runner.launch import SECRETS_ENV
 from mill.runner.logs import RunLog
-from mill.runner.settings import RunnerSettings
+from mill.runner.run_config import RunConfig, read_resolved
 
 FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] %(message)s"
 
@@ -58,16 +56,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _work(folder: Path, rank: int) -> int:
     _logging(folder, rank)
-    loaded = OmegaConf.to_container(OmegaConf.load(folder / "resolved.yaml"))
-    assert isinstance(loaded, dict)
-    resolved = cast(dict[str, Any], loaded)
+    resolved = read_resolved(folder)
     restore(resolved, json.loads(os.environ.get(SECRETS_ENV) or "[]"))
     register_config_secrets(resolved)
     dist = Dist(rank=rank)
     try:
-        settings = RunnerSettings.parse(resolved.get("runner"))
-        dist = init_dist(settings.use_cpu(), settings.timeout_s)
-        execute(resolved, folder, dist, settings=settings)
+        config = RunConfig.from_resolved(resolved)  # the driver's object, read back
+        dist = init_dist(config.runner.use_cpu(), config.runner.timeout_s)
+        execute(config, folder, dist)
     except MillError as err:
         if dist.is_main:
             mark_failed(ExperimentFolder(folder), err)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mill.errors import ConfigError
-from mill.runner.job import config_changes
+from mill.runner.job import config_changes, earlier_config
 from mill.runner.settings import RunnerSettings
 
 
@@ -146,3 +146,18 @@ def test_api_refuses_before_the_model_loads(tmp_path) -> None:
     overrides = [f"model.pretrained={tmp_path / 'none'}", "model.max_length=0"]
     with pytest.raises(ConfigError, match=r"model\.max_length=0 is not allowed"):
         mill.evaluate("arc_easy", "hf", limit=2, overrides=overrides)
+
+
+def test_a_resumed_folder_is_compared_typed(tmp_path: Path) -> None:
+    """A resolved.yaml written before values were typed (AUTO, 8.0) is read typed, as the
+    resuming run's config is: not a change; a value today's rules refuse is compared as
+    written, and so named."""
+    (tmp_path / "resolved.yaml").write_text(
+        "model:\n  name: m\n  batch_size: AUTO\n  seed: 8.0\n", encoding="utf-8"
+    )
+    new = {"model": {"name": "m", "batch_size": "auto", "seed": 8}}
+    old = earlier_config(tmp_path)
+    assert old == new and type(old["model"]["seed"]) is int
+    assert config_changes(old, new) == []
+    (tmp_path / "resolved.yaml").write_text("model:\n  name: m\n  seed: -1\n", encoding="utf-8")
+    assert config_changes(earlier_config(tmp_path), new) == ["model.seed"]

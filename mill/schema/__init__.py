@@ -8,18 +8,27 @@ resolved config against it when the run starts, before any data or model loads (
 ``mill -m``'s jobs, :func:`mill.evaluate`): a value that is not finite, out of range, of the
 wrong type or not one of the choices is one line naming the full key, the value and what is
 accepted, exit 2; a list where one value is expected says so, with the sweep that runs each
-value. The subsystems read their settings checked and typed by the same declaration
-(:func:`typed`: :meth:`mill.runner.settings.RunnerSettings.parse`,
-:class:`mill.execution.ExecutionSettings`; the metrics by :func:`check_number` with the rule
-of their key) instead of parsing their slice again, so a value that reaches them by another
-way (:func:`mill.evaluate`'s Python objects, a test) is held to the same rules.
+value. :func:`check_config` returns the config with each setting typed by its rule: the
+values of the run's one typed object (:class:`mill.runner.run_config.RunConfig`), from
+which each subsystem reads its slice without parsing it again. A class a user may also
+build in Python (a backend, a task, a sink, :class:`mill.execution.ExecutionSettings`)
+checks its own arguments by the same rules when constructed (:func:`typed`,
+:func:`check_number`), so a value that reaches it by another way (:func:`mill.evaluate`'s
+Python objects, a test) is held to the same rules.
 The configuration reference (docs/reference/config.md) shows each rule beside its key
 (``scripts.config_reference``), so the page and the checks cannot drift, and
 ``tests/test_schema.py`` fails when a key of a shipped config in ``conf/`` is not declared.
 
-Declaring a new setting: add ``"<group>.<key>": Number(minimum, ..., meaning="...")`` (or
-``Choice``, ``Text``, ``Flag``, ``Nested``) to :data:`SETTINGS` (a metric's parameter:
-``"metrics.<metric>.<param>"``; ``*`` stands for any metric). The settings of the ``model``
+The rules themselves are in :mod:`mill.schema.rules`. The groups whose keys are fixed
+(``runner``, ``report``, ``execution``, ``data``) are declared by their typed objects
+(:mod:`mill.schema.groups`: each field carries its rule), and :data:`SETTINGS` takes their
+rules from those fields.
+
+Declaring a new setting: in a fixed group, a field of its typed object with
+``field(metadata=setting(Number(...)))``; elsewhere, add
+``"<group>.<key>": Number(minimum, ..., meaning="...")`` (or ``Choice``, ``Text``, ``Flag``,
+``Nested``) to :data:`SETTINGS` (a metric's parameter: ``"metrics.<metric>.<param>"``;
+``*`` stands for any metric). The settings of the ``model``
 group are also the judge's (a judge is a model config): declared once, checked under both.
 A group or key the composed config does not have is not checked, so a backend without the
 key is not affected.
@@ -29,224 +38,58 @@ Nothing here imports torch, Hydra or OmegaConf.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from mill.errors import ConfigError
+from mill.schema.groups import (
+    DataFields,
+    ExecutionFields,
+    ReportSettings,
+    RunnerSettings,
+    group_rules,
+)
+from mill.schema.rules import (
+    ITERS_MAX,
+    SEED_MAX,
+    SIZE_MAX,
+    STDERR_ITERS_MAX,
+    Choice,
+    Flag,
+    Nested,
+    Number,
+    Rule,
+    Text,
+    check_number,
+)
 
-_REFUSED: Any = object()
-"""What a rule's ``_one`` returns for a value it does not accept."""
-
-SEED_MAX = 2**32 - 1
-"""The largest seed: numpy's ``RandomState`` takes 0 to 2**32 - 1 (torch and Python more)."""
-SIZE_MAX = 2**31 - 1
-"""The largest count or size (tokens, bytes, docs): the largest 32-bit integer, what tensor
-shapes, C libraries and resource limits all take."""
-ITERS_MAX = 1_000_000
-"""The most paired or vectorised bootstrap resamples (``mill compare iters``, arena-hard's
-``rounds``): drawn in numpy chunks, 1,000,000 of 1,000 docs took about 25 s here; a
-larger count allocates terabytes (``iters=1e12``: 7.28 TiB) instead of refining an
-interval."""
-STDERR_ITERS_MAX = 100_000
-"""The most resamples of ``runner.bootstrap_iters``: lm-eval's own default (100,000). Its
-stderrs resample in Python, one statistic per resample: 10,000 of 1,000 values took 2.8 s
-per metric here, so 100,000 is about half a minute per metric and 1e12 never ends."""
-
-
-@dataclass(frozen=True)
-class Number:
-    """What a numeric setting accepts: a finite number at least ``minimum`` (above it when
-    ``above``), at most ``maximum``, a whole number when ``whole``, null when ``optional``,
-    the ``words`` listed, and a non-empty list of such numbers when ``each``. Every number
-    has both bounds (a declaration without ``maximum`` is refused when the module loads): a
-    value far too large (``runner.seed=1e30``, ``runner.bootstrap_iters=1e12``) is one line
-    here, not a library's traceback, an allocation of terabytes or a hang."""
-
-    minimum: float
-    whole: bool = True
-    optional: bool = False
-    words: tuple[str, ...] = ()
-    above: bool = False
-    maximum: float | None = None
-    each: bool = False
-    meaning: str = ""
-
-    def __post_init__(self) -> None:
-        if self.maximum is None:
-            raise TypeError(f"Number({self.meaning!r}) declares no maximum")
-
-    def accepted(self) -> str:
-        """``a whole number >= 1 and <= 1024 (or auto)``: the accepted range, as messages and the
-        configuration reference say it."""
-        kind = "a whole number" if self.whole else "a finite number"
-        bound = f" {'>' if self.above else '>='} {_text(self.minimum)}"
-        bound += f" and <= {_text(self.maximum)}" if self.maximum is not None else ""
-        also = [*self.words, *(["null"] if self.optional else [])]
-        alternatives = f" (or {' or '.join(also)})" if also else ""
-        listed = " (or a non-empty list of them)" if self.each else ""
-        return f"{kind}{bound}{alternatives}{listed}"
-
-    def _one(self, value: Any) -> Any:
-        if isinstance(value, str) and value.lower() in self.words:
-            return value.lower()
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return _REFUSED
-        if not math.isfinite(value):
-            return _REFUSED
-        if self.whole and not float(value).is_integer():
-            return _REFUSED
-        if (value <= self.minimum) if self.above else (value < self.minimum):
-            return _REFUSED
-        if self.maximum is not None and value > self.maximum:
-            return _REFUSED
-        return int(value) if self.whole else value
-
-
-@dataclass(frozen=True)
-class Choice:
-    """One of ``choices`` (strings, compared without case, and booleans), or null when
-    ``optional``."""
-
-    choices: tuple[str | bool, ...]
-    optional: bool = False
-    meaning: str = ""
-    each = False
-
-    def accepted(self) -> str:
-        names = [_word(c) for c in self.choices]
-        listed = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
-        return f"one of {listed}" + (" (or null)" if self.optional else "")
-
-    def _one(self, value: Any) -> Any:
-        for choice in self.choices:
-            if isinstance(choice, bool):
-                if _boolean(value) is choice:
-                    return choice
-            elif isinstance(value, str) and value.lower() == choice:
-                return choice
-        return _REFUSED
-
-
-@dataclass(frozen=True)
-class Flag:
-    """A boolean (``true`` or ``false``), or null when ``optional``."""
-
-    optional: bool = False
-    meaning: str = ""
-    each = False
-
-    def accepted(self) -> str:
-        return "true or false" + (" (or null)" if self.optional else "")
-
-    def _one(self, value: Any) -> Any:
-        found = _boolean(value)
-        return _REFUSED if found is None else found
-
-
-@dataclass(frozen=True)
-class Text:
-    """One string (a name, a path, a template), ``true``/``false`` too when ``flags``, or
-    null when ``optional``; when ``pattern`` is given, only a string it matches whole
-    (``shape`` says which in messages: ``model.device=gpu`` is refused here, before torch
-    says so in three lines). A number is refused, never read as its text: the YAML parser
-    has already turned what was typed into a number (``model.name=nan`` is a float,
-    ``1e3`` the float 1000.0, ``1.10`` the float 1.1), so its text may not be what was
-    written; the message says to quote it."""
-
-    optional: bool = False
-    flags: bool = False
-    meaning: str = ""
-    pattern: str = ""
-    shape: str = ""
-    each = False
-
-    def accepted(self) -> str:
-        also = [*(["true", "false"] if self.flags else []), *(["null"] if self.optional else [])]
-        return (self.shape or "a string") + (f" (or {' or '.join(also)})" if also else "")
-
-    def _one(self, value: Any) -> Any:
-        if isinstance(value, bool):
-            return value if self.flags else _REFUSED
-        if not isinstance(value, str):
-            return _REFUSED
-        return value if not self.pattern or re.fullmatch(self.pattern, value) else _REFUSED
-
-
-@dataclass(frozen=True)
-class Nested:
-    """A list (``kind="list"``), a mapping (``"mapping"``) or either (``"any"``); one
-    string too when ``text``; null when ``optional``. Its items are the subsystem's to
-    read (task members, templates, file names per split)."""
-
-    kind: str = "list"
-    optional: bool = False
-    text: bool = False
-    meaning: str = ""
-    each = True
-
-    def accepted(self) -> str:
-        kind = {"list": "a list", "mapping": "a mapping", "any": "a list or a mapping"}
-        also = [*(["a string"] if self.text else []), *(["null"] if self.optional else [])]
-        return kind[self.kind] + (f" (or {' or '.join(also)})" if also else "")
-
-    def _one(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return value if self.text else _REFUSED
-        is_list = isinstance(value, Sequence) and not isinstance(value, bytes)
-        if is_list and self.kind in ("list", "any"):
-            return value
-        if isinstance(value, Mapping) and self.kind in ("mapping", "any"):
-            return value
-        return _REFUSED
-
-
-Rule = Number | Choice | Flag | Text | Nested
-
-
-def _text(number: float) -> str:
-    return str(int(number)) if float(number).is_integer() else f"{number:g}"
-
-
-def _boolean(value: Any) -> bool | None:
-    """A boolean, or the word ``true``/``false`` (any case) as one; else None."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    return None
-
-
-def _word(choice: str | bool) -> str:
-    return str(choice).lower() if isinstance(choice, bool) else choice
-
-
-def check_number(setting: str, value: Any, rule: Rule) -> Any:
-    """``value`` when ``rule`` accepts it (whole numbers as int, words and choices in lower
-    case), else ConfigError naming ``setting`` (the full key), the value and what is
-    accepted; a list where one value is expected says so."""
-    if value is None and rule.optional:
-        return value
-    is_list = isinstance(value, Sequence) and not isinstance(value, (str, bytes))
-    if is_list and isinstance(rule, Number) and rule.each:
-        found = [rule._one(v) for v in value]
-        if found and all(v is not _REFUSED for v in found):
-            return found
-    else:
-        found_one = rule._one(value)
-        if found_one is not _REFUSED:
-            return found_one
-    unknown = isinstance(rule, Choice) and isinstance(value, str)
-    message = f"{setting}={value!r} is {'unknown' if unknown else 'not allowed'}: give "
-    message += rule.accepted()
-    if isinstance(rule, Text) and isinstance(value, (int, float)) and not isinstance(value, bool):
-        message += f"; {value} was read as a number: quote it (\"{setting}='{value}'\")"
-    if is_list and value and not rule.each:
-        sweep = ",".join(str(v) for v in value)
-        message += f"; one value, not a list (a run per value: mill -m {setting}={sweep})"
-    raise ConfigError(message)
+__all__ = [
+    "BY_TARGET",
+    "COMMANDS",
+    "ITERS_MAX",
+    "MODEL_KEYS",
+    "SEED_MAX",
+    "SETTINGS",
+    "SIZE_MAX",
+    "STDERR_ITERS_MAX",
+    "Choice",
+    "DataFields",
+    "ExecutionFields",
+    "Flag",
+    "Nested",
+    "Number",
+    "ReportSettings",
+    "Rule",
+    "RunnerSettings",
+    "Text",
+    "check_config",
+    "check_number",
+    "check_task",
+    "rule_of",
+    "task_members",
+    "task_rules",
+    "typed",
+    "typed_command",
+]
 
 
 def typed(group: str, node: Mapping[str, Any]) -> dict[str, Any]:
@@ -374,54 +217,13 @@ _SCORE: dict[str, Rule] = {  # the parameters of the answer-matching metrics
 
 SETTINGS: dict[str, Rule] = {
     # runner: how an experiment runs
-    "runner.num_processes": Number(
-        1, words=("auto",), maximum=1024, meaning="data-parallel workers"
-    ),
-    "runner.launcher": Choice(("auto", "accelerate", "torchrun"), meaning="how workers start"),
-    "runner.cpu": Choice((True, False, "auto"), optional=True, meaning="force CPU workers"),
-    "runner.seed": Number(
-        0, maximum=SEED_MAX, meaning="python/numpy/torch seeds and the bootstrap"
-    ),
-    "runner.bootstrap_iters": Number(
-        0, maximum=STDERR_ITERS_MAX, meaning="resamples for bootstrap stderrs (0: none)"
-    ),
-    "runner.resume": Flag(meaning="continue an interrupted run in its folder"),
-    "runner.cache": Text(optional=True, flags=True, meaning="run, a folder, or false"),
-    "runner.timeout_s": Number(
-        1, maximum=7 * 86400, meaning="seconds a worker waits for the slowest at a collective"
-    ),
-    "runner.sample_tokens": Flag(meaning="samples keep each prompt's and answer's token ids"),
+    **group_rules("runner", RunnerSettings),  # declared with its fields
     # execution: how code tasks run the model's programs
-    "execution.sandbox": Choice(("bwrap", "none"), meaning="bwrap (isolated) or none"),
-    "execution.allow_unsafe": Flag(meaning="required with execution=none"),
-    "execution.python": Text(optional=True, meaning="the programs' interpreter"),
-    "execution.timeout_s": Number(
-        0, whole=False, above=True, maximum=86400, meaning="wall-clock seconds per program"
-    ),
-    "execution.workers": Number(
-        1, optional=True, maximum=1024, meaning="programs at once (null: 2 per core)"
-    ),
-    "execution.memory_gb": Number(
-        0, whole=False, above=True, maximum=1_000_000, meaning="address space per program, GB"
-    ),
-    "execution.max_output_bytes": Number(
-        1, maximum=SIZE_MAX, meaning="stdout+stderr read per program"
-    ),
-    "execution.max_processes": Number(
-        1, maximum=SIZE_MAX, meaning="processes and threads per sandbox"
-    ),
-    "execution.max_file_mb": Number(
-        0, whole=False, above=True, maximum=1_000_000, meaning="file size limit and tmpfs size, MB"
-    ),
-    "execution.max_open_files": Number(
-        1, maximum=1 << 20, meaning="open files per program (RLIMIT_NOFILE)"
-    ),
+    **group_rules("execution", ExecutionFields),  # declared with its fields
     # reasoning: what of a generation the metrics read (seed 002's text_post_processed)
     "reasoning.tags": Nested(meaning="[open, close] tag pairs of reasoning blocks removed"),
     # data: where the tasks' documents come from
-    "data.source": Choice(("bundled", "hub", "local"), meaning="the data= option"),
-    "data.dir": Text(optional=True, meaning="the folder read by data=local"),
-    "data.skip_bad_rows": Flag(meaning="skip (and count) rows a task cannot read"),
+    **group_rules("data", DataFields),  # declared with its fields
     # task: the benchmark
     "task._target_": Text(meaning="the task's class (allow-listed)"),
     "task.name": Text(meaning="the task's name in results"),
@@ -481,10 +283,7 @@ SETTINGS: dict[str, Rule] = {
     "judge.allow_targets": Nested(meaning="extra _target_ prefixes of the judge's config"),
     **_generation("judge.generation"),
     # report: the console report while a run goes
-    "report.progress": Choice(("auto", "always", "never"), meaning="progress bars"),
-    "report.every_s": Number(
-        0, whole=False, above=True, maximum=86400, meaning="seconds between progress lines"
-    ),
+    **group_rules("report", ReportSettings),  # declared with its fields
     # sink: experiment trackers
     "sink.*._target_": Text(meaning="the tracker's class (allow-listed)"),
     "sink.mlflow.tracking_uri": Text(optional=True, meaning="MLflow's store"),
@@ -592,32 +391,47 @@ BY_TARGET: dict[str, dict[str, Rule]] = {
 ``_target_``): lm-eval's suite also takes a fraction as its limit, as lm-eval does."""
 
 
-def _lookup(config: Any, parts: list[str], prefix: str = "") -> list[tuple[str, Any]]:
-    """The (full key, value) pairs of ``config`` at ``parts`` (``*`` matches any key)."""
-    if not parts:
-        return [(prefix, config)]
+def _places(config: Any, parts: list[str], prefix: str) -> list[tuple[str, Any, str, Any]]:
+    """(full key, parent mapping, key in it, value) of each setting of ``config`` at
+    ``parts`` (``*`` matches any key): where :func:`check_config` puts its typed value."""
+    head, rest = parts[0], parts[1:]
     if not isinstance(config, Mapping):
         return []
-    head, rest = parts[0], parts[1:]
     names = [str(k) for k in config] if head == "*" else [head] if head in config else []
-    return [
-        found
-        for name in names
-        for found in _lookup(config[name], rest, f"{prefix}.{name}" if prefix else name)
-    ]
+    out = []
+    for name in names:
+        key = f"{prefix}.{name}" if prefix else name
+        if rest:
+            out += _places(config[name], rest, key)
+        else:
+            out.append((key, config, name, config[name]))
+    return out
 
 
-def check_config(config: Mapping[str, Any]) -> None:
+def _plain_copy(node: Any) -> Any:
+    """``node`` (plain containers) copied, its mappings and lists new, its values shared."""
+    if isinstance(node, Mapping):
+        return {k: _plain_copy(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_plain_copy(v) for v in node]
+    return node
+
+
+def check_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """Every setting of :data:`SETTINGS` that ``config`` (resolved, as plain containers)
     has, checked (ConfigError naming the first one refused); the task's by
-    :func:`check_task`, its group's members included."""
+    :func:`check_task`, its group's members included. Returns a copy of ``config`` with
+    each checked setting typed by its rule (whole numbers as int, words and choices in
+    lower case, ``true``/``false`` as booleans): typing a typed config changes nothing."""
+    out: dict[str, Any] = _plain_copy(config)
     for key, rule in SETTINGS.items():
         if not key.startswith("task."):
-            for full_key, value in _lookup(config, key.split(".")):
-                check_number(full_key, value, rule)
-    task = config.get("task")
+            for full_key, parent, name, value in _places(out, key.split("."), ""):
+                parent[name] = check_number(full_key, value, rule)
+    task = out.get("task")
     if isinstance(task, Mapping):
         check_task(task)
+    return out
 
 
 def task_rules(target: Any) -> dict[str, Rule]:
@@ -649,10 +463,13 @@ def task_members(node: Mapping[str, Any], prefix: str = "task") -> list[tuple[st
 def check_task(node: Mapping[str, Any], prefix: str = "task") -> None:
     """A task node's settings by its rules (:func:`task_rules`), named by their full keys
     (``task.piqa.limit``), then each member's (:func:`task_members`) by its own: a group
-    member is checked key by key at composition, before any data or model loads."""
+    member is checked key by key at composition, before any data or model loads. A node
+    that is a dict (:func:`check_config`'s copy) gets each setting's typed value."""
     for key, rule in task_rules(node.get("_target_")).items():
-        for full_key, value in _lookup(node, key.split(".")[1:], prefix):
-            check_number(full_key, value, rule)
+        for full_key, parent, name, value in _places(node, key.split(".")[1:], prefix):
+            typed_value = check_number(full_key, value, rule)
+            if isinstance(parent, dict):
+                parent[name] = typed_value
     for member_key, member in task_members(node, prefix):
         check_task(member, member_key)
 
