@@ -27,7 +27,8 @@ Then every file of both sides' folders is compared, after these and only these a
   results.json and of the samples files, which hold those times; the files themselves are
   compared) and ``fingerprint`` (the ``datasets`` library's cache fingerprint of a local
   file, a hash over its absolute path; the file's ``sha256`` is kept), and the ``checksum``
-  of an object that holds a ``duration_s`` (a sandbox verdict's seal covers its wall time);
+  of an object that holds a ``duration_s`` at any depth (a sandbox verdict file's seal covers
+  its data's wall time);
   no run folder records a pid or a hostname;
 * in text (logs, YAML, HTML, text reports): date-times (``2026-11-28 23:40:25``, ISO 8601
   with an offset), durations (``17.4 s``), the ``memory by phase`` log line (RSS) and the
@@ -254,11 +255,20 @@ class Places:
         return text
 
 
+def _holds_wall_time(node: Any) -> bool:
+    """Whether ``node`` holds a ``duration_s`` at any depth."""
+    if isinstance(node, dict):
+        return "duration_s" in node or any(_holds_wall_time(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_holds_wall_time(v) for v in node)
+    return False
+
+
 def _drop_varying(node: Any) -> Any:
     if isinstance(node, dict):
-        # a record sealed over a wall time (a sandbox verdict's checksum covers its
-        # duration_s) differs in its seal too; a seal over anything else is compared
-        varying = VARYING_KEYS | ({"checksum"} if "duration_s" in node else set())
+        # a record sealed over a wall time (a sandbox verdict file's checksum covers its
+        # data's duration_s) differs in its seal too; a seal over anything else is compared
+        varying = VARYING_KEYS | ({"checksum"} if _holds_wall_time(node) else set())
         return {k: _drop_varying(v) for k, v in node.items() if k not in varying}
     if isinstance(node, list):
         return [_drop_varying(v) for v in node]

@@ -30,6 +30,8 @@ def test_only_the_varying_fields_are_removed(tmp_path: Path) -> None:
         "tasks": {"arc_easy": {"limit": 5, "seconds_per_doc": 2}},
         # a sandbox verdict: its seal covers its wall time; a seal of anything else is kept
         "verdict": {"status": "passed", "duration_s": 0.4, "checksum": "9f2e"},
+        # a verdict file as the sandbox's cache writes it: the seal is beside the data
+        "verdict_file": {"data": {"status": "failed", "duration_s": 0.1}, "checksum": "1c3d"},
         "cache_seal": {"checksum": "77aa"},
     }
     path = tmp_path / "manifest.json"
@@ -40,6 +42,7 @@ def test_only_the_varying_fields_are_removed(tmp_path: Path) -> None:
         "cache": {"dir": "<CACHE>", "hits": 3},
         "tasks": {"arc_easy": {"limit": 5, "seconds_per_doc": 2}},
         "verdict": {"status": "passed"},
+        "verdict_file": {"data": {"status": "failed"}},
         "cache_seal": {"checksum": "77aa"},
     }
     log = tmp_path / "mill.log"
