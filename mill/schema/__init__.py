@@ -19,19 +19,19 @@ The configuration reference (docs/reference/config.md) shows each rule beside it
 (``scripts.config_reference``), so the page and the checks cannot drift, and
 ``tests/test_schema.py`` fails when a key of a shipped config in ``conf/`` is not declared.
 
-The rules themselves are in :mod:`mill.schema.rules`. The groups whose keys are fixed
-(``runner``, ``report``, ``execution``, ``data``) are declared by their typed objects
-(:mod:`mill.schema.groups`: each field carries its rule), and :data:`SETTINGS` takes their
-rules from those fields.
+The rules themselves are in :mod:`mill.schema.rules`. Every group is declared by typed
+fields, each carrying its rule: the fixed groups (``runner``, ``report``, ``execution``,
+``data``) by their typed objects (:mod:`mill.schema.groups`), the others (``model``,
+``task``, ``judge``, ``sink``, ``metrics``, ``reasoning``, the root's ``allow_targets``)
+by :mod:`mill.schema.components`; :data:`SETTINGS` takes every rule from those fields, no
+rule is declared beside them.
 
-Declaring a new setting: in a fixed group, a field of its typed object with
-``field(metadata=setting(Number(...)))``; elsewhere, add
-``"<group>.<key>": Number(minimum, ..., meaning="...")`` (or ``Choice``, ``Text``, ``Flag``,
-``Nested``) to :data:`SETTINGS` (a metric's parameter: ``"metrics.<metric>.<param>"``;
-``*`` stands for any metric). The settings of the ``model``
-group are also the judge's (a judge is a model config): declared once, checked under both.
-A group or key the composed config does not have is not checked, so a backend without the
-key is not affected.
+Declaring a new setting: a field of its group's class with
+``field(metadata=setting(Number(...)))`` (or ``Choice``, ``Text``, ``Flag``, ``Nested``);
+a metric's parameter on :class:`MetricFields` (any metric, ``metrics.*.<param>``) or on
+that metric's class. The settings of :class:`ModelFields` are also the judge's (a judge is
+a model config): declared once, checked under both. A group or key the composed config
+does not have is not checked, so a backend without the key is not affected.
 
 Nothing here imports torch, Hydra or OmegaConf.
 """
@@ -39,8 +39,25 @@ Nothing here imports torch, Hydra or OmegaConf.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
+from mill.schema.components import (
+    ArenaHardFields,
+    EceFields,
+    JudgeFields,
+    LmEvalTaskFields,
+    MajAtKFields,
+    MetricFields,
+    MlflowFields,
+    ModelFields,
+    PassAtKFields,
+    PrimaryFields,
+    ReasoningFields,
+    SinkFields,
+    TaskFields,
+    WandbFields,
+)
 from mill.schema.groups import (
     DataFields,
     ExecutionFields,
@@ -108,208 +125,35 @@ def typed(group: str, node: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _generation(prefix: str) -> dict[str, Rule]:
-    """The generation settings a task and a judge share (``generation``)."""
-    return {
-        f"{prefix}.do_sample": Flag(meaning="sample (true) or decode greedily (false)"),
-        f"{prefix}.max_gen_toks": Number(1, maximum=SIZE_MAX, meaning="tokens generated at most"),
-        f"{prefix}.temperature": Number(
-            0, whole=False, maximum=100, meaning="sampling temperature"
-        ),
-        f"{prefix}.seed": Number(0, optional=True, maximum=SEED_MAX, meaning="sampling seed"),
-        f"{prefix}.top_p": Number(
-            0, whole=False, above=True, maximum=1, meaning="nucleus sampling (1: no cut)"
-        ),
-        f"{prefix}.until": Nested(text=True, meaning="stop sequences (added to the default)"),
-    }
-
-
-_MODEL: dict[str, Rule] = {
-    "_target_": Text(meaning="the backend's class (allow-listed)"),
-    "name": Text(meaning="label of runs (folders, reports)"),
-    "max_length": Number(1, optional=True, maximum=SIZE_MAX, meaning="context window in tokens"),
-    "max_gen_toks": Number(1, maximum=SIZE_MAX, meaning="generation length when a task sets none"),
-    "batch_size": Number(1, words=("auto",), maximum=SIZE_MAX, meaning="requests per forward pass"),
-    "token_budget": Number(1, optional=True, maximum=SIZE_MAX, meaning="tokens per forward pass"),
-    "cache_budget": Number(1, optional=True, maximum=SIZE_MAX, meaning="KV-cache tokens"),
-    "num_concurrent": Number(1, maximum=1024, meaning="requests in flight at once"),
-    "batch_prompts": Number(1, maximum=SIZE_MAX, meaning="prompts per request"),
-    "max_retries": Number(0, maximum=100, meaning="retries per request"),
-    "backoff_s": Number(0, whole=False, maximum=3600, meaning="first retry delay, s"),
-    "timeout_s": Number(
-        0, whole=False, above=True, maximum=86400, meaning="seconds one whole answer may take"
-    ),
-    "max_response_mb": Number(
-        0, whole=False, above=True, maximum=1_000_000, meaning="the largest answer read, MB"
-    ),
-    "seed": Number(0, maximum=SEED_MAX, meaning="the fake or random model's seed"),
-    "n_embd": Number(1, maximum=65536, meaning="width of the random GPT-2"),
-    "n_head": Number(1, maximum=1024, meaning="attention heads of the random GPT-2"),
-    "n_layer": Number(1, maximum=1024, meaning="layers of the random GPT-2"),
-    "pretrained": Text(optional=True, meaning="hub id or folder of the weights"),
-    "revision": Text(optional=True, meaning="hub commit or label pinning the model"),
-    "dtype": Choice(("float32", "float16", "bfloat16", "auto"), meaning="weights' dtype"),
-    "device": Text(
-        pattern=r"auto|mps|meta|(cpu|cuda|xpu|npu|hpu)(:[0-9]+)?",
-        shape="auto, cpu, cuda, cuda:<n> or mps (also xpu, npu, hpu, meta)",
-        meaning="where the weights run",
-    ),
-    "device_map": Nested("mapping", optional=True, text=True, meaning="spread over GPUs"),
-    "max_memory": Nested("mapping", optional=True, meaning="memory per device (device_map)"),
-    "offload_folder": Text(optional=True, meaning="where weights that fit nowhere go"),
-    "fused_gelu": Flag(meaning="torch's fused tanh-GELU"),
-    "batch_invariant": Flag(meaning="a score's bits independent of its batch"),
-    "share_prefix": Flag(meaning="run a shared context once"),
-    "chat_template_kwargs": Nested(
-        "mapping", optional=True, meaning="the chat template's variables (enable_thinking)"
-    ),
-    "gguf": Text(optional=True, meaning="a GGUF file to convert"),
-    "sha256": Text(optional=True, meaning="the weights file's SHA-256 (null: any file)"),
-    "path": Text(meaning="the replayed samples file or run folder"),
-    "answer": Text(optional=True, meaning="the fake model's reply"),
-    "replies": Nested("mapping", meaning="the fake model's replies by prompt substring"),
-    "base_url": Text(meaning="the API root of a served model"),
-    "model": Nested(
-        "mapping",
-        optional=True,
-        text=True,
-        meaning="the served model's name (mill judge: the answering model's identity)",
-    ),
-    "tokenizer": Text(optional=True, meaning="the served model's tokenizer (or remote)"),
-    "api_key_env": Text(optional=True, meaning="NAME of the variable holding the API key"),
-    "prompt_ids": Choice(("auto", True, False), meaning="send token ids, text, or ask"),
-    "sampling": Nested("mapping", optional=True, meaning="fields sent with each generation"),
-}
-"""The model group's settings (a judge is a model config: they are the judge's too)."""
-
-MODEL_KEYS = tuple(_MODEL)
+MODEL_KEYS = tuple(f.name for f in fields(ModelFields))
 """The keys of a model config (``model.<key>``, ``judge.<key>`` for the judge)."""
 
-_SCORE: dict[str, Rule] = {  # the parameters of the answer-matching metrics
-    "metrics.*._target_": Text(meaning="the metric's class (allow-listed)"),
-    "metrics.*.ignore_case": Flag(meaning="compare without case"),
-    "metrics.*.ignore_punctuation": Flag(meaning="compare without punctuation"),
-    "metrics.*.regexes_to_ignore": Nested(meaning="patterns removed before comparing"),
-    "metrics.*.extract_pattern": Text(optional=True, meaning="regex taking the answer"),
-    "metrics.*.extract_group": Number(-1000, maximum=1000, meaning="which match (-1: the last)"),
-    "metrics.*.correct": Number(
-        0, whole=False, maximum=1_000_000, meaning="reward of a correct answer"
-    ),
-    "metrics.*.wrong": Number(
-        0, whole=False, maximum=1_000_000, meaning="penalty of a wrong answer"
-    ),
-    "metrics.*.len_normalised": Flag(meaning="score by per-byte log-likelihood"),
-    "metrics.*.mode": Choice(("strict", "loose"), meaning="IFEval's checking"),
-    "metrics.*.patterns": Nested(optional=True, meaning="the grade's regexes"),
-    "metrics.*.reference_categories": Nested(meaning="categories judged with a reference"),
-    "metrics.*.scale": Nested(optional=True, meaning="the grade's [lowest, highest]"),
-    "metrics.*.templates": Nested("mapping", meaning="judge templates by name"),
-    "metrics.*.template_names": Nested("mapping", meaning="which template for which turn"),
-    "metrics.*.templates_file": Text(optional=True, meaning="a JSONL of judge templates"),
-    "metrics.arena_hard_score.rounds": Number(
-        1, maximum=ITERS_MAX, meaning="bootstrap rounds of the score"
-    ),
-    "metrics.arena_hard_score.weight": Number(
-        1, maximum=1000, meaning="battles a strong verdict counts"
-    ),
-    **_generation("metrics.arena_hard_score.judge_generation"),
-}
-
 SETTINGS: dict[str, Rule] = {
-    # runner: how an experiment runs
-    **group_rules("runner", RunnerSettings),  # declared with its fields
-    # execution: how code tasks run the model's programs
-    **group_rules("execution", ExecutionFields),  # declared with its fields
-    # reasoning: what of a generation the metrics read (seed 002's text_post_processed)
-    "reasoning.tags": Nested(meaning="[open, close] tag pairs of reasoning blocks removed"),
-    # data: where the tasks' documents come from
-    **group_rules("data", DataFields),  # declared with its fields
-    # task: the benchmark
-    "task._target_": Text(meaning="the task's class (allow-listed)"),
-    "task.name": Text(meaning="the task's name in results"),
-    "task.num_fewshot": Number(
-        0, optional=True, maximum=10_000, meaning="few-shot examples per prompt"
-    ),
-    "task.limit": Number(
-        1, optional=True, maximum=SIZE_MAX, meaning="docs per task (task=lm_eval: see below)"
-    ),
-    "task.fewshot_seed": Number(0, maximum=SEED_MAX, meaning="seed of the few-shot examples drawn"),
-    "task.repeats": Number(1, maximum=10_000, meaning="generations per doc (pass@k, maj@k)"),
-    "task.max_turns": Number(
-        1, optional=True, maximum=10_000, meaning="turns answered of each conversation"
-    ),
-    "task.fewshot_sampler": Choice(("random", "first_n"), meaning="how examples are drawn"),
-    "task.sample_split": Text(optional=True, meaning="the split evaluated (null: the task's)"),
-    "task.fewshot_split": Text(optional=True, meaning="the split examples come from"),
-    "task.chat_template": Flag(optional=True, meaning="prompts in the chat template"),
-    "task.fewshot_as_multiturn": Flag(meaning="few-shot examples as chat turns"),
-    "task.system_prompt": Text(optional=True, meaning="a system message before each prompt"),
-    "task.math_verify": Flag(meaning="check answers by equivalence (math-verify)"),
-    "task.code_block": Choice(("leading", "first"), meaning="which fenced block is the code"),
-    "task.confirm_run_unsafe_code": Flag(meaning="lm-eval code tasks may run (sandboxed)"),
-    "task.dataset.revision": Text(optional=True, meaning="hub commit of the dataset"),
-    "task.dataset.data_files": Nested("mapping", meaning="your own file per split"),
-    "task.dataset_overrides": Nested(
-        "mapping", optional=True, text=True, meaning="lm-eval TaskConfig keys, or a YAML file"
-    ),
-    "task.subjects": Nested(optional=True, text=True, meaning="the subjects run"),
-    "task.tasks": Nested(text=True, meaning="the group's member tasks"),
-    "task.include_path": Nested(optional=True, text=True, meaning="lm-eval YAML folders"),
-    "task.include_defaults": Flag(meaning="index lm-eval's own tasks too"),
-    "task.random_seed": Number(0, optional=True, maximum=SEED_MAX, meaning="lm-eval's python seed"),
-    "task.numpy_random_seed": Number(
-        0, optional=True, maximum=SEED_MAX, meaning="lm-eval's numpy seed"
-    ),
-    "task.torch_random_seed": Number(
-        0, optional=True, maximum=SEED_MAX, meaning="lm-eval's torch seed"
-    ),
-    "task.fewshot_random_seed": Number(
-        0, optional=True, maximum=SEED_MAX, meaning="lm-eval's few-shot seed"
-    ),
-    "task.questions": Text(meaning="the questions file (judged tasks)"),
-    "task.references": Text(optional=True, meaning="reference answers (judged tasks)"),
-    "task.baseline": Text(optional=True, meaning="the baseline's answers (pairwise judging)"),
-    **_generation("task.generation"),
+    **group_rules("runner", RunnerSettings),  # how an experiment runs
+    **group_rules("execution", ExecutionFields),  # how code tasks run the model's programs
+    **group_rules("reasoning", ReasoningFields),  # what of a generation the metrics read
+    **group_rules("data", DataFields),  # where the tasks' documents come from
+    **group_rules("task", TaskFields),  # the benchmark
     # model: every backend's settings (a backend without the key is not checked)
-    **{f"model.{key}": rule for key, rule in _MODEL.items()},
+    **group_rules("model", ModelFields),
     # judge: a model config (the model's settings, checked under judge.) and its own
-    **{f"judge.{key}": rule for key, rule in _MODEL.items()},
-    "judge.max_invalid": Number(
-        0, whole=False, maximum=1, meaning="share of judgments that may fail to parse"
-    ),
-    "judge.cache": Text(
-        optional=True, flags=True, meaning="shared (true says the same), run, false or a folder"
-    ),
-    "judge.allow_targets": Nested(meaning="extra _target_ prefixes of the judge's config"),
-    **_generation("judge.generation"),
-    # report: the console report while a run goes
-    **group_rules("report", ReportSettings),  # declared with its fields
+    **group_rules("judge", ModelFields),
+    **group_rules("judge", JudgeFields),
+    **group_rules("report", ReportSettings),  # the console report while a run goes
     # sink: experiment trackers
-    "sink.*._target_": Text(meaning="the tracker's class (allow-listed)"),
-    "sink.mlflow.tracking_uri": Text(optional=True, meaning="MLflow's store"),
-    "sink.mlflow.experiment": Text(meaning="MLflow experiment"),
-    "sink.mlflow.run_name": Text(optional=True, meaning="MLflow run name"),
-    "sink.mlflow.tags": Nested("mapping", meaning="tags of the MLflow run"),
-    "sink.wandb.project": Text(meaning="W&B project"),
-    "sink.wandb.entity": Text(optional=True, meaning="W&B entity"),
-    "sink.wandb.mode": Choice(("online", "offline", "disabled"), optional=True, meaning="W&B"),
-    "sink.wandb.dir": Text(optional=True, meaning="W&B's files (null: the run folder)"),
-    "sink.wandb.group": Text(optional=True, meaning="W&B group"),
-    "sink.wandb.job_type": Text(meaning="W&B job type"),
-    "sink.wandb.tags": Nested(meaning="tags of the W&B run"),
-    # metrics: their parameters
-    "metrics.pass_at_k.k": Number(
-        1, each=True, maximum=10_000, meaning="k of pass@k (a list: one row per k)"
-    ),
-    "metrics.maj_at_k.k": Number(
-        1, each=True, maximum=10_000, meaning="k of maj@k (a list: one row per k)"
-    ),
-    "metrics.ece.bins": Number(1, maximum=100_000, meaning="equal-width confidence bins"),
-    **_SCORE,
-    # the primary config
-    "allow_targets": Nested(meaning="extra _target_ module prefixes"),
+    **group_rules("sink.*", SinkFields),
+    **group_rules("sink.mlflow", MlflowFields),
+    **group_rules("sink.wandb", WandbFields),
+    # metrics: their parameters (metrics.*.: any metric's)
+    **group_rules("metrics.pass_at_k", PassAtKFields),
+    **group_rules("metrics.maj_at_k", MajAtKFields),
+    **group_rules("metrics.ece", EceFields),
+    **group_rules("metrics.*", MetricFields),
+    **group_rules("metrics.arena_hard_score", ArenaHardFields),
+    **group_rules("", PrimaryFields),  # the primary config's own
 }
-"""Full key -> its rule: every setting Mill checks (``*``: any metric or sink)."""
+"""Full key -> its rule: every setting Mill checks (``*``: any metric or sink), each taken
+from the field that declares it (:mod:`mill.schema.groups`, :mod:`mill.schema.components`)."""
 
 _PROGRESS = Choice(("auto", "always", "never"), meaning="progress and tables: auto, plain")
 _TRUST = Flag(meaning="read files changed since their run wrote them (and say so)")
@@ -376,16 +220,7 @@ def typed_command(command: str, node: Mapping[str, Any]) -> dict[str, Any]:
 
 
 BY_TARGET: dict[str, dict[str, Rule]] = {
-    "mill.lm_eval.": {
-        "task.limit": Number(
-            0,
-            whole=False,
-            above=True,
-            optional=True,
-            maximum=SIZE_MAX,
-            meaning="docs per task: a count, or a fraction below 1 (lm-eval's --limit)",
-        ),
-    },
+    "mill.lm_eval.": group_rules("task", LmEvalTaskFields),
 }
 """Task rules that differ for the classes under a module prefix (the task node's
 ``_target_``): lm-eval's suite also takes a fraction as its limit, as lm-eval does."""

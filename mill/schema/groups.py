@@ -5,7 +5,8 @@
 so do the checks and the configuration reference. ``execution`` and ``data`` are declared
 here by their fields alone (:class:`ExecutionFields`, :class:`DataFields`); the subsystem's
 class adds what they mean (:class:`mill.execution.ExecutionSettings`,
-:class:`mill.data.DataSource`).
+:class:`mill.data.DataSource`). The other groups' fields are in
+:mod:`mill.schema.components`.
 
 The defaults live in one place, the group's preset in ``conf/`` (``conf/runner/local.yaml``,
 ``conf/report/console.yaml``), which fills what a node leaves out.
@@ -39,6 +40,7 @@ __all__ = [
     "ReportSettings",
     "RunnerSettings",
     "check_fields",
+    "group_of",
     "group_rules",
     "preset",
     "setting",
@@ -50,10 +52,24 @@ def setting(rule: Rule) -> dict[str, Rule]:
     return {"rule": rule}
 
 
+def group_of(cls: type) -> dict[str, type]:
+    """A dataclass field's metadata declaring that it holds a group of its own, the
+    dataclass ``cls`` (``task.generation``): its fields are settings under the field's key."""
+    return {"group": cls}
+
+
 def group_rules(group: str, cls: type) -> dict[str, Rule]:
     """``<group>.<field>`` -> the rule each field of the dataclass ``cls`` declares, in
-    field order (a field without one is no setting)."""
-    return {f"{group}.{f.name}": f.metadata["rule"] for f in fields(cls) if "rule" in f.metadata}
+    field order (a field without one is no setting; a field declared by :func:`group_of`
+    gives its group's, under ``<group>.<field>.``); ``group`` empty: the config's root."""
+    out: dict[str, Rule] = {}
+    for f in fields(cls):
+        key = f"{group}.{f.name}" if group else f.name
+        if "rule" in f.metadata:
+            out[key] = f.metadata["rule"]
+        elif "group" in f.metadata:
+            out.update(group_rules(key, f.metadata["group"]))
+    return out
 
 
 def check_fields(group: str, obj: Any) -> None:

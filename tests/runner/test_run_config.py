@@ -109,6 +109,34 @@ def test_the_fixed_groups_are_declared_by_their_fields() -> None:
         assert [k.split(".")[1] for k in declared] == [f.name for f in fields(cls)]
 
 
+def test_the_other_groups_are_declared_by_their_fields() -> None:
+    """model, task, judge, sink, metrics and reasoning take their rules from the fields of
+    mill.schema.components: the model's under model. and judge. alike (declared once),
+    the generation settings under task.generation., judge.generation. and arena-hard's."""
+    from mill.schema import SETTINGS, components
+    from mill.schema.groups import group_rules
+
+    model = group_rules("model", components.ModelFields)
+    assert {k: r for k, r in SETTINGS.items() if k.startswith("model.")} == model
+    for key, rule in model.items():
+        assert SETTINGS["judge." + key.removeprefix("model.")] is rule
+    generation = group_rules("g", components.GenerationFields)
+    for prefix in (
+        "task.generation",
+        "judge.generation",
+        "metrics.arena_hard_score.judge_generation",
+    ):
+        for key, rule in generation.items():
+            assert SETTINGS[prefix + key.removeprefix("g")] is rule
+    assert (
+        SETTINGS["metrics.*.ignore_case"]
+        is group_rules("m", components.MetricFields)["m.ignore_case"]
+    )
+    assert {k: r for k, r in SETTINGS.items() if k.startswith("task.")} == group_rules(
+        "task", components.TaskFields
+    )
+
+
 def test_group_is_a_copy() -> None:
     config = RunConfig.from_resolved(_resolved("model=fake"))
     config.group("model")["name"] = "changed"
