@@ -36,7 +36,7 @@ from mill.lm_eval.overrides import apply_overrides, read_overrides
 from mill.lm_eval.requirement import require_lm_eval
 from mill.metrics.base import Metric
 from mill.metrics.stats import interval
-from mill.schema import check_number, task_rules
+from mill.schema import checked, task_rules
 from mill.task.base import Task, TaskGroup
 from mill.types import ChatTemplate, Doc, OutputType, Request, Response
 
@@ -418,7 +418,7 @@ def _text_choices(task: str, doc_id: int, choices: Any) -> tuple[str, ...]:
 def _limit(limit: float | None) -> int | float | None:
     """``task.limit`` as lm-eval's ``--limit``: a count, or a fraction below 1 (checked by
     the schema's rule for the bridge's tasks)."""
-    value = check_number("task.limit", limit, _RULES["task.limit"])
+    value = checked("task.limit", limit, _RULES["task.limit"])
     if value is None:
         return None
     return float(value) if float(value) < 1 else int(value)
@@ -479,7 +479,7 @@ class LMEvalSuite(TaskGroup):
                 "task=lm_eval needs lm-eval task or group names: task.tasks=[hellaswag,gsm8k]"
             )
         self.limit = _limit(limit)
-        num_fewshot = check_number("task.num_fewshot", num_fewshot, _RULES["task.num_fewshot"])
+        num_fewshot = checked("task.num_fewshot", num_fewshot, _RULES["task.num_fewshot"])
         self.chat_template = bool(chat_template)
         self.fewshot_as_multiturn = bool(fewshot_as_multiturn)
         self.system_prompt = system_prompt

@@ -17,7 +17,7 @@ import numpy as np
 from mill.metrics.accuracy import LOGPROBS, logprobs
 from mill.metrics.base import CorpusMetric, SampleValue
 from mill.metrics.probability import softmax
-from mill.schema import SETTINGS, check_number
+from mill.schema import typed_one
 from mill.types import Doc, Response
 
 
@@ -107,7 +107,7 @@ class ExpectedCalibrationError(CorpusMetric):
     bounds = (0.0, 1.0)
 
     def __init__(self, bins: int = 10) -> None:
-        self.bins = check_number("metrics.ece.bins", bins, SETTINGS["metrics.ece.bins"])
+        self.bins = typed_one("metrics.ece.bins", bins)
 
     def score(self, doc: Doc, responses: Sequence[Response]) -> tuple[float, float]:
         confidence, hit = confidence_and_hit(logprobs(responses), doc.gold)

@@ -19,7 +19,7 @@ import numpy as np
 from mill.metrics.base import MeanMetric, Metric
 from mill.metrics.equivalence import MathChecker, majority
 from mill.metrics.exact_match import ExactMatch
-from mill.schema import SETTINGS, check_number
+from mill.schema import typed_one
 from mill.types import Doc, OutputType, Response
 
 if TYPE_CHECKING:
@@ -41,8 +41,10 @@ class _RepeatsMetric(MeanMetric):
 
     def __init__(self, k: int | Sequence[int] = 1, **exact_match: Any) -> None:
         key = f"metrics.{self.name}.k"
-        checked: Any = check_number(key, k, SETTINGS[key]) if key in SETTINGS else k
-        ks = checked if isinstance(checked, list) else [checked]
+        checked: Any = typed_one(key, k)
+        ks = (
+            [checked] if isinstance(checked, (int, str)) else list(checked)
+        )  # a run's: a ListConfig
         self.ks = [int(x) for x in ks]
         self.many = not isinstance(k, (int, str))
         self.k = max(self.ks)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from omegaconf import DictConfig
 
 from mill.data.load import DataSource
@@ -9,6 +11,7 @@ from mill.errors import ConfigError, TaskError
 from mill.instantiate import instantiate
 from mill.metrics.base import Metric
 from mill.metrics.config import build_metric, metric_config
+from mill.schema import already_typed
 from mill.task.base import Task, TaskGroup
 
 
@@ -28,9 +31,10 @@ def build_tasks(node: DictConfig, allow: list[str]) -> tuple[list[Task], TaskGro
 
 
 def build_metrics(
-    chosen: DictConfig | None, tasks: list[Task], allow: list[str]
+    chosen: DictConfig | None, tasks: list[Task], allow: list[str], typed: bool = False
 ) -> dict[str, list[Metric]]:
-    """Metrics per task: the ``metrics`` selection if given, else each task's defaults."""
+    """Metrics per task: the ``metrics`` selection if given, else each task's defaults.
+    ``typed``: ``chosen`` is a run config's typed group, not checked again."""
     out: dict[str, list[Metric]] = {}
     for task in tasks:
         own = getattr(task, "lm_eval_metrics", None)
@@ -43,7 +47,8 @@ def build_metrics(
             out[task.name] = own()
             continue
         if chosen:
-            built = [build_metric(str(k), v, allow) for k, v in chosen.items()]
+            with already_typed() if typed else nullcontext():
+                built = [build_metric(str(k), v, allow) for k, v in chosen.items()]
         else:
             built = [build_metric(n, metric_config(n), allow) for n in task.METRICS]
         out[task.name] = [part for metric in built for part in metric.parts()]
@@ -80,8 +85,9 @@ def build_run(
     against each other, then every task's rows checked and docs built."""
     from mill.evaluator import check_metrics
 
-    tasks, group = build_tasks(cfg.task, allow)
-    metrics = build_metrics(cfg.get("metrics"), tasks, allow)
+    with already_typed():  # the run config's typed task group: not checked again
+        tasks, group = build_tasks(cfg.task, allow)
+    metrics = build_metrics(cfg.get("metrics"), tasks, allow, typed=True)
     seed_metrics(metrics, seed)
     replays = model_replays(cfg.get("model"), allow)
     for task in tasks:

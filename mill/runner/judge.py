@@ -18,8 +18,16 @@ from mill.metrics.base import Metric
 from mill.results import judge_label
 from mill.runner.cache import CachedModel, open_shared_store
 from mill.runner.dist import Dist, agree
+from mill.schema import already_typed
 
 log = logging.getLogger("mill")
+
+
+def _judge_model(settings: JudgeSettings, allow: list[str]) -> Any:
+    """The judge's model, built from the run config's typed ``judge`` group
+    (:meth:`JudgeSettings.of_typed`): its settings are not checked again."""
+    with already_typed():
+        return instantiate(OmegaConf.create(settings.model), allow)
 
 
 def build_judging(
@@ -42,7 +50,7 @@ def build_judging(
         if console is not None:
             console.print(f"[mill] loading judge {name}")
         log.info("loading judge %s", name)
-        model = agree(dist, lambda: instantiate(OmegaConf.create(settings.model), allow))
+        model = agree(dist, lambda: _judge_model(settings, allow))
         identity = dict(model.identity())
         if settings.revision is not None:
             identity["judge_revision"] = settings.revision

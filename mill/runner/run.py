@@ -38,7 +38,8 @@ from mill.runner.dist import Dist, agree
 from mill.runner.faults import fault
 from mill.runner.settings import refuse_device_map
 from mill.runner.shard import ShardedDispatch
-from mill.sinks import build_sinks
+from mill.schema import already_typed
+from mill.sinks import Sink, build_sinks
 from mill.task.base import Task, TaskGroup
 from mill.types import OnResponse, ReasoningRule, Request, Response
 
@@ -83,7 +84,7 @@ def build(run: RunContext) -> Plan:
         dist, lambda: build_run(cfg, run.allow, source, run.settings.seed)
     )
     execution = agree(dist, lambda: execution_settings(run.config.group("execution"), tasks))
-    sinks = agree(dist, lambda: build_sinks(cfg.get("sink"), run.allow))
+    sinks = agree(dist, lambda: _sinks(run))
     run.sinks = sinks if run.main else []
     run.clock.mark("data")
     if cfg.get("judge") is not None:
@@ -94,6 +95,12 @@ def build(run: RunContext) -> Plan:
     rejudged = model.get("run") if model.get("_target_") == SAVED_ANSWERS else None
     require_judge(metrics, run.judging, None if rejudged is None else str(rejudged))
     return Plan(source, tasks, group, metrics, execution, reasoning)
+
+
+def _sinks(run: RunContext) -> list[Sink]:
+    """The run's sinks, built from its typed ``sink`` group (not checked again)."""
+    with already_typed():
+        return build_sinks(run.cfg.get("sink"), run.allow)
 
 
 def _seed_everything(seed: int) -> None:
@@ -119,7 +126,8 @@ def execution_settings(
 
     if not any(t.EXECUTES for t in tasks):
         return None
-    settings = ExecutionSettings.from_config(node)
+    with already_typed():  # the run config's typed group
+        settings = ExecutionSettings.from_config(node)
     check_sandbox(settings)
     return settings
 
@@ -200,7 +208,8 @@ def _load_model(run: RunContext) -> LanguageModel:
 
     model: LanguageModel
     if not run.show:
-        model = instantiate(_model_node(run.cfg, run.dist), run.allow)
+        with already_typed():  # the run config's typed model group: not checked again
+            model = instantiate(_model_node(run.cfg, run.dist), run.allow)
         return model
     from mill.progress import loading_steps
     from mill.report.console import interactive
@@ -208,7 +217,7 @@ def _load_model(run: RunContext) -> LanguageModel:
 
     name = str(run.cfg.model.get("name", ""))
     with LoadingLine(run.err_console, interactive(run.mode), name) as line:
-        with loading_steps(line.step):
+        with loading_steps(line.step), already_typed():
             model = instantiate(_model_node(run.cfg, run.dist), run.allow)
     return model
 

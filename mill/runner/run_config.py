@@ -11,9 +11,11 @@ slices: ``runner`` (:class:`~mill.schema.RunnerSettings`), ``report``
 :mod:`mill.schema.groups`, and ``data`` (:class:`mill.data.DataSource`). The polymorphic
 groups (``model``: a backend's own keys; ``task``: a task kind's; ``judge``, ``sink``,
 ``metrics``) stay mappings in :attr:`RunConfig.values`, their declared keys already typed:
-the backend, task or sink they build receives typed values. So does ``execution``: its
-object (:class:`mill.execution.ExecutionSettings`, which looks for its interpreter) is
-built only when a task runs programs.
+the backend, task or sink they build receives typed values, built inside
+:func:`mill.schema.already_typed` so that its constructor does not check them again (each
+setting is checked once, here). So does ``execution``: its object
+(:class:`mill.execution.ExecutionSettings`, which looks for its interpreter) is built only
+when a task runs programs.
 :meth:`RunConfig.to_yaml` is ``resolved.yaml`` (the file the driver writes, credentials
 redacted by the folder) and :meth:`RunConfig.read` reads a run folder's file back as the
 same object (the data-parallel workers, :mod:`mill.runner.worker`; credentials restored by
@@ -47,7 +49,7 @@ from typing import Any, cast
 from mill.data.load import DataSource
 from mill.errors import ConfigError
 from mill.runner.settings import check_settings
-from mill.schema import ReportSettings, RunnerSettings
+from mill.schema import ReportSettings, RunnerSettings, already_typed
 
 __all__ = ["RunConfig", "read_resolved"]
 
@@ -81,11 +83,13 @@ class RunConfig:
         resolved, as plain containers), checked before any data or model loads; one
         ConfigError line naming the first setting refused."""
         values = check_settings(resolved)
+        with already_typed():  # each setting checked once, above
+            data = _data(values.get("data"))
         return cls(
             values=values,
             runner=RunnerSettings.of_typed(values.get("runner")),
             report=ReportSettings.of_typed(values.get("report")),
-            data=_data(values.get("data")),
+            data=data,
         )
 
     @classmethod

@@ -11,10 +11,12 @@ accepted, exit 2; a list where one value is expected says so, with the sweep tha
 value. :func:`check_config` returns the config with each setting typed by its rule: the
 values of the run's one typed object (:class:`mill.runner.run_config.RunConfig`), from
 which each subsystem reads its slice without parsing it again. A class a user may also
-build in Python (a backend, a task, a sink, :class:`mill.execution.ExecutionSettings`)
-checks its own arguments by the same rules when constructed (:func:`typed`,
-:func:`check_number`), so a value that reaches it by another way (:func:`mill.evaluate`'s
-Python objects, a test) is held to the same rules.
+build in Python (a backend, a task, a metric, a sink,
+:class:`mill.execution.ExecutionSettings`) checks its own arguments by the same rules when
+constructed (:func:`typed`, :func:`typed_one`, :func:`mill.schema.rules.checked`), so a
+value that reaches it by another way (:func:`mill.evaluate`'s Python objects, a test) is
+held to the same rules; the runner builds a run's objects from its typed slices inside
+:func:`already_typed`, where those checks are skipped: a run checks each setting once.
 The configuration reference (docs/reference/config.md) shows each rule beside its key
 (``scripts.config_reference``), so the page and the checks cannot drift, and
 ``tests/test_schema.py`` fails when a key of a shipped config in ``conf/`` is not declared.
@@ -76,7 +78,9 @@ from mill.schema.rules import (
     Number,
     Rule,
     Text,
+    already_typed,
     check_number,
+    checked,
 )
 
 __all__ = [
@@ -98,6 +102,7 @@ __all__ = [
     "Rule",
     "RunnerSettings",
     "Text",
+    "already_typed",
     "check_config",
     "check_number",
     "check_task",
@@ -106,23 +111,32 @@ __all__ = [
     "task_rules",
     "typed",
     "typed_command",
+    "typed_one",
 ]
 
 
 def typed(group: str, node: Mapping[str, Any]) -> dict[str, Any]:
     """The settings of ``node`` (the ``group`` config group's, resolved) checked by their
     declared rules and typed (whole numbers as int, choices and words in lower case, the
-    words true/false as booleans): what a subsystem reads instead of parsing its slice.
-    A mapping that is not itself a setting is typed key by key (``judge.generation``);
-    keys not declared come back as they are."""
+    words true/false as booleans): what a constructor does with its arguments. A mapping
+    that is not itself a setting is typed key by key (``judge.generation``); keys not
+    declared come back as they are. Inside :func:`already_typed` (a run's objects, built
+    from its typed configuration) the node comes back as it is, not checked again."""
     out = dict(node)
     for key, value in node.items():
         rule = rule_of(f"{group}.{key}")
         if rule is not None:
-            out[key] = check_number(f"{group}.{key}", value, rule)
+            out[key] = checked(f"{group}.{key}", value, rule)
         elif isinstance(value, Mapping):
             out[key] = typed(f"{group}.{key}", value)
     return out
+
+
+def typed_one(key: str, value: Any) -> Any:
+    """The setting ``key`` (its full key: ``metrics.ece.bins``) checked and typed by its
+    declared rule, as :func:`typed` does (as given inside :func:`already_typed`)."""
+    rule = rule_of(key)
+    return value if rule is None else checked(key, value, rule)
 
 
 MODEL_KEYS = tuple(f.name for f in fields(ModelFields))

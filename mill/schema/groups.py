@@ -32,6 +32,7 @@ from mill.schema.rules import (
     Rule,
     Text,
     check_number,
+    checked,
 )
 
 __all__ = [
@@ -74,10 +75,11 @@ def group_rules(group: str, cls: type) -> dict[str, Rule]:
 
 def check_fields(group: str, obj: Any) -> None:
     """Each field of the dataclass instance ``obj`` checked by its declared rule
-    (ConfigError naming ``<group>.<field>``): the check of an object built in Python."""
+    (ConfigError naming ``<group>.<field>``): the check of an object built in Python
+    (none inside :func:`mill.schema.rules.already_typed`: a run's values are typed)."""
     for f in fields(obj):
         if "rule" in f.metadata:
-            check_number(f"{group}.{f.name}", getattr(obj, f.name), f.metadata["rule"])
+            checked(f"{group}.{f.name}", getattr(obj, f.name), f.metadata["rule"])
 
 
 def _typed_fields(group: str, cls: type, node: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The rules a setting is declared with (:class:`Number`, :class:`Choice`, :class:`Flag`,
 :class:`Text`, :class:`Nested`), the bounds they share, and :func:`check_number`, which
 checks one value by its rule and types it (one line naming the key, the value and what is
-accepted).
+accepted). :func:`checked` is the check of a constructor's argument: skipped inside
+:func:`already_typed`, where the objects are built from values a run already typed.
 
 Nothing here imports torch, Hydra or OmegaConf.
 """
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,3 +229,32 @@ def check_number(setting: str, value: Any, rule: Rule) -> Any:
         sweep = ",".join(str(v) for v in value)
         message += f"; one value, not a list (a run per value: mill -m {setting}={sweep})"
     raise ConfigError(message)
+
+
+_TYPED: ContextVar[bool] = ContextVar("mill_settings_typed", default=False)
+"""True inside :func:`already_typed`: context-local, so it holds in that block of that
+thread alone (another thread, another run, starts without it)."""
+
+
+@contextmanager
+def already_typed() -> Iterator[None]:
+    """A block whose objects are built from values already typed by their rules (a run's,
+    :class:`mill.runner.run_config.RunConfig`'s slices; a task's typed spec): in it,
+    :func:`checked` returns a value as given instead of checking it again, so a run checks
+    each setting once. Outside it (an object built in Python) every value is checked."""
+    token = _TYPED.set(True)
+    try:
+        yield
+    finally:
+        _TYPED.reset(token)
+
+
+def is_typed() -> bool:
+    """Whether this is an :func:`already_typed` block."""
+    return _TYPED.get()
+
+
+def checked(setting: str, value: Any, rule: Rule) -> Any:
+    """``value`` checked and typed by ``rule`` (:func:`check_number`), or as given inside
+    :func:`already_typed`: the check of a constructor's argument."""
+    return value if _TYPED.get() else check_number(setting, value, rule)

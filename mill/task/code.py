@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from mill.schema import SETTINGS, check_number
+from mill.schema import typed_one
 from mill.task.base import Task
 from mill.types import Doc, OutputType
 
@@ -23,11 +23,11 @@ _TAGGED_OPENING = re.compile(r"```[A-Za-z][^\n`]*\n")
 
 
 def code_block_setting(task: str, value: Any) -> str:
-    """The checked ``task.code_block`` (its declared choices, :data:`mill.schema.SETTINGS`):
+    """The checked ``task.code_block`` (its declared choices, :func:`mill.schema.typed_one`):
     ``leading`` (lm-eval's: the answer up to its first fence, or the block the answer opens
     itself at its start) or ``first`` (the first block opened with a language tag anywhere in
     the answer, e.g. after a sentence of prose)."""
-    return str(check_number("task.code_block", value, SETTINGS["task.code_block"]))
+    return str(typed_one("task.code_block", value))
 
 
 def first_tagged_block(answer: str) -> str | None:

@@ -12,7 +12,7 @@ import random
 from collections.abc import Sequence
 
 from mill.errors import ConfigError
-from mill.schema import SETTINGS, check_number
+from mill.schema import typed_one
 
 
 def _doc_rng(task: str, doc_id: int, seed: int) -> random.Random:
@@ -50,6 +50,6 @@ def choose_shots(
             f"task {task!r}: num_fewshot={k} but the few-shot split has only "
             f"{len(candidates)} usable examples; lower task.num_fewshot"
         )
-    if check_number("task.fewshot_sampler", sampler, SETTINGS["task.fewshot_sampler"]) == "first_n":
+    if typed_one("task.fewshot_sampler", sampler) == "first_n":
         return list(candidates[:k])
     return _doc_rng(task, doc_id, seed).sample(list(candidates), k)  # random

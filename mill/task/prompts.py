@@ -16,6 +16,7 @@ from typing import Any
 
 from mill.data.load import DataSource
 from mill.errors import TaskError
+from mill.schema import already_typed
 from mill.task.chat import Message, join_delimited, render_chat, render_text, single_turn
 from mill.task.fewshot import choose_shots
 from mill.task.rows import SKIP_HINT, AmbiguousGold, BadRow, Unusable, explain, strict
@@ -268,19 +269,7 @@ def build_docs(
         same_split = not build.fixed_shots and spec.fewshot_split == spec.sample_split
         pool = _shot_pool(build, load, source, subject, rows, same_split)
         for doc_id, item in enumerate(rows):
-            shots = (
-                choose_shots(
-                    spec.fewshot_sampler,
-                    spec.num_fewshot,
-                    len(pool),
-                    task=spec.name,
-                    doc_id=doc_id,
-                    seed=spec.fewshot_seed,
-                    exclude=doc_id if same_split else None,
-                )
-                if spec.num_fewshot
-                else []
-            )
+            shots = _shots(spec, len(pool), doc_id, same_split) if spec.num_fewshot else []
             try:
                 yield make_doc(build, subject, doc_id, item, shots, pool)
             except BadRow as err:
@@ -289,6 +278,21 @@ def build_docs(
                 skipped.append(
                     {"subject": subject, "split": err.split, "row": err.row, "error": str(err)}
                 )
+
+
+def _shots(spec: TaskSpec, pool_size: int, doc_id: int, same_split: bool) -> list[int]:
+    """The few-shot examples of doc ``doc_id``, drawn by the spec's sampler (typed when the
+    spec was built: not checked again per doc)."""
+    with already_typed():
+        return choose_shots(
+            spec.fewshot_sampler,
+            spec.num_fewshot,
+            pool_size,
+            task=spec.name,
+            doc_id=doc_id,
+            seed=spec.fewshot_seed,
+            exclude=doc_id if same_split else None,
+        )
 
 
 def _shot_pool(

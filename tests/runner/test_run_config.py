@@ -161,3 +161,90 @@ def test_an_older_run_folder_still_reads(run: str) -> None:
     folder = Path(__file__).parents[1] / "support" / "format1" / run
     config = RunConfig.read(folder)
     assert config.to_yaml() == (folder / "resolved.yaml").read_text(encoding="utf-8")
+
+
+def _declared_keys(node: Any, prefix: str = "") -> set[str]:
+    """The full keys of ``node`` (a resolved config) that a rule declares (a setting
+    whose value is a mapping is one key)."""
+    from mill.schema import rule_of
+
+    out: set[str] = set()
+    for key, value in node.items():
+        full = f"{prefix}.{key}" if prefix else str(key)
+        if rule_of(full) is not None:
+            out.add(full)
+        elif isinstance(value, dict):
+            out |= _declared_keys(value, full)
+    return out
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ("task=arc_easy",),
+        ("task=gsm8k", "task.num_fewshot=2", "+metrics=pass_at_k", "task.repeats=2")
+        + ("task.generation.do_sample=true", "task.generation.temperature=0.5"),
+        ("task=[arc_easy,piqa]", "+sink=wandb", "sink.wandb.mode=disabled", "+metrics=ece"),
+        ("task=mt_bench", "judge=fake", "judge.max_invalid=1.0", "judge.cache=false"),
+        ("task=humaneval", "execution=none", "execution.allow_unsafe=true"),
+    ],
+)
+def test_a_run_checks_each_setting_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, overrides: tuple[str, ...]
+) -> None:
+    """On a fake-model run each declared setting is checked by its rule once, by RunConfig:
+    the model, tasks, metrics, sinks, judge and sandbox built from its typed slices are not
+    checked again (every module's check_number counted, the key it names)."""
+    import sys
+    from collections import Counter
+
+    import mill.schema.rules
+    from mill.runner.job import run_job
+
+    calls: Counter[str] = Counter()
+    real = mill.schema.rules.check_number
+
+    def counting(setting: str, value: Any, rule: Any) -> Any:
+        calls[setting] += 1
+        return real(setting, value, rule)
+
+    for module in list(sys.modules.values()):
+        if module.__name__.startswith("mill") and getattr(module, "check_number", None) is real:
+            monkeypatch.setattr(module, "check_number", counting)
+    cfg = compose_config("model=fake", "task.limit=4", "report.progress=never", *overrides)
+    run_job(cfg, tmp_path / "run", show=False)
+    declared = _declared_keys(OmegaConf.to_container(cfg, resolve=True))
+    assert declared and declared <= set(calls)
+    assert {key: n for key, n in calls.items() if n != 1} == {}
+
+
+def test_objects_built_in_python_are_still_checked_in_one_line() -> None:
+    """A constructor still types its arguments outside a run's build: a backend or a task
+    built in Python with a bad value is refused in one line, also after a run and in a
+    thread started while another thread builds a run's objects."""
+    import threading
+
+    from mill.model.fake import FakeLM
+    from mill.model.hf import HFCausalLM
+    from mill.schema import already_typed
+    from mill.tasks.arc import ArcEasy
+
+    with pytest.raises(ConfigError, match=r"^model\.batch_size=0 is not allowed: give [^\n]*$"):
+        HFCausalLM(pretrained="/nowhere", batch_size=0)
+    with pytest.raises(ConfigError, match=r"^task\.limit=0 is not allowed: give [^\n]*$"):
+        ArcEasy(limit=0)
+    refused: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            FakeLM(seed=-1)
+        except ConfigError as err:
+            refused.append(err)
+
+    with already_typed():  # this thread's block: another thread's objects are checked
+        thread = threading.Thread(target=build)
+        thread.start()
+        thread.join()
+    assert [str(e).split(" is ")[0] for e in refused] == ["model.seed=-1"]
+    with pytest.raises(ConfigError, match=r"^model\.seed=-1 is not allowed"):
+        FakeLM(seed=-1)  # the block ended with it

@@ -60,7 +60,7 @@ from mill.model.tokenizing import (
     cut_at_stop,
     generation_args,
 )
-from mill.schema import SETTINGS, check_number, typed
+from mill.schema import typed, typed_one
 from mill.types import OutputType, Request, Response
 
 _TOKENIZER_SUFFIXES = {".json", ".model", ".txt", ".tiktoken", ".jinja"}
@@ -196,7 +196,7 @@ class OpenAICompletions(TokenizingLM):
                 "model.base_url is not set; give the server's API root, e.g. "
                 "model.base_url=http://127.0.0.1:8080/v1"
             )
-        check_number("model.prompt_ids", prompt_ids, SETTINGS["model.prompt_ids"])
+        typed_one("model.prompt_ids", prompt_ids)
         if self.takes_messages():  # one conversation per request, sent as messages
             for key, value, default in (
                 ("batch_prompts", batch_prompts, 1),
