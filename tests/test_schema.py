@@ -474,29 +474,32 @@ def test_a_fraction_of_docs_is_lm_evals_limit_and_no_native_tasks() -> None:
 
 
 def test_settings_are_key_for_key_and_rule_for_rule_what_the_rule_table_declared() -> None:
-    """Every group is declared by typed fields now (mill/schema/groups.py, components.py);
-    SETTINGS, BY_TARGET and MODEL_KEYS built from them are, in order, what main's rule table
-    declared at 7adc9bf (tests/support/settings_7adc9bf.json, written from that commit)."""
+    """Every group is declared by typed fields now (mill/schema/groups.py, components.py,
+    commands.py); SETTINGS, BY_TARGET, MODEL_KEYS and COMMANDS built from them are, in order,
+    what main's rule tables declared at 7adc9bf (tests/support/settings_7adc9bf.json, written
+    from that commit)."""
     import json
 
-    from mill.schema import BY_TARGET, MODEL_KEYS
+    from mill.schema import BY_TARGET, COMMANDS, MODEL_KEYS
 
     frozen = json.loads((Path(__file__).parent / "support/settings_7adc9bf.json").read_text())
     assert [[k, repr(r)] for k, r in SETTINGS.items()] == frozen["settings"]
     by_target = {p: [[k, repr(r)] for k, r in rules.items()] for p, rules in BY_TARGET.items()}
     assert by_target == frozen["by_target"]
     assert list(MODEL_KEYS) == frozen["model_keys"]
+    commands = {c: [[k, repr(r)] for k, r in rules.items()] for c, rules in COMMANDS.items()}
+    assert commands == frozen["commands"]
 
 
 def test_no_rule_is_declared_beside_the_fields() -> None:
-    """mill/schema/__init__.py builds SETTINGS and BY_TARGET from fields only: it
-    constructs no rule of a setting of its own (the commands' settings aside)."""
+    """mill/schema/__init__.py builds SETTINGS, COMMANDS and BY_TARGET from fields only: it
+    constructs no rule of a setting of its own."""
     import inspect
 
     import mill.schema
 
     source = inspect.getsource(mill.schema)
-    declarations = source[source.index("SETTINGS: dict") : source.index("_PROGRESS = ")]
+    declarations = source[source.index("SETTINGS: dict") : source.index("def typed_command")]
     declarations += source[source.index("BY_TARGET: dict") : source.index("def _places")]
     for rule in ("Number(", "Choice(", "Flag(", "Text(", "Nested("):
         assert rule not in declarations

@@ -26,7 +26,8 @@ fields, each carrying its rule: the fixed groups (``runner``, ``report``, ``exec
 ``data``) by their typed objects (:mod:`mill.schema.groups`), the others (``model``,
 ``task``, ``judge``, ``sink``, ``metrics``, ``reasoning``, the root's ``allow_targets``)
 by :mod:`mill.schema.components`; :data:`SETTINGS` takes every rule from those fields, no
-rule is declared beside them.
+rule is declared beside them. So does :data:`COMMANDS`, the settings of Mill's other
+commands, from :mod:`mill.schema.commands`.
 
 Declaring a new setting: a field of its group's class with
 ``field(metadata=setting(Number(...)))`` (or ``Choice``, ``Text``, ``Flag``, ``Nested``);
@@ -44,6 +45,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
+from mill.schema.commands import (
+    CompareCommand,
+    JudgeCommand,
+    ReportCommand,
+    RunsCommand,
+    ViewCommand,
+)
 from mill.schema.components import (
     ArenaHardFields,
     EceFields,
@@ -169,57 +177,16 @@ SETTINGS: dict[str, Rule] = {
 """Full key -> its rule: every setting Mill checks (``*``: any metric or sink), each taken
 from the field that declares it (:mod:`mill.schema.groups`, :mod:`mill.schema.components`)."""
 
-_PROGRESS = Choice(("auto", "always", "never"), meaning="progress and tables: auto, plain")
-_TRUST = Flag(meaning="read files changed since their run wrote them (and say so)")
 COMMANDS: dict[str, dict[str, Rule]] = {
-    "report": {
-        "runs": Nested(text=True, meaning="run folders and/or sweep folders"),
-        "out": Text(meaning="where everything is written"),
-        "trust_edited": _TRUST,
-        "progress": _PROGRESS,
-    },
-    "compare": {
-        "a": Text(meaning="run folder A (the baseline)"),
-        "b": Text(meaning="run folder B"),
-        "iters": Number(1, maximum=ITERS_MAX, meaning="paired bootstrap resamples"),
-        "seed": Number(0, maximum=SEED_MAX, meaning="seed of the resamples"),
-        "alpha": Number(
-            0, whole=False, above=True, maximum=0.5, meaning="significance level (CI 1 - alpha)"
-        ),
-        "tasks": Nested(optional=True, text=True, meaning="only these tasks"),
-        "ignore_settings": Nested(text=True, meaning="task settings keys not compared"),
-        "allow_different_judges": Flag(meaning="compare scores of different judges"),
-        "trust_edited": _TRUST,
-        "out": Text(optional=True, meaning="also write compare.{json,txt,html} here"),
-        "progress": _PROGRESS,
-    },
-    "runs": {
-        "dir": Text(meaning="where the runs are"),
-        "tasks": Nested(optional=True, text=True, meaning="only runs of these tasks"),
-        "models": Nested(optional=True, text=True, meaning="only runs of these models"),
-        "limit": Number(
-            1, optional=True, maximum=SIZE_MAX, meaning="the newest N runs (null: all)"
-        ),
-        "open": Number(
-            1, optional=True, maximum=SIZE_MAX, meaning="open the report of the Nth run listed"
-        ),
-        "all": Flag(meaning="list failed runs too (hidden unless asked)"),
-        "progress": _PROGRESS,
-    },
-    "view": {
-        "run": Text(optional=True, meaning="a run or sweep folder (null: the newest run)"),
-        "dir": Text(meaning="where the runs are (run=null)"),
-        "open": Flag(meaning="open the page in the browser"),
-        "trust_edited": _TRUST,
-    },
-    "judge": {
-        "run": Text(meaning="the finished run whose answers are judged"),
-        "trust_edited": _TRUST,
-        "allow_targets": Nested(meaning="extra _target_ module prefixes"),
-    },
+    "report": group_rules("", ReportCommand),
+    "compare": group_rules("", CompareCommand),
+    "runs": group_rules("", RunsCommand),
+    "view": group_rules("", ViewCommand),
+    "judge": group_rules("", JudgeCommand),
 }
 """The settings of the commands (``mill report``, ``mill compare``, ``mill runs``,
-``mill view``, ``mill judge``; ``conf/<command>.yaml``), at their config's root, by command."""
+``mill view``, ``mill judge``; ``conf/<command>.yaml``), at their config's root, by command:
+declared by the fields of :mod:`mill.schema.commands`."""
 
 
 def typed_command(command: str, node: Mapping[str, Any]) -> dict[str, Any]:
