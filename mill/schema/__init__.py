@@ -114,6 +114,7 @@ __all__ = [
     "check_config",
     "check_number",
     "check_task",
+    "checked",
     "rule_of",
     "task_members",
     "task_rules",
