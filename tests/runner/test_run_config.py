@@ -224,10 +224,11 @@ def test_objects_built_in_python_are_still_checked_in_one_line() -> None:
     thread started while another thread builds a run's objects."""
     import threading
 
+    from mill.tasks.arc import ArcEasy
+
     from mill.model.fake import FakeLM
     from mill.model.hf import HFCausalLM
     from mill.schema import already_typed
-    from mill.tasks.arc import ArcEasy
 
     with pytest.raises(ConfigError, match=r"^model\.batch_size=0 is not allowed: give [^\n]*$"):
         HFCausalLM(pretrained="/nowhere", batch_size=0)
