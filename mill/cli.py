@@ -44,7 +44,7 @@ reader of your own question files, which wants ``task.questions=`` (docs/judging
 still run when typed."""
 
 _failures: list[str] = []
-_sweeps: dict[Path, str] = {}  # multirun folder -> progress mode, reported at the end
+_sweeps: dict[Path, Any] = {}  # multirun folder -> report.progress as given, used at the end
 log = logging.getLogger("mill")
 
 
@@ -91,9 +91,10 @@ def _job(cfg: DictConfig) -> float | None:
     output_dir = Path(hydra_cfg.runtime.output_dir)
     multirun = str(hydra_cfg.mode) == "RunMode.MULTIRUN"
     if multirun and "command" not in cfg:
-        progress = OmegaConf.select(cfg, "report.progress", default="auto")
-        _sweeps[Path(str(hydra_cfg.sweep.dir))] = str(
-            check_number("report.progress", progress, SETTINGS["report.progress"])
+        # as given: each job's RunConfig checks it (a refused value fails each job in one
+        # line, as any other setting does); the sweep's report types it once, at the end
+        _sweeps[Path(str(hydra_cfg.sweep.dir))] = OmegaConf.select(
+            cfg, "report.progress", default="auto"
         )
     try:
         if multirun:  # the sweep's credentials, kept out of what the launcher wrote
@@ -546,9 +547,14 @@ def _setup_error(err: OSError | ValueError, argv: list[str]) -> str | None:
 def _end_sweeps() -> None:
     """After the jobs: each sweep's report, then the failed jobs listed and exit 2."""
     if _sweeps:
+        from mill.errors import ConfigError
         from mill.report.rebuild import report_after_sweep
 
-        for sweep_dir, mode in _sweeps.items():
+        for sweep_dir, given in _sweeps.items():
+            try:  # a value the jobs refused (each said so in one line) shows as auto
+                mode = str(check_number("report.progress", given, SETTINGS["report.progress"]))
+            except ConfigError:
+                mode = "auto"
             report_after_sweep(sweep_dir, mode)
     from mill.runner import sweep
 

@@ -109,3 +109,28 @@ def test_the_summary_files_are_replaced_whole(tmp_path: Path) -> None:
     reader.close()
     assert (tmp_path / "summary.md").read_text(encoding="utf-8") == to_markdown(summary)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json", "summary.md"]
+
+
+@pytest.mark.slow
+def test_a_progress_mode_the_jobs_refuse_fails_each_job_in_one_line(tmp_path: Path) -> None:
+    """``report.progress`` is checked by each job's run configuration (once per job), so a
+    refused value fails each job in one line as any other setting does (no Hydra line, no
+    traceback), before a job folder is claimed, and the sweep ends with exit 2 and the
+    failed jobs listed."""
+    sweep = tmp_path / "sweep"
+    proc = run_mill(
+        "-m",
+        "task=arc_easy,boolq",
+        "model=fake",
+        "task.limit=2",
+        "report.progress=sometimes",
+        f"hydra.sweep.dir={sweep}",
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "Error executing job" not in proc.stderr
+    refused = "mill: error: report.progress='sometimes' is unknown: give one of auto, always or "
+    refused += "never"
+    assert proc.stderr.splitlines().count(refused) == 2, proc.stderr  # one line per job
+    assert "mill: 2 job(s) failed:" in proc.stderr.splitlines()
+    # refused before a folder is claimed: no job folder half-written
+    assert not list(sweep.glob("*/manifest.json"))
