@@ -72,6 +72,7 @@ from benchmarks.driver_common import (
     mill_cmd,
     module_cmd,
     timed_run,
+    timed_run_cpu,
     write_task_yamls,
 )
 from benchmarks.side_by_side import hf_model_overrides, model_dir
@@ -403,6 +404,20 @@ def generation_rows(
     return rows, checks
 
 
+def cpu_line(entry: dict[str, Any]) -> str:
+    """A workload's CPU seconds (user + system) per side, the median of its rounds, and each
+    over Mill's: on a machine other jobs share, steadier than the wall time."""
+    med = {
+        row["side"]: statistics.median(x["cpu_s"] for x in entry[row["side"]])
+        for row in entry["generation"]
+    }
+    cells = ", ".join(
+        f"{side} {cpu:.1f}" + ("" if side == "mill" else f" ({cpu / med['mill']:.2f}x Mill's)")
+        for side, cpu in med.items()
+    )
+    return f"{entry['workload']}: CPU seconds (user + system), median of the rounds: {cells}"
+
+
 def generation_table(rows: list[dict[str, Any]]) -> str:
     """The generation table (markdown)."""
     lines = [
@@ -542,11 +557,11 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                 if side == "mill":
                     run_dir = work / tag
                     cmd = mill_cmd([*overrides, f"hydra.run.dir={run_dir}"])
-                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, work)
+                    wall, code, rss, cpu = timed_run_cpu(cmd, work / f"{tag}.log", env, work)
                     phases = mill_phases(run_dir) if code == 0 else {}
                 elif side == "floor":
                     cmd = floor_cmd(model, args.device, args.dtype)
-                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, REPO)
+                    wall, code, rss, cpu = timed_run_cpu(cmd, work / f"{tag}.log", env, REPO)
                     phases = {}
                 elif side == "generate_batch":
                     cmd = module_cmd(
@@ -554,7 +569,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                         str(work / f"{tag}.json"), "--device", args.device, "--dtype",
                         args.dtype, "--threads", str(args.threads),
                     )  # fmt: skip
-                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, REPO)
+                    wall, code, rss, cpu = timed_run_cpu(cmd, work / f"{tag}.log", env, REPO)
                     phases = {}
                 elif side == "lighteval":
                     if workload.lighteval_task is None:
@@ -564,7 +579,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                     cmd = module_cmd(
                         lighteval_python(), "lighteval_driver", str(spec), str(work / f"{tag}.json")
                     )
-                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, REPO)
+                    wall, code, rss, cpu = timed_run_cpu(cmd, work / f"{tag}.log", env, REPO)
                     phases = {}
                 elif side == "llama_server":
                     assert server is not None  # started in main for this kind of workload
@@ -586,11 +601,11 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                             f"hydra.run.dir={run_dir}",
                         ]
                     )
-                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, work)
+                    wall, code, rss, cpu = timed_run_cpu(cmd, work / f"{tag}.log", env, work)
                     phases = {}
                 else:
                     out = work / tag
-                    wall, code, rss = timed_run(
+                    wall, code, rss, cpu = timed_run_cpu(
                         [*lm_cmd, "--output_path", str(out)], work / f"{tag}.log", env, work
                     )
                     phases = {}
@@ -599,7 +614,9 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                     tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
                     print(f"{tag} failed (exit {code}); see {log}; its last lines:\n{tail}")
                     return 1
-                sides[side].append({"wall_s": wall, "peak_rss_kib": rss, "phases": phases})
+                sides[side].append(
+                    {"wall_s": wall, "peak_rss_kib": rss, "cpu_s": cpu, "phases": phases}
+                )
                 print(f"  {tag}: {wall:.1f} s, peak RSS {rss / 2**20:.2f} GiB", flush=True)
                 if workload.output_type == "generative" and side not in produced:
                     if side in ("mill", "llama_server"):
@@ -715,6 +732,8 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
             "answer differs from Mill's"
         )
         for entry in report:
+            if entry.get("generation"):
+                print(cpu_line(entry))
             if entry.get("mill_metrics"):
                 scores = ", ".join(f"{k} {v}" for k, v in entry["mill_metrics"].items())
                 print(f"{entry['workload']}: Mill's metrics (first round): {scores}")
