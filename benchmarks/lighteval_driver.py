@@ -26,6 +26,12 @@ folder of its own beside OUT: the model is a link ``model`` there to the folder,
 relative name, and the cache is that folder's ``cache`` (new for each run: every run
 generates).
 
+Sampled (``temperature`` > 0), lighteval passes temperature and top-p to ``generate`` but never
+``do_sample``, which only the model's own ``generation_config.json`` can turn on; without it
+``transformers`` refuses ``num_return_sequences`` > 1 for greedy search. The link is then a
+folder of links to each of the model's files with its ``generation_config.json`` written again
+with ``do_sample: true`` (the weights and tokenizer are the model's own files).
+
 OUT: per row of the data file (its 0-based position, which is Mill's doc id) the texts lighteval
 generated, the aggregated metrics, timings and this process's peak RSS.
 """
@@ -47,6 +53,21 @@ def custom_only(custom_tasks: Any = None, load_multilingual: bool = False) -> di
     from lighteval.tasks.registry import Registry
 
     return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
+
+
+def link_model(model: Path, link: Path, temperature: float) -> None:
+    """``link`` to the model folder; sampled, a folder of links whose generation config
+    samples (see the module docstring)."""
+    if temperature <= 0:
+        link.symlink_to(model, target_is_directory=True)
+        return
+    link.mkdir()
+    for item in model.iterdir():
+        if item.name != "generation_config.json":
+            (link / item.name).symlink_to(item)
+    config_file = model / "generation_config.json"
+    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    (link / "generation_config.json").write_text(json.dumps({**config, "do_sample": True}))
 
 
 def model_args(spec: dict[str, Any], cache: Path) -> str:
@@ -81,7 +102,7 @@ def main() -> None:
     tasks_file = Path(__file__).resolve().with_name("lighteval_math_tasks.py")
     folder = out_path.parent / f"{out_path.stem}.lighteval"
     folder.mkdir(parents=True)  # a run's own: its cache starts empty
-    (folder / "model").symlink_to(Path(spec["model"]).resolve(), target_is_directory=True)
+    link_model(Path(spec["model"]).resolve(), folder / "model", float(spec.get("temperature", 0)))
     os.chdir(folder)
     results, details = accelerate(
         model_args=model_args(spec, folder / "cache"),

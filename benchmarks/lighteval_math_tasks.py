@@ -53,7 +53,7 @@ SAMPLES = int(os.environ.get("MILL_LIGHTEVAL_SAMPLES") or 1)
 
 def _metrics(task: str) -> list[Any]:
     """The task's own metrics (copies: amc23's are aime24's), and avg@n for n samples."""
-    metrics = copy.deepcopy(task_config(task).metrics)
+    metrics = list(copy.deepcopy(task_config(task).metrics))
     if SAMPLES > 1:
         from lighteval.metrics.metrics import Metrics
 

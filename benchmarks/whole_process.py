@@ -660,6 +660,9 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
             )
             entry["generation"] = rows_here
             entry["mill_metrics"] = mill_scores
+            limit = workload.max_gen_toks or 256
+            lengths = [len(t) for doc in produced["mill"].values() for t in doc["tokens"]]
+            entry["mill_at_limit"] = [sum(n >= limit for n in lengths), len(lengths)]
             gen_rows.extend(rows_here)
             if server is not None and sides["llama_server"]:
                 entry["llama_server_peak_rss_kib"] = server_peak_rss_kib(server.proc.pid)
@@ -736,7 +739,11 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                 print(cpu_line(entry))
             if entry.get("mill_metrics"):
                 scores = ", ".join(f"{k} {v}" for k, v in entry["mill_metrics"].items())
-                print(f"{entry['workload']}: Mill's metrics (first round): {scores}")
+                hit, gens = entry["mill_at_limit"]
+                print(
+                    f"{entry['workload']}: Mill's metrics (first round): {scores}; "
+                    f"{hit} of {gens} generations hit the token limit"
+                )
             if "llama_server_peak_rss_kib" in entry:
                 rss = entry["llama_server_peak_rss_kib"] / 2**20
                 print(f"{entry['workload']}: llama-server's own peak RSS {rss:.2f} GiB")
