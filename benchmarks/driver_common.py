@@ -161,11 +161,22 @@ def timed_run(
 ) -> tuple[float, int, int]:
     """Run ``argv`` to completion, its output to ``log``; (wall seconds, exit status, the
     child's own peak RSS in KiB)."""
+    wall, code, rss, _ = timed_run_cpu(argv, log, env, cwd)
+    return wall, code, rss
+
+
+def timed_run_cpu(
+    argv: list[str], log: Path, env: dict[str, str], cwd: Path | None = None
+) -> tuple[float, int, int, float]:
+    """:func:`timed_run` and the CPU seconds (user + system) the child used, which other
+    processes on a busy machine change less than its wall time."""
     start = time.perf_counter()
     with log.open("w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
         _, status, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - start, os.waitstatus_to_exitcode(status), int(usage.ru_maxrss)
+    wall = time.perf_counter() - start
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, os.waitstatus_to_exitcode(status), int(usage.ru_maxrss), cpu
 
 
 def import_model_code(model_dir: str) -> None:

@@ -16,7 +16,10 @@ reference verdicts use) and then lighteval's prompt function.
 ``$MILL_LIGHTEVAL_GENERATION_SIZE`` (unset: lighteval's own, 32768 for MATH-500 and none, i.e. up
 to the model's length, for AIME) replaces the tasks' ``generation_size``, for smoke runs on a CPU:
 lighteval's default (padded) transformers path takes its token budget from the task alone and
-ignores ``generation_parameters={max_new_tokens:...}``.
+ignores ``generation_parameters={max_new_tokens:...}``. ``$MILL_LIGHTEVAL_SAMPLES`` (unset: 1)
+above 1 adds lighteval's ``avg_at_n_math`` with that n to each task's metrics, which makes
+lighteval draw that many samples per problem (the most any metric asks for); sampling itself
+takes ``generation_parameters={temperature:...,top_p:...}`` in the model arguments.
 """
 
 from __future__ import annotations
@@ -45,13 +48,25 @@ def _prompt_function(task: str) -> Any:  # noqa: ANN401
 
 
 GENERATION_SIZE = os.environ.get("MILL_LIGHTEVAL_GENERATION_SIZE")
+SAMPLES = int(os.environ.get("MILL_LIGHTEVAL_SAMPLES") or 1)
+
+
+def _metrics(task: str) -> list[Any]:
+    """The task's own metrics (copies: amc23's are aime24's), and avg@n for n samples."""
+    metrics = list(copy.deepcopy(task_config(task).metrics))
+    if SAMPLES > 1:
+        from lighteval.metrics.metrics import Metrics
+
+        metrics.append(Metrics.avg_at_n_math(sample_params={"n": SAMPLES}))
+    return metrics
+
 
 TASKS_TABLE = [
     dataclasses.replace(
         task_config(task),
         name=f"mill_{task}",
         prompt_function=_prompt_function(task),
-        metrics=copy.deepcopy(task_config(task).metrics),  # amc23's are aime24's: not shared
+        metrics=_metrics(task),
         hf_repo=str(DATA / task),
         hf_subset="default",
         hf_revision=None,

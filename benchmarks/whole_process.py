@@ -24,6 +24,10 @@ Mill's own ``model=openai_completions`` with token-id prompts; the timed process
 are served by llama-cpp-python's server instead (the same llama.cpp arithmetic, text
 prompts, one request at a time); their line says how far its log-likelihoods, predictions
 and metrics are from Mill's HF engine's (:func:`loglik_distance`).
+The math workloads (``MATH_BENCH``: MATH-500 greedy and n=4 sampled) add ``lighteval``: lighteval
+0.13's transformers backend on the same model folder and rows (:mod:`benchmarks.lighteval_driver`,
+in lighteval's own virtualenv), greedy answers compared with Mill's text for text; lm-eval's
+side there is its own ``minerva_math500`` prompt, timed and not compared.
 Each generative workload prints a second table: per side the median wall, peak RSS,
 generated tokens, tokens per second of the whole process, wall over Mill's, and where Mill
 and the side are both greedy, how many docs were compared and how many differ (lm-eval:
@@ -34,6 +38,8 @@ run on past Mill's stop strings; ``llama-server``: its text against Mill's HF en
         humaneval_n10 --peers lmeval generate_batch --rounds 3 --no-floor
     python -m benchmarks.whole_process --model stories260k --workloads gsm8k_0shot \
         --peers lmeval llama_server --rounds 3 --no-floor
+    python -m benchmarks.whole_process --model smollm2 --workloads math500_greedy \
+        --peers lighteval lmeval --limit 20 --max-gen-toks 256 --rounds 3 --no-floor
     python -m benchmarks.whole_process --model /models/TinyLlama-1.1B --device cuda \
         --dtype bfloat16 --workloads gsm8k_cot_8shot --peers lmeval generate_batch
 """
@@ -60,17 +66,19 @@ from benchmarks.driver_common import (
     SHARED_DATA,
     abs_path,
     child_env,
+    lighteval_python,
     lmeval_batch,
     lmeval_python,
     mill_cmd,
     module_cmd,
     timed_run,
+    timed_run_cpu,
     write_task_yamls,
 )
 from benchmarks.side_by_side import hf_model_overrides, model_dir
 from benchmarks.workloads import ALL_WORKLOADS, Workload, derive_data
 
-PEERS = ("lmeval", "generate_batch", "llama_server")
+PEERS = ("lmeval", "generate_batch", "llama_server", "lighteval")
 LLAMA_SLOTS = 4
 """Sequences llama-server decodes together (and Mill's requests in flight to it)."""
 
@@ -298,6 +306,41 @@ def source_gguf(model: Path, work: Path) -> Path:
     return path
 
 
+def lighteval_spec(
+    workload: Workload, model: Path, data_dir: Path, work: Path, args: argparse.Namespace
+) -> Path:
+    """``lighteval_driver``'s spec for ``workload``: its task's first ``limit`` rows copied
+    into a data folder of their own (lighteval's ``--max-samples`` would draw a seeded
+    shuffle of the rows; Mill's ``task.limit`` takes the first), the model folder, the
+    token limit, the batch size and the sampling settings."""
+    task = workload.lighteval_task
+    assert task is not None  # only math workloads have a lighteval side
+    rows = (data_dir / task / "test.jsonl").read_text(encoding="utf-8").splitlines(True)
+    folder = work / f"{workload.name}.lighteval_data"
+    (folder / task).mkdir(parents=True, exist_ok=True)
+    (folder / task / "test.jsonl").write_text("".join(rows[: workload.limit]), encoding="utf-8")
+    spec = {
+        "model": str(model),
+        "task": task,
+        "data": str(folder),
+        "max_gen_toks": workload.max_gen_toks or 4096,
+        "batch_size": args.lighteval_batch_size,
+        "threads": args.threads,
+        "dtype": args.dtype,
+        "samples": workload.repeats,
+        "temperature": workload.temperature,
+        "top_p": workload.top_p,
+    }
+    path = work / f"{workload.name}.lighteval.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def lighteval_outputs(path: Path) -> dict[int, list[str]]:
+    """Per doc id (the row's position), the texts ``lighteval_driver`` wrote to ``path``."""
+    return {int(k): v for k, v in json.loads(path.read_text())["generated"].items()}
+
+
 def server_peak_rss_kib(pid: int) -> int:
     """A running process's peak RSS (``VmHWM``), KiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -333,16 +376,16 @@ def generation_rows(
         if not sides.get(side) or side not in produced:
             continue
         out = produced[side]
-        if side == "lmeval" and greedy:  # its answers are Mill's (checked): Mill's count
+        if side == "lmeval" and greedy and not workload.lmeval_own_prompt:  # Mill's (checked)
             tokens = sum(len(doc["tokens"][0]) for doc in mill_docs.values())
-        elif side == "lmeval":  # logged as text only: tokenized again, at most the limit
+        elif side in ("lmeval", "lighteval"):  # text only: tokenized again, at most the limit
             limit = workload.max_gen_toks or 256
             tokens = count_tokens(model, [t for texts in out.values() for t in texts], limit)
         elif side == "generate_batch":
             tokens = sum(len(t) for gens in out.values() for t in gens)
         else:
             tokens = sum(len(t) for doc in out.values() for t in doc["tokens"])
-        if side != "mill" and greedy:
+        if side != "mill" and greedy and not (side == "lmeval" and workload.lmeval_own_prompt):
             peer = out if side != "llama_server" else {d: v["texts"] for d, v in out.items()}
             checks[side] = greedy_check(side, mill_docs, peer)
         wall = statistics.median(x["wall_s"] for x in sides[side])
@@ -359,6 +402,20 @@ def generation_rows(
             }
         )
     return rows, checks
+
+
+def cpu_line(entry: dict[str, Any]) -> str:
+    """A workload's CPU seconds (user + system) per side, the median of its rounds, and each
+    over Mill's: on a machine other jobs share, steadier than the wall time."""
+    med = {
+        row["side"]: statistics.median(x["cpu_s"] for x in entry[row["side"]])
+        for row in entry["generation"]
+    }
+    cells = ", ".join(
+        f"{side} {cpu:.1f}" + ("" if side == "mill" else f" ({cpu / med['mill']:.2f}x Mill's)")
+        for side, cpu in med.items()
+    )
+    return f"{entry['workload']}: CPU seconds (user + system), median of the rounds: {cells}"
 
 
 def generation_table(rows: list[dict[str, Any]]) -> str:
@@ -403,6 +460,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--peers", nargs="+", choices=PEERS, default=["lmeval"], help="sides beside Mill"
     )
+    parser.add_argument(
+        "--lighteval-batch-size", type=int, default=8, help="lighteval's batch_size (padded)"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     env = child_env(args.threads)
@@ -414,6 +474,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_floor:
         wanted.discard("floor")
     order = [side for side in ("mill", "floor", *PEERS) if side in wanted]
+    if "lighteval" in order and not lighteval_python().exists():
+        print(
+            f"lighteval: no interpreter at {lighteval_python()}; run "
+            "scripts/setup_lighteval_venv.sh or set MILL_LIGHTEVAL_PYTHON",
+            file=sys.stderr,
+        )
+        return 2
     work = Path(tempfile.mkdtemp(prefix="mill-whole-"))
     report: list[dict[str, Any]] = []
     rows: list[str] = []
@@ -490,11 +557,11 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                 if side == "mill":
                     run_dir = work / tag
                     cmd = mill_cmd([*overrides, f"hydra.run.dir={run_dir}"])
-                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, work)
+                    wall, code, rss, cpu = timed_run_cpu(cmd, work / f"{tag}.log", env, work)
                     phases = mill_phases(run_dir) if code == 0 else {}
                 elif side == "floor":
                     cmd = floor_cmd(model, args.device, args.dtype)
-                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, REPO)
+                    wall, code, rss, cpu = timed_run_cpu(cmd, work / f"{tag}.log", env, REPO)
                     phases = {}
                 elif side == "generate_batch":
                     cmd = module_cmd(
@@ -502,7 +569,17 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                         str(work / f"{tag}.json"), "--device", args.device, "--dtype",
                         args.dtype, "--threads", str(args.threads),
                     )  # fmt: skip
-                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, REPO)
+                    wall, code, rss, cpu = timed_run_cpu(cmd, work / f"{tag}.log", env, REPO)
+                    phases = {}
+                elif side == "lighteval":
+                    if workload.lighteval_task is None:
+                        print(f"{name}: no lighteval side (only the math workloads have one)")
+                        return 2
+                    spec = lighteval_spec(workload, model, args.data_dir, work, args)
+                    cmd = module_cmd(
+                        lighteval_python(), "lighteval_driver", str(spec), str(work / f"{tag}.json")
+                    )
+                    wall, code, rss, cpu = timed_run_cpu(cmd, work / f"{tag}.log", env, REPO)
                     phases = {}
                 elif side == "llama_server":
                     assert server is not None  # started in main for this kind of workload
@@ -524,11 +601,11 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                             f"hydra.run.dir={run_dir}",
                         ]
                     )
-                    wall, code, rss = timed_run(cmd, work / f"{tag}.log", env, work)
+                    wall, code, rss, cpu = timed_run_cpu(cmd, work / f"{tag}.log", env, work)
                     phases = {}
                 else:
                     out = work / tag
-                    wall, code, rss = timed_run(
+                    wall, code, rss, cpu = timed_run_cpu(
                         [*lm_cmd, "--output_path", str(out)], work / f"{tag}.log", env, work
                     )
                     phases = {}
@@ -537,7 +614,9 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                     tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
                     print(f"{tag} failed (exit {code}); see {log}; its last lines:\n{tail}")
                     return 1
-                sides[side].append({"wall_s": wall, "peak_rss_kib": rss, "phases": phases})
+                sides[side].append(
+                    {"wall_s": wall, "peak_rss_kib": rss, "cpu_s": cpu, "phases": phases}
+                )
                 print(f"  {tag}: {wall:.1f} s, peak RSS {rss / 2**20:.2f} GiB", flush=True)
                 if workload.output_type == "generative" and side not in produced:
                     if side in ("mill", "llama_server"):
@@ -550,6 +629,8 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                             }
                     elif side == "lmeval":
                         produced[side] = lmeval_outputs(work / tag)
+                    elif side == "lighteval":
+                        produced[side] = lighteval_outputs(work / f"{tag}.json")
                     elif side == "generate_batch":
                         out = json.loads((work / f"{tag}.json").read_text())
                         n = workload.repeats
@@ -579,6 +660,9 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
             )
             entry["generation"] = rows_here
             entry["mill_metrics"] = mill_scores
+            limit = workload.max_gen_toks or 256
+            lengths = [len(t) for doc in produced["mill"].values() for t in doc["tokens"]]
+            entry["mill_at_limit"] = [sum(n >= limit for n in lengths), len(lengths)]
             gen_rows.extend(rows_here)
             if server is not None and sides["llama_server"]:
                 entry["llama_server_peak_rss_kib"] = server_peak_rss_kib(server.proc.pid)
@@ -651,9 +735,15 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
             "answer differs from Mill's"
         )
         for entry in report:
+            if entry.get("generation"):
+                print(cpu_line(entry))
             if entry.get("mill_metrics"):
                 scores = ", ".join(f"{k} {v}" for k, v in entry["mill_metrics"].items())
-                print(f"{entry['workload']}: Mill's metrics (first round): {scores}")
+                hit, gens = entry["mill_at_limit"]
+                print(
+                    f"{entry['workload']}: Mill's metrics (first round): {scores}; "
+                    f"{hit} of {gens} generations hit the token limit"
+                )
             if "llama_server_peak_rss_kib" in entry:
                 rss = entry["llama_server_peak_rss_kib"] / 2**20
                 print(f"{entry['workload']}: llama-server's own peak RSS {rss:.2f} GiB")

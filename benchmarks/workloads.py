@@ -56,6 +56,14 @@ class Workload:
     """Prompts through the model's chat template on both sides (Mill's
     ``task.chat_template``, lm-eval's ``apply_chat_template``), few-shot examples as
     alternating turns when there are any (``fewshot_as_multiturn`` on both sides)."""
+    top_p: float = 1.0
+    """Sampled: nucleus sampling's p on every side (1.0: off)."""
+    lighteval_task: str | None = None
+    """``whole_process``'s ``lighteval`` peer: the task of :mod:`benchmarks.lighteval_math`
+    (``math500``) that lighteval runs on the same rows; None: no lighteval side."""
+    lmeval_own_prompt: bool = False
+    """lm-eval's task prompts differently from Mill's (its Minerva 4-shot MATH-500 against
+    lighteval's zero-shot one): its side is timed, its answers are not compared."""
 
     def with_limit(self, limit: int | None) -> Workload:
         return replace(self, limit=limit)
@@ -95,6 +103,8 @@ class Workload:
         if self.temperature > 0:
             out += ["++task.generation.do_sample=true"]
             out += [f"++task.generation.temperature={self.temperature}"]
+        if self.top_p != 1.0:
+            out.append(f"++task.generation.top_p={self.top_p}")
         if self.chat:
             multiturn = str(self.lmeval_chat()["fewshot_as_multiturn"]).lower()
             out += ["++task.chat_template=true", f"++task.fewshot_as_multiturn={multiturn}"]
@@ -414,7 +424,62 @@ in full, GSM8K 5-shot (100 docs, 256 new tokens, greedy); IFEval's first 100 pro
 through the chat template (up to 1,280 new tokens, greedy; lm-eval's checker needs NLTK's
 ``punkt_tab``: ``NLTK_DATA`` pointing at a folder that holds it)."""
 
-ALL_WORKLOADS: dict[str, Workload] = {**WORKLOADS, **REAL_MODEL_WORKLOADS, **SMOLLM2_BENCH}
+_MINERVA_UNTIL = {"until": ["Problem:"], "do_sample": False, "temperature": 0.0}
+"""lm-eval's ``minerva_math500`` generation settings, written out (the limit is added)."""
+
+MATH_BENCH: dict[str, Workload] = {
+    w.name: w
+    for w in [
+        Workload(  # issue 50: greedy, answers compared text for text with lighteval's
+            "math500_greedy",
+            "math500",
+            "minerva_math/minerva_math500.yaml",
+            "generative",
+            {},
+            limit=100,
+            max_gen_toks=512,
+            lighteval_task="math500",
+            lmeval_own_prompt=True,
+            lmeval_overrides={"num_fewshot": 4, "generation_kwargs": _MINERVA_UNTIL},
+        ),
+        Workload(  # issue 50: n=4 sampled at open-r1's temperature 0.6, top-p 0.95
+            "math500_n4",
+            "math500",
+            "minerva_math/minerva_math500.yaml",
+            "generative",
+            {},
+            limit=100,
+            max_gen_toks=512,
+            repeats=4,
+            temperature=0.6,
+            top_p=0.95,
+            lighteval_task="math500",
+            lmeval_own_prompt=True,
+            lmeval_overrides={
+                "num_fewshot": 4,
+                "repeats": 4,
+                "generation_kwargs": {
+                    "until": ["Problem:"],
+                    "do_sample": True,
+                    "temperature": 0.6,
+                    "top_p": 0.95,
+                },
+            },
+        ),
+    ]
+}
+"""The math workloads of ``whole_process`` (SmolLM2 against lighteval 0.13's transformers
+backend, issue 50): MATH-500's first 100 problems through the chat template with lighteval's
+prompt, 512 new tokens, greedy or n=4 sampled. lm-eval 0.4.13 has MATH-500 only with its own
+prompt (``minerva_math500``: four worked examples, ``Problem:``/``Solution:``, no chat
+template), so its side is timed on that prompt and not compared."""
+
+ALL_WORKLOADS: dict[str, Workload] = {
+    **WORKLOADS,
+    **REAL_MODEL_WORKLOADS,
+    **SMOLLM2_BENCH,
+    **MATH_BENCH,
+}
 """Every workload by name (the tools look names up here)."""
 
 
