@@ -12,7 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mill.schema.groups import setting
-from mill.schema.rules import ITERS_MAX, SEED_MAX, SIZE_MAX, Choice, Flag, Nested, Number, Text
+from mill.schema.rules import (
+    ITERS_MAX,
+    SEED_MAX,
+    SIZE_MAX,
+    Choice,
+    Flag,
+    Nested,
+    Number,
+    Text,
+    positive,
+)
 
 __all__ = ["CompareCommand", "JudgeCommand", "ReportCommand", "RunsCommand", "ViewCommand"]
 
@@ -44,17 +54,7 @@ class CompareCommand:
     seed: int = field(
         metadata=setting(Number(0, maximum=SEED_MAX, meaning="seed of the resamples"))
     )
-    alpha: float = field(
-        metadata=setting(
-            Number(
-                0,
-                whole=False,
-                above=True,
-                maximum=0.5,
-                meaning="significance level (CI 1 - alpha)",
-            )
-        )
-    )
+    alpha: float = field(metadata=setting(positive(0.5, "significance level (CI 1 - alpha)")))
     tasks: str | list[str] | None = field(
         metadata=setting(Nested(optional=True, text=True, meaning="only these tasks"))
     )

@@ -29,7 +29,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mill.schema.groups import group_of, setting
-from mill.schema.rules import ITERS_MAX, SEED_MAX, SIZE_MAX, Choice, Flag, Nested, Number, Text
+from mill.schema.rules import (
+    ITERS_MAX,
+    SEED_MAX,
+    SIZE_MAX,
+    Choice,
+    Flag,
+    Nested,
+    Number,
+    Text,
+    positive,
+)
 
 __all__ = [
     "ArenaHardFields",
@@ -67,11 +77,7 @@ class GenerationFields:
     seed: int | None = field(
         metadata=setting(Number(0, optional=True, maximum=SEED_MAX, meaning="sampling seed"))
     )
-    top_p: float = field(
-        metadata=setting(
-            Number(0, whole=False, above=True, maximum=1, meaning="nucleus sampling (1: no cut)")
-        )
-    )
+    top_p: float = field(metadata=setting(positive(1, "nucleus sampling (1: no cut)")))
     until: str | list[str] = field(
         metadata=setting(Nested(text=True, meaning="stop sequences (added to the default)"))
     )
@@ -108,27 +114,9 @@ class ModelFields:
     backoff_s: float = field(
         metadata=setting(Number(0, whole=False, maximum=3600, meaning="first retry delay, s"))
     )
-    timeout_s: float = field(
-        metadata=setting(
-            Number(
-                0,
-                whole=False,
-                above=True,
-                maximum=86400,
-                meaning="seconds one whole answer may take",
-            )
-        )
-    )
+    timeout_s: float = field(metadata=setting(positive(86400, "seconds one whole answer may take")))
     max_response_mb: float = field(
-        metadata=setting(
-            Number(
-                0,
-                whole=False,
-                above=True,
-                maximum=1_000_000,
-                meaning="the largest answer read, MB",
-            )
-        )
+        metadata=setting(positive(1_000_000, "the largest answer read, MB"))
     )
     seed: int = field(
         metadata=setting(Number(0, maximum=SEED_MAX, meaning="the fake or random model's seed"))
@@ -422,36 +410,23 @@ class WandbFields:
     tags: list[str] = field(metadata=setting(Nested(meaning="tags of the W&B run")))
 
 
+def _k_rule(metric: str) -> Number:
+    """``k`` of pass@k and maj@k: one k or a list of them."""
+    return Number(1, each=True, maximum=10_000, meaning=f"k of {metric} (a list: one row per k)")
+
+
 @dataclass(frozen=True)
 class PassAtKFields:
     """``metrics.pass_at_k.``."""
 
-    k: int | list[int] = field(
-        metadata=setting(
-            Number(
-                1,
-                each=True,
-                maximum=10_000,
-                meaning="k of pass@k (a list: one row per k)",
-            )
-        )
-    )
+    k: int | list[int] = field(metadata=setting(_k_rule("pass@k")))
 
 
 @dataclass(frozen=True)
 class MajAtKFields:
     """``metrics.maj_at_k.``."""
 
-    k: int | list[int] = field(
-        metadata=setting(
-            Number(
-                1,
-                each=True,
-                maximum=10_000,
-                meaning="k of maj@k (a list: one row per k)",
-            )
-        )
-    )
+    k: int | list[int] = field(metadata=setting(_k_rule("maj@k")))
 
 
 @dataclass(frozen=True)

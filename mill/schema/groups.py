@@ -33,6 +33,7 @@ from mill.schema.rules import (
     Text,
     check_number,
     checked,
+    positive,
 )
 
 __all__ = [
@@ -244,11 +245,7 @@ class ReportSettings:
     )
     """Progress bars: ``auto`` (on a terminal outside CI), ``always`` or ``never``."""
     every_s: float = field(
-        metadata=setting(
-            Number(
-                0, whole=False, above=True, maximum=86400, meaning="seconds between progress lines"
-            )
-        ),
+        metadata=setting(positive(86400, "seconds between progress lines")),
     )
     """Seconds between plain progress lines when not animated."""
 
@@ -272,11 +269,7 @@ class ExecutionFields:
     )
     timeout_s: float = field(
         default=3.0,
-        metadata=setting(
-            Number(
-                0, whole=False, above=True, maximum=86400, meaning="wall-clock seconds per program"
-            )
-        ),
+        metadata=setting(positive(86400, "wall-clock seconds per program")),
     )
     """Wall clock per program (the program's own run; start-up aside)."""
     workers: int | None = field(
@@ -288,15 +281,7 @@ class ExecutionFields:
     """Programs at once; None: twice the cores (``ExecutionSettings.worker_count``)."""
     memory_gb: float = field(
         default=4.0,
-        metadata=setting(
-            Number(
-                0,
-                whole=False,
-                above=True,
-                maximum=1_000_000,
-                meaning="address space per program, GB",
-            )
-        ),
+        metadata=setting(positive(1_000_000, "address space per program, GB")),
     )
     """RLIMIT_AS of each program."""
     python: str | None = field(
@@ -319,15 +304,7 @@ class ExecutionFields:
     """Processes and threads per sandbox (fork bombs end here)."""
     max_file_mb: float = field(
         default=64.0,
-        metadata=setting(
-            Number(
-                0,
-                whole=False,
-                above=True,
-                maximum=1_000_000,
-                meaning="file size limit and tmpfs size, MB",
-            )
-        ),
+        metadata=setting(positive(1_000_000, "file size limit and tmpfs size, MB")),
     )
     """RLIMIT_FSIZE, and the size of the tmpfs working folder."""
     max_open_files: int = field(

@@ -188,6 +188,11 @@ class Nested:
 Rule = Number | Choice | Flag | Text | Nested
 
 
+def positive(maximum: float, meaning: str) -> Number:
+    """A finite number above 0 and at most ``maximum`` (a time, a size, a level)."""
+    return Number(0, whole=False, above=True, maximum=maximum, meaning=meaning)
+
+
 def _text(number: float) -> str:
     return str(int(number)) if float(number).is_integer() else f"{number:g}"
 
