@@ -41,7 +41,7 @@ and per task kind for the polymorphic groups.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -93,10 +93,17 @@ class RunConfig:
         )
 
     @classmethod
-    def read(cls, folder: Path) -> RunConfig:
-        """The run configuration ``folder``'s ``resolved.yaml`` holds (the credentials it
-        holds redacted stay so: a worker restores them, :mod:`mill.runner.worker`)."""
-        return cls.from_resolved(read_resolved(folder))
+    def read(cls, folder: Path, secrets: Sequence[tuple[list[Any], Any]] = ()) -> RunConfig:
+        """The run configuration ``folder``'s ``resolved.yaml`` holds: the same object the
+        driver wrote it from. The credentials the file holds redacted are put back from
+        ``secrets`` (a worker's, from the driver's environment: :mod:`mill.runner.worker`;
+        none given, they stay redacted) and masked in every sink from here on."""
+        from mill.redact import register_config_secrets, restore
+
+        resolved = read_resolved(folder)
+        restore(resolved, list(secrets))
+        register_config_secrets(resolved)
+        return cls.from_resolved(resolved)
 
     def group(self, name: str) -> Any:
         """A copy of the typed ``name`` group (None when the config has none)."""

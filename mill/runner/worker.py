@@ -19,12 +19,12 @@ from pathlib import Path
 from mill.errors import MillError
 from mill.experiment.folder import ExperimentFolder
 from mill.experiment.manifest import mark_failed
-from mill.redact import redact_logs, redacted_console, register_config_secrets, restore
+from mill.redact import redact_logs, redacted_console
 from mill.runner.dist import Dist, init_dist, launched_rank
 from mill.runner.execute import execute
 from mill.runner.launch import SECRETS_ENV
 from mill.runner.logs import RunLog
-from mill.runner.run_config import RunConfig, read_resolved
+from mill.runner.run_config import RunConfig
 
 FORMAT = "[%(asctime)s][%(name)s][%(levelname)s] %(message)s"
 
@@ -56,12 +56,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _work(folder: Path, rank: int) -> int:
     _logging(folder, rank)
-    resolved = read_resolved(folder)
-    restore(resolved, json.loads(os.environ.get(SECRETS_ENV) or "[]"))
-    register_config_secrets(resolved)
     dist = Dist(rank=rank)
-    try:
-        config = RunConfig.from_resolved(resolved)  # the driver's object, read back
+    try:  # the driver's object, read back, its credentials from the driver's environment
+        config = RunConfig.read(folder, json.loads(os.environ.get(SECRETS_ENV) or "[]"))
         dist = init_dist(config.runner.use_cpu(), config.runner.timeout_s)
         execute(config, folder, dist)
     except MillError as err:
