@@ -44,7 +44,7 @@ def test_bad_runner_settings_are_config_errors(node: dict, match: str) -> None:
 
 def test_cache_setting_forms() -> None:
     assert RunnerSettings.parse({"cache": False}).cache_dir(Path("/r")) is None
-    assert RunnerSettings.parse({"cache": "/shared/c"}).cache_dir(Path("/r")) == Path("/shared/c")
+    assert RunnerSettings.parse({"cache": "/srv/c"}).cache_dir(Path("/r")) == Path("/srv/c")
     assert RunnerSettings.parse({"cpu": True}).use_cpu() is True
 
 

@@ -102,7 +102,7 @@ def test_gsm8k_greedy_generations_equal_the_hf_backend(
         assert api[doc_id]["metrics"] == row["metrics"]
 
 
-def test_sampled_requests_send_the_shared_seed_and_the_server_follows_it(
+def test_sampled_requests_send_the_server_seed_and_the_server_follows_it(
     llama_server: ServerProcess, tmp_path: Path
 ) -> None:
     sampled = ["task.generation.do_sample=true", "task.generation.temperature=1.0"]
