@@ -550,6 +550,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
         sides: dict[str, list[dict[str, Any]]] = {side: [] for side in ("mill", "floor", *PEERS)}
         produced: dict[str, dict[int, Any]] = {}
         mill_scores: dict[str, Any] = {}
+        mill_at_limit = [0, 0]  # generations that ended at max_gen_toks, of all (results.json)
         prompts = work / f"{name}.prompts.json"
         for r in range(args.rounds):
             for side in order if r % 2 == 0 else order[::-1]:
@@ -627,6 +628,11 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                             mill_scores = {
                                 k: v.value for t in metrics for k, v in t.metrics.items()
                             }
+                            ended = [t.generations or {} for t in metrics]  # Mill's own count
+                            mill_at_limit = [
+                                sum(g.get("hit_max_gen_toks", 0) for g in ended),
+                                sum(g.get("generations", 0) for g in ended),
+                            ]
                     elif side == "lmeval":
                         produced[side] = lmeval_outputs(work / tag)
                     elif side == "lighteval":
@@ -660,9 +666,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
             )
             entry["generation"] = rows_here
             entry["mill_metrics"] = mill_scores
-            limit = workload.max_gen_toks or 256
-            lengths = [len(t) for doc in produced["mill"].values() for t in doc["tokens"]]
-            entry["mill_at_limit"] = [sum(n >= limit for n in lengths), len(lengths)]
+            entry["mill_at_limit"] = mill_at_limit
             gen_rows.extend(rows_here)
             if server is not None and sides["llama_server"]:
                 entry["llama_server_peak_rss_kib"] = server_peak_rss_kib(server.proc.pid)

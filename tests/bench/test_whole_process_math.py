@@ -131,6 +131,10 @@ def test_smollm2_greedy_and_n4_against_lighteval(tmp_path: Path) -> None:
     assert table[1]["greedy docs compared"] == "2" and table[1]["mismatches"] == "0"
     assert "lighteval" not in sampled["greedy_checks"]  # sampled: nothing to compare
     assert sampled["generation"][1]["generated_tokens"] > 8 * 2  # more than one per problem
+    # Mill's generations at the token limit, as its results.json counts them: of 2, of 2 x 4
+    for entry, generations in ((greedy, 2), (sampled, 8)):
+        hit, total = entry["mill_at_limit"]
+        assert total == generations and 0 <= hit <= total
     # the model folder Mill converted is left as it was built (lighteval caches elsewhere)
     from benchmarks.side_by_side import model_dir
 
