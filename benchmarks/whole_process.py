@@ -40,8 +40,14 @@ run on past Mill's stop strings; ``llama-server``: its text against Mill's HF en
         --peers lmeval llama_server --rounds 3 --no-floor
     python -m benchmarks.whole_process --model smollm2 --workloads math500_greedy \
         --peers lighteval lmeval --limit 20 --max-gen-toks 256 --rounds 3 --no-floor
+    python -m benchmarks.whole_process --model smollm2 --workloads math500_greedy \
+        --peers lighteval --lighteval-batch-size 32 --mill-set model.cache_budget=65536
     python -m benchmarks.whole_process --model /models/TinyLlama-1.1B --device cuda \
         --dtype bfloat16 --workloads gsm8k_cot_8shot --peers lmeval generate_batch
+
+``--mill-set`` appends Hydra overrides to Mill's command (after the workload's and the model's),
+so each side runs at the setting a user would pick for it (above: a KV-cache budget for 50
+rows, beside lighteval's batch of 32); the JSON records them (``mill_set``).
 """
 
 from __future__ import annotations
@@ -463,6 +469,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--lighteval-batch-size", type=int, default=8, help="lighteval's batch_size (padded)"
     )
+    parser.add_argument(
+        "--mill-set",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="more overrides for Mill's side (e.g. model.cache_budget=32768), after the workload's",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     env = child_env(args.threads)
@@ -528,6 +541,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
             *hf_model_overrides(model, args.device, args.dtype),
             "runner.cache=false",
             "runner.sample_tokens=true",  # the prompts' token ids (mill_outputs)
+            *args.mill_set,
         ]
         echo = workload.output_type != "generative"
         server = servers.get(echo)
@@ -659,6 +673,7 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
                 flush=True,
             )
         entry["median_wall_s"] = med
+        entry["mill_set"] = list(args.mill_set)
         report.append(entry)
         if "mill" in produced:
             rows_here, entry["greedy_checks"] = generation_rows(

@@ -89,6 +89,29 @@ def test_no_floor_leaves_it_out(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     (entry,) = json.loads(out.read_text())["workloads"]
     assert len(entry["mill"]) == 1 and entry["floor"] == [] and "floor_s" not in entry
+    assert entry["mill_set"] == []
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"no shared data at {SHARED_DATA}")
+def test_mill_set_reaches_mills_run(tmp_path: Path) -> None:
+    """``--mill-set`` overrides go to Mill's command after the workload's: a refused value
+    fails Mill's side with Mill's own one line, and an accepted one is recorded."""
+    base = module_cmd(sys.executable, "whole_process", "--model", "gpt2_random")
+    base += ["--workloads", "arc_easy_0shot", "--limit", "2", "--data-dir", str(SHARED_DATA)]
+    base += ["--only", "mill", "--no-floor"]
+    bad = subprocess.run(
+        [*base, "--mill-set", "model.batch_size=0"],
+        capture_output=True, text=True, timeout=600, check=False, cwd=REPO,
+    )  # fmt: skip
+    assert bad.returncode == 1 and "model.batch_size=0 is not allowed" in bad.stdout
+    out = tmp_path / "whole.json"
+    good = subprocess.run(
+        [*base, "--mill-set", "model.batch_size=1", "--json", str(out)],
+        capture_output=True, text=True, timeout=600, check=False, cwd=REPO,
+    )  # fmt: skip
+    assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-2000:]
+    (entry,) = json.loads(out.read_text())["workloads"]
+    assert entry["mill_set"] == ["model.batch_size=1"] and entry["mill"][0]["wall_s"] > 0
 
 
 def test_lmeval_gets_the_chat_template_where_mill_does() -> None:
