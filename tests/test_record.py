@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import mill
 from mill.errors import MillError
 from mill.files import sha256_file, write_json
 from mill.record import SAMPLES_FORMAT, compact_lines, expand_lines
@@ -106,6 +107,13 @@ def test_report_and_compare_read_a_format1_run(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_judge_reads_the_answers_of_a_format1_run(tmp_path: Path) -> None:
     source = _copy("judged", tmp_path)
+    # the fixture's run read the bundled questions from the checkout it was written in
+    # (/tmp/compact_m/mainsnap): point its configuration at this checkout's copy
+    config = source / "resolved.yaml"
+    written = "/tmp/compact_m/mainsnap/mill/resources/data/judged/questions.jsonl"
+    here = Path(mill.__file__).parent / "resources" / "data" / "judged" / "questions.jsonl"
+    assert written in config.read_text() and here.is_file()
+    config.write_text(config.read_text().replace(written, str(here)))
     out = tmp_path / "judged_again"
     judge = ["judge=fake", "judge.answer='[[7]]'"]
     proc = run_mill("judge", f"run={source}", *judge, f"hydra.run.dir={out}")
