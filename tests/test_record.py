@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import mill
+from mill.data.load import bundled_data_dir
 from mill.errors import MillError
 from mill.files import sha256_file, write_json
 from mill.record import SAMPLES_FORMAT, compact_lines, expand_lines
@@ -111,7 +111,7 @@ def test_judge_reads_the_answers_of_a_format1_run(tmp_path: Path) -> None:
     # (/tmp/compact_m/mainsnap): point its configuration at this checkout's copy
     config = source / "resolved.yaml"
     written = "/tmp/compact_m/mainsnap/mill/resources/data/judged/questions.jsonl"
-    here = Path(mill.__file__).parent / "resources" / "data" / "judged" / "questions.jsonl"
+    here = bundled_data_dir() / "judged" / "questions.jsonl"
     assert written in config.read_text() and here.is_file()
     config.write_text(config.read_text().replace(written, str(here)))
     out = tmp_path / "judged_again"
