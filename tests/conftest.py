@@ -9,7 +9,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests import helpers
-from tests.helpers import REPO, SHARED, run_mill  # noqa: F401  (older imports of these)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from mill.errors import ConfigError, MillError
 from mill.experiment.folder import ExperimentFolder, check_name
 from mill.runner.build import build_tasks
-from tests.conftest import REPO, run_mill
+from tests.helpers import REPO, run_mill
 
 BAD = ["../x", "../../x", "a/b", "..", ".", "", "a\\b", "new\nline", "/abs"]
 

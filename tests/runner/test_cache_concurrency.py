@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_mill
-from tests.helpers import mill_command
+from tests.helpers import mill_command, run_mill
 
 ARGS = ("task=arc_easy", "model=gpt2_random", "task.limit=6", "model.batch_size=1")
 TOTAL = 24
