@@ -130,16 +130,11 @@ def _job(cfg: DictConfig) -> float | None:
 
 def _interrupted(err: KeyboardInterrupt) -> NoReturn:
     """SIGINT/SIGTERM: the manifest says interrupted; say how to finish the run."""
-    from mill.runner.job import Interrupted, resume_command
+    from mill.runner.job import Interrupted
 
     signum = err.signum if isinstance(err, Interrupted) else 2
-    folder = err.folder if isinstance(err, Interrupted) else None
     if launched_rank() == 0:
-        how = (
-            f"; resume it with: {resume_command(sys.argv[1:], folder)}"
-            if folder is not None
-            else ""
-        )
+        how = err.advice() if isinstance(err, Interrupted) else ""
         print(f"mill: interrupted{how}", file=sys.stderr)
     raise SystemExit(128 + signum) from None
 

@@ -150,12 +150,25 @@ def _prepare(
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM stopped the run; ``folder`` can be resumed."""
+    """SIGINT or SIGTERM stopped the run in ``folder``; ``resumable`` False: it ran without
+    the response cache (``runner.cache=false``), so nothing was kept to resume from."""
 
     def __init__(self, signum: int, folder: Path | None = None) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
         self.folder = folder
+        self.resumable = True
+
+    def advice(self) -> str:
+        """What to do next, for the one line that reports the interruption."""
+        if self.folder is None:
+            return ""
+        if not self.resumable:
+            return (
+                "; it ran with runner.cache=false, so no response was kept to resume from: "
+                "run it again into a new folder"
+            )
+        return f"; resume it with: {resume_command(sys.argv[1:], self.folder)}"
 
 
 def _raise_interrupted(signum: int, frame: Any) -> None:
@@ -237,7 +250,12 @@ def run_job(
                 fault("prepared")
             return _evaluate_in(folder, config, dist, model, own_group)
     except BaseException as err:
-        raised = _failed(err, folder if owned else None, dist if own_group else None)
+        raised = _failed(
+            err,
+            folder if owned else None,
+            dist if own_group else None,
+            resumable=config.runner.cache is not None,
+        )
         if raised is err:
             raise
         raise raised from err
@@ -291,14 +309,19 @@ def _evaluate_in(
 
 
 def _failed(
-    err: BaseException, folder: ExperimentFolder | None, group: Dist | None
+    err: BaseException,
+    folder: ExperimentFolder | None,
+    group: Dist | None,
+    *,
+    resumable: bool,
 ) -> BaseException:
     """What a run that raised ``err`` leaves, and what it raises: an interruption as
-    :class:`Interrupted` (:func:`_interrupted`); otherwise ``folder`` (one this process
-    claimed) marked failed, and after a MillError, which every rank raised alike, the
-    process ``group`` this run opened closed together."""
+    :class:`Interrupted` (:func:`_interrupted`; ``resumable``: the run kept its responses
+    in the cache); otherwise ``folder`` (one this process claimed) marked failed, and after
+    a MillError, which every rank raised alike, the process ``group`` this run opened
+    closed together."""
     if isinstance(err, KeyboardInterrupt):
-        return _interrupted(err, folder)
+        return _interrupted(err, folder, resumable)
     if folder is not None:
         mark_failed(folder, err)
     if isinstance(err, MillError) and group is not None:
@@ -306,16 +329,15 @@ def _failed(
     return err
 
 
-def _interrupted(err: KeyboardInterrupt, folder: ExperimentFolder | None) -> Interrupted:
+def _interrupted(
+    err: KeyboardInterrupt, folder: ExperimentFolder | None, resumable: bool
+) -> Interrupted:
     """The interruption ``err`` as an :class:`Interrupted`; a folder this process claimed
-    is marked failed and the log says how to resume it."""
+    is marked failed and the log says how to resume it (or, without the cache, that it
+    cannot be)."""
     interrupted = err if isinstance(err, Interrupted) else Interrupted(signal.SIGINT)
     if folder is not None:
         mark_failed(folder, interrupted)
-        interrupted.folder = folder.path
-        to_file(
-            logging.WARNING,
-            f"interrupted by {interrupted}; resume with: "
-            f"{resume_command(sys.argv[1:], folder.path)}",
-        )
+        interrupted.folder, interrupted.resumable = folder.path, resumable
+        to_file(logging.WARNING, f"interrupted by {interrupted}{interrupted.advice()}")
     return interrupted

@@ -226,6 +226,28 @@ def test_sigterm_marks_the_manifest_interrupted_and_says_how_to_resume(
     assert _snapshot(folder) == _snapshot(references["scoring"])
 
 
+def test_an_interrupted_run_without_the_cache_is_not_offered_a_resume(tmp_path: Path) -> None:
+    """runner.cache=false keeps no response: the line says so, and does not print a
+    resume command that Mill itself refuses ("runner.resume=true needs the cache")."""
+    folder = tmp_path / "run"
+    stopped = run_mill(
+        *SCORING,
+        "runner.cache=false",
+        f"hydra.run.dir={folder}",
+        env={"MILL_FAULT": "response:5:SIGTERM"},
+    )
+    assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr
+    assert _manifest(folder)["status"] == "interrupted"
+    lines = [line for line in stopped.stderr.splitlines() if line.startswith("mill: ")]
+    assert lines == [
+        "mill: interrupted; it ran with runner.cache=false, so no response was kept to "
+        "resume from: run it again into a new folder"
+    ], stopped.stderr
+    log = (folder / "mill.log").read_text()
+    assert "interrupted by SIGTERM; it ran with runner.cache=false" in log
+    assert "runner.resume=true" not in stopped.stderr + log
+
+
 def test_no_fault_hook_runs_without_the_variable() -> None:
     """MILL_FAULT unset: the hook is a no-op (the process survives every point)."""
     from mill.runner.faults import fault
