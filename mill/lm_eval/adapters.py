@@ -110,6 +110,6 @@ class LMEvalMetric(CorpusMetric):
         present = [v for v in values if v is not None]
         if len(present) < 2:
             return None
-        if self.is_mean:
-            return mean_stderr([float(v) for v in present])
+        if self.is_mean:  # lm-eval's mean_stderr: the deviations from its own mean
+            return mean_stderr([float(v) for v in present], center=self.aggregate(present))
         return super().stderr(present, iters=iters, seed=seed)

@@ -1,7 +1,8 @@
 """Metric base classes: a per-sample score and a corpus aggregate with its stderr.
 
 Every aggregate has a standard error: the closed form ``std(ddof=1)/sqrt(n)`` when the
-aggregate is a mean of per-sample values (:class:`MeanMetric`), a seeded bootstrap over
+aggregate is a mean of per-sample values (:class:`MeanMetric`; summed as lm-eval and
+lighteval sum it, :func:`mill.metrics.stats.mean_stderr`), a seeded bootstrap over
 docs otherwise (:class:`CorpusMetric`), and a 95% interval that stays inside the metric's
 ``bounds`` (:meth:`Metric.interval`, :func:`mill.metrics.stats.interval`).
 """

@@ -30,11 +30,20 @@ def mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else math.nan
 
 
-def mean_stderr(values: Sequence[float]) -> float | None:
-    """std(values, ddof=1) / sqrt(n); None when n < 2."""
-    if len(values) < 2:
+def mean_stderr(values: Sequence[float], center: float | None = None) -> float | None:
+    """The sample standard deviation (ddof=1) over sqrt(n); None when n < 2.
+
+    Computed as lm-eval 0.4.13's ``mean_stderr`` and lighteval 0.13's do, to the last bit:
+    the squared deviations from the mean summed in the values' order (Python's ``sum``),
+    then divided and rooted. ``center`` is that mean: :func:`mean` by default (numpy's
+    pairwise sum, as lighteval's ``np.mean``); lm-eval's own tasks pass lm-eval's
+    ``sum / len`` (the two are equal whenever the values are 0 and 1).
+    """
+    n = len(values)
+    if n < 2:
         return None
-    return float(np.std(values, ddof=1) / math.sqrt(len(values)))
+    mu = mean(values) if center is None else center
+    return math.sqrt(sum((x - mu) ** 2 for x in values) / (n - 1)) / math.sqrt(n)
 
 
 def bootstrap_stderr(

@@ -118,3 +118,51 @@ def _mill_prompts(task: str) -> dict[str, str]:
         str(made.item_id(d.item)): d.context
         for d in made.docs(DataSource("local", str(SHARED_DATA)))
     }
+
+
+MILL_TO_LIGHTEVAL = {
+    "avg_at_n": "avg@n:n=5",
+    "pass_at_k@1": "pass@k:k=1&n=5",
+    "pass_at_k@2": "pass@k:k=2&n=5",
+    "pass_at_k@5": "pass@k:k=5&n=5",
+    "maj_at_k": "maj@n:n=5",
+}
+"""Mill's metric names against lighteval's, five samples per problem."""
+
+
+@pytest.mark.slow
+@pytest.mark.parity
+@pytest.mark.skipif(not LIGHTEVAL.exists(), reason=f"no lighteval interpreter at {LIGHTEVAL}")
+@needs_data
+def test_aggregates_and_stderrs_equal_lightevals_to_the_last_digit(tmp_path: Path) -> None:
+    """Five saved completions for each of AIME24's 30 problems, 0 to 5 of them right (so the
+    per-problem values are fractions): Mill's replay run gives lighteval's value and stderr
+    of avg@n, pass@k (k 1, 2, 5) and maj@n, compared with ``==``. Answers are one of two
+    numbers per problem, so majority by string (lighteval) and by equivalence (Mill) agree."""
+    from tests.helpers import run_mill
+
+    completions = tmp_path / "c.jsonl"
+    with completions.open("w", encoding="utf-8") as out:
+        for i, (task_id, gold) in enumerate(make.rows("aime24")):
+            right = i * 7 % 6
+            for j in range(5):
+                answer = gold if j < right else str(int(gold) + 1)
+                line = {"task_id": str(task_id), "completion": f"So it is $\\boxed{{{answer}}}$."}
+                out.write(json.dumps(line) + "\n")
+    args = ["--task", "aime24", "--data", str(SHARED_DATA), "--completions", str(completions)]
+    out = tmp_path / "lighteval.jsonl"
+    cmd = module_cmd(LIGHTEVAL, "lighteval_math", *args, "--out", str(out), "--k", "1,2,5")
+    subprocess.run(cmd, cwd=REPO, check=True, capture_output=True, timeout=600)
+    theirs = json.loads((tmp_path / "lighteval.aggregates.json").read_text())["metrics"]
+    run = tmp_path / "run"
+    done = run_mill(
+        "task=aime24", "model=replay", f"model.path={completions}", "data=local",
+        f"data.dir={SHARED_DATA}", "task.repeats=5", "metrics=[avg_at_n,pass_at_k,maj_at_k]",
+        "metrics.pass_at_k.k=[1,2,5]", "metrics.maj_at_k.k=5", f"hydra.run.dir={run}",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    ours = json.loads((run / "results.json").read_text())["tasks"]["aime24"]["metrics"]
+    for mill_name, name in MILL_TO_LIGHTEVAL.items():
+        assert ours[mill_name]["value"] == theirs[name], mill_name
+        assert ours[mill_name]["stderr"] == theirs[f"{name}_stderr"], mill_name
+    assert 0 < theirs["avg@n:n=5"] < 1

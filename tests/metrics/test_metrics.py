@@ -52,6 +52,25 @@ def test_mean_metric_aggregate_and_stderr() -> None:
     assert mean_stderr([1.0]) is None
 
 
+def test_mean_stderr_is_lm_evals_to_the_last_bit() -> None:
+    """lm-eval 0.4.13's mean_stderr (its own sum/len mean, the squared deviations summed in
+    order), bit for bit: on 0/1 values with Mill's mean, on fractional values with lm-eval's
+    mean as the center. numpy's std (pairwise sums) differs in the last bits on most of
+    these lists, which is why Mill does not use it."""
+    metrics = pytest.importorskip("lm_eval.api.metrics", reason="lm-eval (the dev extra)")
+    rng = np.random.default_rng(7)
+    numpy_differs = 0
+    for _ in range(500):
+        n = int(rng.integers(2, 400))
+        binary = [float(v) for v in rng.integers(0, 2, n)]
+        fractional = [float(v) for v in rng.integers(0, 9, n) / 8]  # avg@8-like
+        assert mean_stderr(binary) == metrics.mean_stderr(binary)
+        center = metrics.mean(fractional)
+        assert mean_stderr(fractional, center=center) == metrics.mean_stderr(fractional)
+        numpy_differs += float(np.std(binary, ddof=1) / math.sqrt(n)) != mean_stderr(binary)
+    assert numpy_differs > 100
+
+
 def test_gsm8k_exact_match_strict_and_flexible() -> None:
     regexes = [",", "\\$", "(?s).*#### ", "\\.$"]
     strict = ExactMatch(
