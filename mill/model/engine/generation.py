@@ -631,7 +631,7 @@ class SeededSampler:
         torch.div(logits, self.temperature, out=weights)
         weights.sub_(weights.amax(-1, keepdim=True)).exp_()
         if self.top_p < 1.0:
-            return self._draw_nucleus(weights, rows)
+            return self._draw_nucleus(weights, cumulative, rows)
         torch.cumsum(weights, -1, dtype=torch.float64, out=cumulative)
         uniform = torch.cat(
             [torch.rand(1, generator=self.generators[row], dtype=torch.float64) for row in rows]
@@ -642,22 +642,83 @@ class SeededSampler:
         picked = torch.searchsorted(cumulative, target, right=True).squeeze(-1)
         return picked.clamp(max=shape[1] - 1).tolist()
 
-    def _draw_nucleus(self, weights: torch.Tensor, rows: list[int]) -> list[int]:
+    def _draw_nucleus(
+        self, weights: torch.Tensor, cumulative: torch.Tensor, rows: list[int]
+    ) -> list[int]:
         """Nucleus sampling (``top_p`` < 1): the tokens sorted by weight, most likely first
-        (ties by token id, a stable sort), kept while the weight before them is below
-        ``top_p`` of the row's total (the first token always), then the same inverse
-        transform over the kept ones (up to ties at the boundary, the set transformers'
-        ``TopPLogitsWarper`` keeps)."""
-        ordered, order = torch.sort(weights, dim=-1, descending=True, stable=True)
-        cumulative = torch.cumsum(ordered, -1, dtype=torch.float64)
-        total = cumulative[:, -1:]
-        before = cumulative - ordered.double()
-        kept = torch.where(before < self.top_p * total, ordered.double(), 0.0)
-        kept_cumulative = torch.cumsum(kept, -1)
+        (ties by token id), kept while the weight before them (summed in that order, in
+        float64) is below ``top_p`` of the row's total (summed in token order, in
+        float64), then the same inverse transform over the kept ones (up to ties at the
+        boundary, the set ``transformers``' ``TopPLogitsWarper`` keeps).
+
+        Only the :data:`NUCLEUS_CANDIDATES` most likely tokens are sorted: a nucleus is
+        almost always far smaller, and a sort of the whole vocabulary (49,152 tokens for
+        SmolLM2) cost more than the model's decoding step per row. A row whose nucleus
+        reaches the candidates' least weight (where ties left out of them might belong)
+        is sorted whole instead; both give the same token, as both sum the same weights
+        in the same order (tests/model/engine/test_generation.py)."""
+        vocab = weights.shape[-1]
+        torch.cumsum(weights, -1, dtype=torch.float64, out=cumulative)
+        threshold = self.top_p * cumulative[:, -1]
         uniform = torch.cat(
             [torch.rand(1, generator=self.generators[row], dtype=torch.float64) for row in rows]
         )
-        target = (uniform * kept_cumulative[:, -1]).unsqueeze(-1)
-        picked = torch.searchsorted(kept_cumulative, target, right=True).squeeze(-1)
-        picked = picked.clamp(max=weights.shape[-1] - 1)
-        return order.gather(-1, picked.unsqueeze(-1)).squeeze(-1).tolist()
+        if vocab <= NUCLEUS_CANDIDATES:
+            return _nucleus_pick(*_sorted_candidates(weights, vocab), threshold, uniform)
+        values, index = _sorted_candidates(weights, NUCLEUS_CANDIDATES)
+        picked, kept = _nucleus_count(values, index, threshold, uniform)
+        # the nucleus stops before the candidates' least weight: no token outside them
+        # could have been kept, nor sorted before a kept one
+        least = values[:, -1:]
+        first_least = (values == least).int().argmax(-1)
+        whole = (kept > first_least).nonzero().flatten().tolist()
+        out = picked.tolist()
+        for i in whole:
+            row = weights[i : i + 1]
+            out[i] = _nucleus_pick(
+                *_sorted_candidates(row, vocab), threshold[i : i + 1], uniform[i : i + 1]
+            )[0]
+        return out
+
+
+NUCLEUS_CANDIDATES = 1024
+"""Tokens a nucleus draw sorts before it tries the whole vocabulary
+(:meth:`SeededSampler._draw_nucleus`)."""
+
+
+def _sorted_candidates(weights: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` largest weights of each row and their token ids, largest first, equal
+    weights by token id (the order of a stable descending sort of the whole row, for
+    every weight above the ``k``-th; all of it when ``k`` is the vocabulary)."""
+    if k >= weights.shape[-1]:
+        sorted_weights = torch.sort(weights, dim=-1, descending=True, stable=True)
+        return sorted_weights.values, sorted_weights.indices
+    values, index = torch.topk(weights, k, dim=-1)
+    index, by_id = index.sort(dim=-1)
+    values = values.gather(-1, by_id)
+    values, by_weight = values.sort(dim=-1, descending=True, stable=True)
+    return values, index.gather(-1, by_weight)
+
+
+def _nucleus_count(
+    values: torch.Tensor, index: torch.Tensor, threshold: torch.Tensor, uniform: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Over sorted candidates: each row's drawn token and how many candidates its nucleus
+    keeps (those whose exclusive running sum is below ``threshold``; at least one)."""
+    running = torch.cumsum(values.double(), -1)
+    before = torch.cat([running.new_zeros((running.shape[0], 1)), running[:, :-1]], dim=-1)
+    keep = before < threshold[:, None]
+    kept = keep.sum(-1).clamp(min=1)
+    mass = running.gather(-1, (kept - 1)[:, None])
+    target = uniform[:, None] * mass
+    bounded = running.masked_fill(~keep, float("inf"))
+    at = torch.searchsorted(bounded, target, right=True).squeeze(-1)
+    at = torch.minimum(at, kept - 1)  # u * mass rounded up to mass: the last kept token
+    return index.gather(-1, at[:, None]).squeeze(-1), kept
+
+
+def _nucleus_pick(
+    values: torch.Tensor, index: torch.Tensor, threshold: torch.Tensor, uniform: torch.Tensor
+) -> list[int]:
+    """The drawn tokens (:func:`_nucleus_count`'s), as a list."""
+    return _nucleus_count(values, index, threshold, uniform)[0].tolist()

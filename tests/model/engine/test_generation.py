@@ -129,3 +129,77 @@ def test_nucleus_sampling_draws_from_the_renormalised_nucleus() -> None:
     # top_p = 1 draws exactly as before it existed
     plain = SeededSampler([7], 0.8)(logits, [0])
     assert SeededSampler([7], 0.8, top_p=1.0)(logits, [0]) == plain
+
+
+def _nucleus_rows(rows: int, vocab: int) -> torch.Tensor:
+    """Logits whose nuclei range from one token to most of the vocabulary, with ties (of
+    rounded logits) inside, at and past every nucleus boundary, and -inf tokens."""
+    g = torch.Generator().manual_seed(1)
+    spread = torch.logspace(-1, 1.3, rows)[:, None]  # flat rows to peaked ones
+    logits = (torch.randn(rows, vocab, generator=g) * spread).round(decimals=1)
+    logits[::5, : vocab // 3] = float("-inf")
+    return logits
+
+
+def test_a_nucleus_drawn_from_candidates_equals_one_drawn_from_the_whole_sort(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The nucleus draw sorts only its most likely candidates and sorts a row whole when
+    its nucleus reaches their least weight: every draw equals the whole sort's, for
+    nuclei inside the candidates, past them and ending in ties at their edge."""
+    from mill.model.engine import generation
+    from mill.model.engine.generation import SeededSampler
+
+    rows, vocab, steps = 64, 2048, 6
+    logits = _nucleus_rows(rows, vocab)
+    sorted_whole = 0
+
+    def draws(candidates: int) -> list[list[int]]:
+        nonlocal sorted_whole
+        monkeypatch.setattr(generation, "NUCLEUS_CANDIDATES", candidates)
+        calls = {"whole": 0}
+        real = generation._sorted_candidates
+
+        def counted(weights: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+            calls["whole"] += k >= weights.shape[-1]
+            return real(weights, k)
+
+        monkeypatch.setattr(generation, "_sorted_candidates", counted)
+        sampler = SeededSampler(range(rows), temperature=0.7, top_p=0.9)
+        out = [sampler(logits, list(range(rows))) for _ in range(steps)]
+        if candidates < vocab:
+            sorted_whole = calls["whole"]
+        return out
+
+    whole = draws(vocab)
+    for candidates in (4, 16, 64, 256):
+        assert draws(candidates) == whole, candidates
+        # some rows' nuclei reached past the candidates, some stayed inside
+        assert 0 < sorted_whole < rows * steps, (candidates, sorted_whole)
+
+
+def test_nucleus_ties_at_the_edge_of_the_candidates_are_sorted_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Equal weights straddling the candidates' edge: which of them the candidates hold is
+    the selection's choice, so a nucleus that reaches them draws as the whole sort does
+    (the lowest token ids first), and one that stops before them keeps the favourite."""
+    from mill.model.engine import generation
+    from mill.model.engine.generation import SeededSampler
+
+    candidates = generation.NUCLEUS_CANDIDATES
+    vocab = candidates * 4
+    logits = torch.full((1, vocab), -30.0)
+    logits[0, -3] = 5.0  # the favourite, a high token id
+    logits[0, 1 : 2 * candidates] = 0.0  # ties, twice as many as the candidates
+
+    def draws(top_p: float, count: int) -> list[int]:
+        sampler = SeededSampler([3], temperature=1.0, top_p=top_p)
+        return [sampler(logits, [0])[0] for _ in range(count)]
+
+    wide = draws(0.99, 300)  # the nucleus: the favourite and ties past the candidates
+    assert set(wide) <= {vocab - 3, *range(1, 2 * candidates)}
+    assert max(t for t in wide if t != vocab - 3) >= candidates
+    assert draws(1e-3, 20) == [vocab - 3] * 20  # the favourite alone
+    monkeypatch.setattr(generation, "NUCLEUS_CANDIDATES", vocab)  # every row sorted whole
+    assert draws(0.99, 300) == wide
