@@ -630,12 +630,12 @@ class SeededSampler:
         weights, cumulative = self._weights[: shape[0]], self._cumulative[: shape[0]]
         torch.div(logits, self.temperature, out=weights)
         weights.sub_(weights.amax(-1, keepdim=True)).exp_()
-        if self.top_p < 1.0:
-            return self._draw_nucleus(weights, cumulative, rows)
         torch.cumsum(weights, -1, dtype=torch.float64, out=cumulative)
         uniform = torch.cat(
             [torch.rand(1, generator=self.generators[row], dtype=torch.float64) for row in rows]
         )
+        if self.top_p < 1.0:
+            return self._draw_nucleus(weights, self.top_p * cumulative[:, -1], uniform)
         # the first token whose cumulative weight exceeds u * total: never one of weight 0
         # (its cumulative sum equals its predecessor's)
         target = (uniform * cumulative[:, -1]).unsqueeze(-1)
@@ -643,7 +643,7 @@ class SeededSampler:
         return picked.clamp(max=shape[1] - 1).tolist()
 
     def _draw_nucleus(
-        self, weights: torch.Tensor, cumulative: torch.Tensor, rows: list[int]
+        self, weights: torch.Tensor, threshold: torch.Tensor, uniform: torch.Tensor
     ) -> list[int]:
         """Nucleus sampling (``top_p`` < 1): the tokens sorted by weight, most likely first
         (ties by token id), kept while the weight before them (summed in that order, in
@@ -658,27 +658,18 @@ class SeededSampler:
         is sorted whole instead; both give the same token, as both sum the same weights
         in the same order (tests/model/engine/test_generation.py)."""
         vocab = weights.shape[-1]
-        torch.cumsum(weights, -1, dtype=torch.float64, out=cumulative)
-        threshold = self.top_p * cumulative[:, -1]
-        uniform = torch.cat(
-            [torch.rand(1, generator=self.generators[row], dtype=torch.float64) for row in rows]
-        )
-        if vocab <= NUCLEUS_CANDIDATES:
-            return _nucleus_pick(*_sorted_candidates(weights, vocab), threshold, uniform)
-        values, index = _sorted_candidates(weights, NUCLEUS_CANDIDATES)
+        k = min(NUCLEUS_CANDIDATES, vocab)
+        values, index = _sorted_candidates(weights, k)
         picked, kept = _nucleus_count(values, index, threshold, uniform)
-        # the nucleus stops before the candidates' least weight: no token outside them
-        # could have been kept, nor sorted before a kept one
-        least = values[:, -1:]
-        first_least = (values == least).int().argmax(-1)
-        whole = (kept > first_least).nonzero().flatten().tolist()
-        out = picked.tolist()
-        for i in whole:
-            row = weights[i : i + 1]
-            out[i] = _nucleus_pick(
-                *_sorted_candidates(row, vocab), threshold[i : i + 1], uniform[i : i + 1]
-            )[0]
-        return out
+        if k < vocab:
+            # a nucleus that stops before the candidates' least weight holds no token
+            # outside them, nor one sorted before a kept one; the others are sorted whole
+            first_least = (values == values[:, -1:]).int().argmax(-1)
+            whole = (kept > first_least).nonzero().flatten()
+            if len(whole):
+                values, index = _sorted_candidates(weights[whole], vocab)
+                picked[whole] = _nucleus_count(values, index, threshold[whole], uniform[whole])[0]
+        return picked.tolist()
 
 
 NUCLEUS_CANDIDATES = 1024
@@ -715,10 +706,3 @@ def _nucleus_count(
     at = torch.searchsorted(bounded, target, right=True).squeeze(-1)
     at = torch.minimum(at, kept - 1)  # u * mass rounded up to mass: the last kept token
     return index.gather(-1, at[:, None]).squeeze(-1), kept
-
-
-def _nucleus_pick(
-    values: torch.Tensor, index: torch.Tensor, threshold: torch.Tensor, uniform: torch.Tensor
-) -> list[int]:
-    """The drawn tokens (:func:`_nucleus_count`'s), as a list."""
-    return _nucleus_count(values, index, threshold, uniform)[0].tolist()

@@ -161,7 +161,7 @@ def test_a_nucleus_drawn_from_candidates_equals_one_drawn_from_the_whole_sort(
         real = generation._sorted_candidates
 
         def counted(weights: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-            calls["whole"] += k >= weights.shape[-1]
+            calls["whole"] += weights.shape[0] if k >= weights.shape[-1] else 0  # rows
             return real(weights, k)
 
         monkeypatch.setattr(generation, "_sorted_candidates", counted)
