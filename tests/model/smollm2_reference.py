@@ -1,10 +1,11 @@
 """The reference a SmolLM2 GGUF conversion is checked against: ``transformers``' own
 ``gguf_file=`` load of the same file (tests/model/test_gguf.py).
 
-``python tests/model/smollm2_reference.py GGUF OUT.json [DATA]`` loads the GGUF with
+``python -m tests.model.smollm2_reference GGUF OUT.json [DATA]`` loads the GGUF with
 ``transformers`` (minutes on 2 cores: it dequantizes the tensors and converts the
 tokenizer in Python) and writes what the test compares: the SHA-256 of every tensor's fp32
-bytes, the SHA-256 of the token ids of every text file of the shared data, and the chat
+bytes, the SHA-256 of the token ids of every text file of the shared data (``DATA``, by
+default :data:`tests.helpers.SHARED_DATA`; the test skips without it), and the chat
 template's output on :data:`CONVERSATIONS`; then the token ids again with the
 pre-tokenizer the GGUF names (:func:`split_digits`). It prints where the load's time went.
 The same functions digest Mill's converted folder in the test, so both sides are
@@ -142,9 +143,12 @@ def split_digits(tokenizer: Any) -> None:
 
 
 def main(argv: list[str]) -> None:
+    from tests.helpers import SHARED_DATA
+
     gguf_path, out = Path(argv[0]), Path(argv[1])
-    shared = Path(__file__).resolve().parents[3] / "shared" / "data"
-    data = Path(argv[2]) if len(argv) > 2 else shared
+    data = Path(argv[2]) if len(argv) > 2 else SHARED_DATA
+    if not data.is_dir():
+        sys.exit(f"smollm2_reference: no data at {data}: pass DATA or set $MILL_SHARED_DATA")
     import transformers
 
     t0 = time.perf_counter()

