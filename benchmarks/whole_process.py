@@ -748,8 +748,9 @@ def _run(  # noqa: PLR0912, PLR0913, PLR0915
         print()
         print(generation_table(gen_rows))
         print(
-            "generated tokens: each side's own (lm-eval logs text: greedy, Mill's count, "
-            "its answers being Mill's; sampled, its texts tokenized again); tokens/s: "
+            "generated tokens: each side's own (lm-eval logs text: greedy on Mill's prompt, "
+            "Mill's count, its answers being Mill's; sampled or on its own prompt, its texts "
+            "tokenized again); tokens/s: "
             "generated tokens over the whole process's wall; mismatches: greedy docs whose "
             "answer differs from Mill's"
         )
