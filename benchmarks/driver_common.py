@@ -78,6 +78,20 @@ def lmeval_python() -> Path:
     return venv
 
 
+def import_error(python: Path, module: str) -> str | None:
+    """Why ``python`` cannot import ``module`` (the last line it printed), or None when it
+    can: a peer's optional parts, checked before a benchmark starts anything."""
+    import subprocess
+
+    proc = subprocess.run(
+        [str(python), "-c", f"import {module}"], capture_output=True, text=True, timeout=300
+    )
+    if proc.returncode == 0:
+        return None
+    lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit {proc.returncode}"
+
+
 def lighteval_python() -> Path:
     """The interpreter that runs lighteval 0.13 for ``benchmarks.lighteval_math`` and its parity
     test: ``$MILL_LIGHTEVAL_PYTHON``; else the dev virtualenv ``<repo>/.venv-lighteval``

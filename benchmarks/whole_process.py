@@ -72,6 +72,7 @@ from benchmarks.driver_common import (
     SHARED_DATA,
     abs_path,
     child_env,
+    import_error,
     lighteval_python,
     lmeval_batch,
     lmeval_python,
@@ -442,6 +443,34 @@ def generation_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def missing_peer(order: list[str], workloads: list[Workload]) -> str | None:
+    """The one line saying which side of ``order`` cannot run ``workloads`` and how to fix
+    it (its interpreter missing, or lm-eval's without the extra a task needs), or None;
+    checked before any model is built or any side starts."""
+    if "lighteval" in order and not lighteval_python().exists():
+        return (
+            f"lighteval: no interpreter at {lighteval_python()}; run "
+            "scripts/setup_lighteval_venv.sh or set MILL_LIGHTEVAL_PYTHON"
+        )
+    if "lmeval" not in order:
+        return None
+    python = lmeval_python()
+    if not python.exists():
+        return (
+            f"lmeval: no interpreter at {python}; run scripts/setup_lmeval_venv.sh "
+            "or set MILL_LMEVAL_PYTHON"
+        )
+    for module in sorted({w.lmeval_requires for w in workloads if w.lmeval_requires}):
+        error = import_error(python, module)
+        if error is not None:
+            return (
+                f"lmeval: {python} cannot import {module} ({error[:200]}); run "
+                "scripts/setup_lmeval_venv.sh (lm-eval with its math extra) or set "
+                "MILL_LMEVAL_PYTHON to an interpreter that has it"
+            )
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", nargs="+", default=["arc_easy_0shot"])
@@ -478,22 +507,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    env = child_env(args.threads)
-    env.pop("CI", None)
-    model = model_dir(args.model)
     wanted = {"mill", "floor", *args.peers} if args.only is None else {args.only}
     if args.only == "mill":
         wanted.add("floor")
     if args.no_floor:
         wanted.discard("floor")
     order = [side for side in ("mill", "floor", *PEERS) if side in wanted]
-    if "lighteval" in order and not lighteval_python().exists():
-        print(
-            f"lighteval: no interpreter at {lighteval_python()}; run "
-            "scripts/setup_lighteval_venv.sh or set MILL_LIGHTEVAL_PYTHON",
-            file=sys.stderr,
-        )
+    missing = missing_peer(order, [ALL_WORKLOADS[name] for name in args.workloads])
+    if missing is not None:
+        print(missing, file=sys.stderr)
         return 2
+    env = child_env(args.threads)
+    env.pop("CI", None)
+    model = model_dir(args.model)
     work = Path(tempfile.mkdtemp(prefix="mill-whole-"))
     report: list[dict[str, Any]] = []
     rows: list[str] = []

