@@ -63,12 +63,13 @@ class SlotLayer(DynamicLayer):
         self.view(owner.length + 1)
         return self.keys, self.values
 
-    def select(self, keep: list[int]) -> None:
-        """Move slots ``keep`` (ascending) to the front, in place, and narrow to them."""
+    def select(self, keep: list[int], length: int) -> None:
+        """Move slots ``keep`` (ascending) to the front, in place, and narrow to them: their
+        first ``length`` columns (the columns past every slot's are never read)."""
         for to, src in enumerate(keep):
             if to != src:  # src > to: never a slot still to move
-                self._k[to].copy_(self._k[src])
-                self._v[to].copy_(self._v[src])
+                self._k[to, :, :length].copy_(self._k[src, :, :length])
+                self._v[to, :, :length].copy_(self._v[src, :, :length])
         self._k, self._v = self._k[: len(keep)], self._v[: len(keep)]
 
 
@@ -132,7 +133,7 @@ class SlotCache:
         if any(b <= a for a, b in zip(keep, keep[1:], strict=False)):
             raise ValueError(f"slots to keep must ascend: {keep}")
         for layer in self._slot_layers():
-            layer.select(keep)
+            layer.select(keep, self.length)
         self.columns = self.columns[torch.tensor(keep, device=self.columns.device)]
         self.slots = len(keep)
         self.rows = torch.arange(self.slots, device=self.columns.device)

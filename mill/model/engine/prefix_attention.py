@@ -45,6 +45,14 @@ MIN_SHARED_PREFIX = 32
 """Rows of a decode batch share their prefix only from this many tokens on (below it the
 extra batch-1 forward and the unfused attention cost more than they save)."""
 
+BLOCK_ROWS = 8
+"""A decoding step reads the rows' own keys and values in blocks of consecutive slots, each
+up to its longest row's column (not every row up to the longest of all): at least this many
+rows a block (below it another product costs more than the columns it skips)."""
+
+MAX_BLOCKS = 8
+"""At most this many blocks a decoding step (the products' count per layer)."""
+
 _ACTIVE: ContextVar[SharedPrefix | None] = ContextVar("mill_shared_prefix", default=None)
 """The prefix the running forward attends over, per thread (another model generating in
 another thread never sees it; one model object generates in one thread at a time)."""
@@ -65,6 +73,7 @@ class SharedPrefix:
         self.length = int(keys[0].shape[2]) if keys else 0
         self.pad: torch.Tensor | None = None
         self.valid: torch.Tensor | None = None
+        self.blocks: list[tuple[int, int, int]] = []
         self.prompts: _PromptStep | None = None
         self._mask: tuple[tuple[int, int, torch.device], torch.Tensor] | None = None
 
@@ -72,7 +81,10 @@ class SharedPrefix:
         self.pad, self.valid, self._mask, self.prompts = pad, None, None, None
 
     def set_valid(self, valid: torch.Tensor) -> None:
+        """``valid[b, u]``: slot ``b`` may read column ``u`` (its columns a prefix of the
+        row, as :meth:`mill.model.engine.kv.SlotCache.mask` makes them)."""
         self.pad, self.valid, self._mask, self.prompts = None, valid, None, None
+        self.blocks = own_blocks(valid.sum(dim=1).tolist())
 
     def set_prompts(self, table: PromptTable, entries: Sequence[int]) -> None:
         """For the next decoding step (after :meth:`set_valid`): slot ``b`` also attends to
@@ -183,11 +195,28 @@ def shared_prefix_attention(
     prompts = shared.prompts
     if prompts is not None:
         parts.append(prompts.scores(layer, grouped))
-    own_scores = torch.matmul(grouped, key.transpose(-1, -2))
+    blocks = shared.blocks if len(shared.blocks) > 1 else [(0, rows, n)]
+    if len(blocks) == 1:
+        own_scores = torch.matmul(grouped, key.transpose(-1, -2))
+    else:  # each block of slots up to its own longest column; the rest is masked anyway
+        own_scores = grouped.new_zeros((rows, kv_heads, group, n))
+        for start, end, width in blocks:
+            own_scores[start:end, ..., :width] = torch.matmul(
+                grouped[start:end], key[start:end, :, :width].transpose(-1, -2)
+            )
     parts.append(own_scores.masked_fill(~allowed[:, None], float("-inf")))
     scores = torch.cat(parts, dim=-1).float() * scale
     probs = torch.softmax(scores, dim=-1).to(value.dtype)
-    out = torch.matmul(probs[..., scores.shape[-1] - n :], value)
+    own_probs = probs[..., scores.shape[-1] - n :]
+    if len(blocks) == 1:
+        out = torch.matmul(own_probs, value)
+    else:
+        out = torch.cat(
+            [
+                torch.matmul(own_probs[start:end, ..., :width], value[start:end, :, :width])
+                for start, end, width in blocks
+            ]
+        )
     if length:
         assert prefix_v is not None
         prefix_probs = probs[..., :length].transpose(0, 1).reshape(kv_heads, rows * group, length)
@@ -196,6 +225,19 @@ def shared_prefix_attention(
     if prompts is not None:
         out = out + prompts.read(layer, probs[..., length : length + prompts.width])
     return out.reshape(rows, 1, heads, dim), None
+
+
+def own_blocks(widths: Sequence[int]) -> list[tuple[int, int, int]]:
+    """Consecutive slots in blocks of at least :data:`BLOCK_ROWS`, at most
+    :data:`MAX_BLOCKS` of them: ``(start, end, width)``, ``width`` the most columns a slot of
+    ``start:end`` reads (``widths[b]``: slot ``b``'s). Rows started together sit in
+    consecutive slots, longest first, so a block's width is close to each of its rows'."""
+    rows = len(widths)
+    size = max(BLOCK_ROWS, -(-rows // MAX_BLOCKS))
+    return [
+        (start, min(rows, start + size), max(widths[start : start + size]))
+        for start in range(0, rows, size)
+    ]
 
 
 class _PromptStep:

@@ -172,7 +172,9 @@ def test_slots_are_written_in_place_and_freed_without_copies() -> None:
     slots.free(0)  # a finished row: its slot is free, nothing copied
     assert slots.columns.tolist() == [0, 0, 3] and layer._k.data_ptr() == storage
     slots.place(1, prefill, 0, 3)
+    layer._k[0, :, 5], layer._k[1, :, 5] = 0.0, 9.0  # past every slot's filled columns
     slots.select([1, 2])  # the tail, once the queue is empty: moved to the front in place
+    assert bool((layer._k[0, :, 5] == 0).all())  # only the filled columns moved
     assert layer.keys.shape == (2, 1, 3, 4) and layer._k.data_ptr() == storage
     assert slots.columns.tolist() == [3, 3]
     assert bool((layer._k[0, :, :3] == 1).all())  # slot 1's context, now first

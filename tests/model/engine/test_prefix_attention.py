@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mill.model.engine import prefix_attention
 from mill.model.engine.generation import generate_batch
 from mill.model.engine.hf_forward import SHARED_PREFIX_MODELS, HFForward
-from mill.model.engine.prefix_attention import MIN_SHARED_PREFIX, common_prefix
+from mill.model.engine.prefix_attention import MIN_SHARED_PREFIX, common_prefix, own_blocks
 
 
 def _model(kind: str) -> torch.nn.Module:
@@ -93,6 +94,48 @@ def test_shared_prefix_generation_equals_unshared(kind: str, token_budget: int |
         for a, b in zip(steps, got_logits[row], strict=True):
             assert torch.allclose(a, b, atol=1e-5, rtol=0), (kind, row)
     assert model.config._attn_implementation == "sdpa"  # restored after the batch
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+@pytest.mark.parametrize("slots", [None, 16], ids=["one-wave", "rows-join"])
+def test_blocked_reads_of_many_rows_equal_unshared(
+    kind: str, slots: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Enough rows for several blocks (``own_blocks``), rows of many lengths, some stopping
+    early, and (``rows-join``) rows taking freed slots between older ones: the same tokens
+    and logits as the unshared generation."""
+    model = _model(kind)
+    g = torch.Generator().manual_seed(2)
+    shared_part = torch.randint(3, 97, (40,), generator=g).tolist()
+    lengths = torch.randint(1, 40, (40,), generator=g).tolist()
+    contexts = [shared_part + torch.randint(3, 97, (n,), generator=g).tolist() for n in lengths]
+    plain = HFForward(model, torch.device("cpu"), share_prefix=False)
+    shared = HFForward(model, torch.device("cpu"), share_prefix=True)
+    tokens, _ = _run(plain, contexts, set(), None, slots=slots)
+    eos = {tokens[3][2], tokens[7][5]}
+    want, want_logits = _run(plain, contexts, eos, None, slots=slots)
+    seen: list[list[tuple[int, int, int]]] = []
+
+    def spy(widths: list[int]) -> list[tuple[int, int, int]]:
+        seen.append(own_blocks(widths))
+        return seen[-1]
+
+    monkeypatch.setattr(prefix_attention, "own_blocks", spy)
+    got, got_logits = _run(shared, contexts, eos, None, slots=slots)
+    assert got == want
+    assert max(map(len, seen)) > 1 and len(set(map(len, got))) > 1
+    for row, steps in want_logits.items():
+        for a, b in zip(steps, got_logits[row], strict=True):
+            assert torch.allclose(a, b, atol=1e-5, rtol=0), (kind, row)
+
+
+def test_own_blocks_cover_the_slots_with_each_blocks_widest() -> None:
+    assert own_blocks([5, 3, 9]) == [(0, 3, 9)]  # fewer than 8 rows: one block
+    widths = list(range(100, 0, -1))  # 100 slots, longest first: 8 blocks of 13, 9 at the end
+    blocks = own_blocks(widths)
+    assert len(blocks) == 8 and blocks[0] == (0, 13, 100) and blocks[-1] == (91, 100, 9)
+    assert [b[0] for b in blocks[1:]] == [b[1] for b in blocks[:-1]]
+    assert own_blocks([1] * 20) == [(0, 8, 1), (8, 16, 1), (16, 20, 1)]
 
 
 @pytest.mark.parametrize("kind", ["gpt2", "llama"])
