@@ -122,16 +122,28 @@ def test_lighteval_side_gets_the_first_rows_mill_reads(tmp_path: Path) -> None:
     }
 
 
-def test_missing_lighteval_is_one_line_exit_2(tmp_path: Path) -> None:
+_VARIABLE = {"lighteval": "MILL_LIGHTEVAL_PYTHON", "lmeval": "MILL_LMEVAL_PYTHON"}
+
+
+def _refusal(peer: str, python: Path) -> str:
+    """``whole_process`` on ``math500_greedy`` beside ``peer``, whose interpreter is
+    ``python``: the one line it exits 2 with (nothing on stdout: nothing ran)."""
     cmd = module_cmd(sys.executable, "whole_process", "--model", "gpt2_random")
-    cmd += ["--workloads", "math500_greedy", "--peers", "lighteval", "--no-floor"]
-    env = dict(os.environ, MILL_LIGHTEVAL_PYTHON=str(tmp_path / "none" / "python"))
+    cmd += ["--workloads", "math500_greedy", "--peers", peer, "--no-floor"]
+    env = dict(os.environ, **{_VARIABLE[peer]: str(python)})
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
-        f"lighteval: no interpreter at {tmp_path / 'none' / 'python'}; run "
-        "scripts/setup_lighteval_venv.sh or set MILL_LIGHTEVAL_PYTHON"
-    ]
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    return line
+
+
+@pytest.mark.parametrize("peer", sorted(_VARIABLE))
+def test_missing_peer_interpreter_is_one_line_exit_2(tmp_path: Path, peer: str) -> None:
+    missing = tmp_path / "none" / "python"
+    assert _refusal(peer, missing) == (
+        f"{peer}: no interpreter at {missing}; run scripts/setup_{peer}_venv.sh or set "
+        f"{_VARIABLE[peer]}"
+    )
 
 
 def test_lmeval_without_its_math_extra_is_one_line_exit_2(tmp_path: Path) -> None:
@@ -143,30 +155,12 @@ def test_lmeval_without_its_math_extra_is_one_line_exit_2(tmp_path: Path) -> Non
         python.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import no_such_module_xyz'\n")
         python.chmod(0o755)
     assert import_error(python, MINERVA) is not None
-    cmd = module_cmd(sys.executable, "whole_process", "--model", "gpt2_random")
-    cmd += ["--workloads", "math500_greedy", "--peers", "lmeval", "--no-floor"]
-    env = dict(os.environ, MILL_LMEVAL_PYTHON=str(python))
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
-    assert proc.returncode == 2, proc.stderr
-    (line,) = proc.stderr.strip().splitlines()
+    line = _refusal("lmeval", python)
     assert line.startswith(f"lmeval: {python} cannot import {MINERVA} (")
     assert line.endswith(
         "); run scripts/setup_lmeval_venv.sh (lm-eval with its math extra) or set "
         "MILL_LMEVAL_PYTHON to an interpreter that has it"
     )
-    assert proc.stdout == ""
-
-
-def test_missing_lmeval_interpreter_is_one_line_exit_2(tmp_path: Path) -> None:
-    cmd = module_cmd(sys.executable, "whole_process", "--model", "gpt2_random")
-    cmd += ["--workloads", "math500_greedy", "--peers", "lmeval", "--no-floor"]
-    env = dict(os.environ, MILL_LMEVAL_PYTHON=str(tmp_path / "none" / "python"))
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=REPO)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
-        f"lmeval: no interpreter at {tmp_path / 'none' / 'python'}; run "
-        "scripts/setup_lmeval_venv.sh or set MILL_LMEVAL_PYTHON"
-    ]
 
 
 @pytest.mark.slow  # starts mill and lighteval on SmolLM2, twice each
