@@ -196,27 +196,11 @@ def shared_prefix_attention(
     if prompts is not None:
         parts.append(prompts.scores(layer, grouped))
     blocks = shared.blocks if len(shared.blocks) > 1 else [(0, rows, n)]
-    if len(blocks) == 1:
-        own_scores = torch.matmul(grouped, key.transpose(-1, -2))
-    else:  # each block of slots up to its own longest column; the rest is masked anyway
-        own_scores = grouped.new_zeros((rows, kv_heads, group, n))
-        for start, end, width in blocks:
-            own_scores[start:end, ..., :width] = torch.matmul(
-                grouped[start:end], key[start:end, :, :width].transpose(-1, -2)
-            )
+    own_scores = _own_scores(grouped, key, blocks)
     parts.append(own_scores.masked_fill(~allowed[:, None], float("-inf")))
     scores = torch.cat(parts, dim=-1).float() * scale
     probs = torch.softmax(scores, dim=-1).to(value.dtype)
-    own_probs = probs[..., scores.shape[-1] - n :]
-    if len(blocks) == 1:
-        out = torch.matmul(own_probs, value)
-    else:
-        out = torch.cat(
-            [
-                torch.matmul(own_probs[start:end, ..., :width], value[start:end, :, :width])
-                for start, end, width in blocks
-            ]
-        )
+    out = _own_read(probs[..., scores.shape[-1] - n :], value, blocks)
     if length:
         assert prefix_v is not None
         prefix_probs = probs[..., :length].transpose(0, 1).reshape(kv_heads, rows * group, length)
@@ -225,6 +209,37 @@ def shared_prefix_attention(
     if prompts is not None:
         out = out + prompts.read(layer, probs[..., length : length + prompts.width])
     return out.reshape(rows, 1, heads, dim), None
+
+
+def _own_scores(
+    grouped: torch.Tensor, key: torch.Tensor, blocks: list[tuple[int, int, int]]
+) -> torch.Tensor:
+    """``[rows, Hkv, group, n]`` scores of each row's query over its slot's keys, each block
+    of slots (:func:`own_blocks`) up to its width; the columns past it are zeros, which the
+    caller's mask hides (no row of the block reads them)."""
+    if len(blocks) == 1:
+        return torch.matmul(grouped, key.transpose(-1, -2))
+    rows, kv_heads, group, _ = grouped.shape
+    out = grouped.new_zeros((rows, kv_heads, group, key.shape[2]))
+    for start, end, width in blocks:
+        keys = key[start:end, :, :width].transpose(-1, -2)
+        out[start:end, ..., :width] = torch.matmul(grouped[start:end], keys)
+    return out
+
+
+def _own_read(
+    probs: torch.Tensor, value: torch.Tensor, blocks: list[tuple[int, int, int]]
+) -> torch.Tensor:
+    """``[rows, Hkv, group, D]``: each slot's values weighted by ``probs`` (``[rows, Hkv,
+    group, n]``), each block up to its width (the probabilities past it are zero)."""
+    if len(blocks) == 1:
+        return torch.matmul(probs, value)
+    return torch.cat(
+        [
+            torch.matmul(probs[start:end, ..., :width], value[start:end, :, :width])
+            for start, end, width in blocks
+        ]
+    )
 
 
 def own_blocks(widths: Sequence[int]) -> list[tuple[int, int, int]]:
