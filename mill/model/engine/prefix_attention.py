@@ -79,6 +79,7 @@ class SharedPrefix:
 
     def set_pad(self, pad: torch.Tensor) -> None:
         self.pad, self.valid, self._mask, self.prompts = pad, None, None, None
+        self.blocks = []  # a prefill's rows are not the slots a decoding step's blocks are
 
     def set_valid(self, valid: torch.Tensor) -> None:
         """``valid[b, u]``: slot ``b`` may read column ``u`` (its columns a prefix of the

@@ -136,6 +136,11 @@ def test_own_blocks_cover_the_slots_with_each_blocks_widest() -> None:
     assert len(blocks) == 8 and blocks[0] == (0, 13, 100) and blocks[-1] == (91, 100, 9)
     assert [b[0] for b in blocks[1:]] == [b[1] for b in blocks[:-1]]
     assert own_blocks([1] * 20) == [(0, 8, 1), (8, 16, 1), (16, 20, 1)]
+    shared = prefix_attention.SharedPrefix(None, None)
+    shared.set_valid(torch.arange(4)[None] <= torch.tensor([3, 1] * 8)[:, None])
+    assert shared.blocks == [(0, 8, 4), (8, 16, 4)]
+    shared.set_pad(torch.zeros(16, dtype=torch.long))  # a prefill: no decoding step's blocks
+    assert shared.blocks == []
 
 
 @pytest.mark.parametrize("kind", ["gpt2", "llama"])
